@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* govex policy check|canon|digest|show */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char policy_usage[] =
+	"usage: govex policy check FILE    validate FILE; exit 0 when valid, 2 naming the field\n"
+	"       govex policy canon FILE    print the canonical bytes with every default\n"
+	"       govex policy digest FILE   print sha256:<hex> of the canonical bytes\n"
+	"       govex policy show PRESET   print a built-in preset (strict, workspace, trusted)\n";
+
+int cmd_policy(int argc, char **argv)
+{
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(policy_usage, stdout);
+		return 0;
+	}
+	if (argc != 3) {
+		fputs(policy_usage, stderr);
+		return EXIT_USAGE;
+	}
+	const char *verb = argv[1], *arg = argv[2];
+	govex_policy *p = NULL;
+	struct govex_error e = {0};
+	int r;
+	if (strcmp(verb, "show") == 0)
+		r = govex_policy_preset(arg, &p, &e);
+	else if (strcmp(verb, "check") == 0 || strcmp(verb, "canon") == 0 ||
+		 strcmp(verb, "digest") == 0)
+		r = govex_policy_load(arg, &p, &e);
+	else {
+		cli_error("policy: unknown verb '%s'", verb);
+		fputs(policy_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (r < 0) {
+		cli_error("policy '%s': %s", arg, e.message);
+		return EXIT_USAGE;
+	}
+	size_t n;
+	const char *c = govex_policy_canonical(p, &n);
+	if (strcmp(verb, "check") == 0)
+		printf("ok %s\n", govex_policy_digest(p));
+	else if (strcmp(verb, "digest") == 0)
+		printf("%s\n", govex_policy_digest(p));
+	else
+		fwrite(c, 1, n, stdout);
+	govex_policy_free(p);
+	return fflush(stdout) == 0 ? 0 : 1;
+}

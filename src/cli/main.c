@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* govex: command dispatch. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"usage: govex COMMAND [ARGS]\n"
+	"\n"
+	"Run Python code under an enforced policy and report, truthfully, what was enforced.\n"
+	"\n"
+	"commands:\n"
+	"  run       run code under a policy (govex run --help)\n"
+	"  plan      print the canonical plan of a run without running it\n"
+	"  policy    check, canonicalize, digest or show policies\n"
+	"  backends  list backends and the controls they enforce on this host\n"
+	"  version   print the version\n"
+	"\n"
+	"The default policy is the strict preset.  Exit status of run: the program's own;\n"
+	"124 timeout; 125 refused, invalid or not started; 128+N killed by signal N.\n";
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("govex: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("govex %s\n", govex_version());
+		return 0;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(argc - 1, argv + 1, false);
+	if (strcmp(cmd, "plan") == 0)
+		return cmd_run(argc - 1, argv + 1, true);
+	if (strcmp(cmd, "policy") == 0)
+		return cmd_policy(argc - 1, argv + 1);
+	if (strcmp(cmd, "backends") == 0)
+		return cmd_backends(argc - 1, argv + 1);
+	cli_error("unknown command '%s'", cmd);
+	fputs(usage, stderr);
+	return EXIT_USAGE;
+}

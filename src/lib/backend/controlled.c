@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * govex.controlled/v1: a bounded plain subprocess for trusted code.  Not a sandbox.
+ *
+ * Process layout:
+ *
+ *   host (govex_runtime_run)          supervise.c: pipes, deadline, cancel
+ *     └─ shim (fork, no exec)         own process group, PR_SET_CHILD_SUBREAPER
+ *          └─ program (fork + exec)   own process group, rlimits, clean fds and env
+ *
+ * The shim exists so that no descendant outlives the run without changing the host
+ * process's own semantics (the host does not become a subreaper): a descendant that
+ * calls setsid() and double-forks is re-parented to the shim, which kills and reaps the
+ * whole tree when the program exits or when the host asks (by closing the kill pipe;
+ * the host dying closes it too).  Between fork and exec only async-signal-safe calls.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "../internal.h"
+
+static void controlled_probe(const struct govex_runtime_options *opts, struct govex__report *r)
+{
+	(void)opts;
+	memset(r, 0, sizeof(*r));
+	r->available = true;
+	r->enforced = CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) |
+		      CTL(FRESH_WORKDIR) | CTL(FD_HYGIENE) | CTL(MEMORY_PER_PROCESS) |
+		      CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
+		      CTL(FILE_SIZE_PER_PROCESS);
+	/* The subreaper shim needs PR_SET_CHILD_SUBREAPER and pidfd_open (Linux 5.3). */
+	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (fd >= 0) {
+		close(fd);
+		r->enforced |= CTL(PROCESS_TREE_KILL);
+	} else {
+		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
+		u->control = GOVEX_CTL_PROCESS_TREE_KILL;
+		snprintf(u->reason, sizeof(u->reason), "pidfd_open unavailable: %s",
+			 strerror(errno));
+	}
+	static const struct {
+		enum govex__control c;
+		const char *why;
+	} none[] = {
+		{GOVEX_CTL_NETWORK_DENY, "a plain subprocess has the host's network"},
+		{GOVEX_CTL_FS_READ_ALLOWLIST, "a plain subprocess reads what the user can"},
+		{GOVEX_CTL_FS_WRITE_ALLOWLIST, "a plain subprocess writes what the user can"},
+		{GOVEX_CTL_SUBPROCESS_DENY, "a plain subprocess may start processes"},
+		{GOVEX_CTL_MEMORY_AGGREGATE, "rlimits are per process, not per run"},
+		{GOVEX_CTL_CPU_TIME_AGGREGATE, "rlimits are per process, not per run"},
+		{GOVEX_CTL_PIDS_AGGREGATE, "no process-count limit without a cgroup"},
+		{GOVEX_CTL_SYSCALL_FILTER, "no seccomp filter in this backend"},
+		{GOVEX_CTL_NO_NEW_PRIVILEGES, "setuid programs keep their privileges"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
+		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
+		u->control = none[i].c;
+		snprintf(u->reason, sizeof(u->reason), "%s", none[i].why);
+	}
+}
+
+/* Restores default dispositions and an empty mask (a host may ignore SIGPIPE or block
+ * SIGINT; the program should see a normal process state). */
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+struct fds {
+	int in[2], out[2], err[2], ce[2], rep[2], kill[2];
+};
+
+static __attribute__((noreturn)) void program_child(const struct govex__launch *l,
+						    const struct fds *f)
+{
+	const char *step = "setpgid";
+	int e = 0, ce = f->ce[1];
+	if (setpgid(0, 0) < 0)
+		goto fail;
+	if (govex__child_stdio(f->in[0], f->out[1], f->err[1], l->extra_fd, &ce, &step) < 0)
+		goto fail;
+	step = "chdir";
+	if (chdir(l->workdir) < 0)
+		goto fail;
+	if (govex__child_rlimits(l->limits, &step) < 0)
+		goto fail;
+	reset_signals();
+	step = "execve";
+	execve(l->argv[0], l->argv, l->envp);
+fail:
+	e = errno;
+	govex__child_fail(ce, step, e);
+	_exit(127);
+}
+
+static __attribute__((noreturn)) void shim(const struct govex__launch *l, const struct fds *f)
+{
+	struct govex__shim_report rep;
+	memset(&rep, 0, sizeof(rep));
+	/* First drop every host descriptor we did not make for this run: in a
+	 * multi-threaded host, another run's pipes must not be held open by us. */
+	{
+		int keep[] = {f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0],
+			      l->extra_fd};
+		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
+	}
+	/* Own group: a terminal's SIGINT to the host's group must not kill the shim and
+	 * orphan the program. */
+	setpgid(0, 0);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		govex__child_fail(f->ce[1], "subreaper", errno);
+		_exit(127);
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		govex__child_fail(f->ce[1], "fork", errno);
+		_exit(127);
+	}
+	if (child == 0)
+		program_child(l, f);
+	setpgid(child, child); /* also done by the child: no race on who is first */
+	close(f->in[0]);
+	close(f->out[1]);
+	close(f->err[1]);
+	close(f->ce[1]);
+	if (l->extra_fd >= 0)
+		close(l->extra_fd);
+
+	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
+	for (;;) {
+		int n = poll(p, pidfd >= 0 ? 2 : 1, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0 && pidfd >= 0 && (p[1].revents & POLLIN))
+			break; /* the program ended by itself */
+		if (n < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			/* the host asked (or died): kill the program's group */
+			rep.killed = 1;
+			kill(-child, SIGKILL);
+			kill(child, SIGKILL);
+			break;
+		}
+	}
+	int st = 0;
+	struct rusage ru;
+	while (wait4(child, &st, __WALL, &ru) < 0 && errno == EINTR)
+		;
+	rep.wait_status = st;
+	govex__shim_sweep(child);
+	getrusage(RUSAGE_CHILDREN, &ru);
+	rep.cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+		     (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	rep.max_rss_kb = ru.ru_maxrss;
+	ssize_t w;
+	do
+		w = write(f->rep[1], &rep, sizeof(rep));
+	while (w < 0 && errno == EINTR);
+	_exit(0);
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+static int controlled_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
+			  struct govex_error *err)
+{
+	(void)state;
+	struct fds f;
+	int *all[] = {f.in, f.out, f.err, f.ce, f.rep, f.kill};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		all[i][0] = all[i][1] = -1;
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (pipe2(all[i], O_CLOEXEC) < 0) {
+			int e = errno;
+			for (size_t k = 0; k < ARRAY_SIZE(all); k++)
+				close_pair(all[k]);
+			o->term = GOVEX_TERM_LAUNCH_FAILED;
+			snprintf(o->failed_step, sizeof(o->failed_step), "pipe");
+			o->failed_errno = e;
+			return govex__err(err, e, e, "launch: pipe: %s", strerror(e));
+		}
+	/* Larger pipes: fewer wake-ups when the program floods its output. */
+	fcntl(f.out[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(f.err[0], F_SETPIPE_SZ, 1 << 20);
+
+	uint64_t start = govex__now_ns();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		for (size_t k = 0; k < ARRAY_SIZE(all); k++)
+			close_pair(all[k]);
+		o->term = GOVEX_TERM_LAUNCH_FAILED;
+		snprintf(o->failed_step, sizeof(o->failed_step), "fork");
+		o->failed_errno = e;
+		return govex__err(err, e, e, "launch: fork: %s", strerror(e));
+	}
+	if (pid == 0)
+		shim(l, &f);
+
+	close(f.in[0]);
+	close(f.out[1]);
+	close(f.err[1]);
+	close(f.ce[1]);
+	close(f.rep[1]);
+	close(f.kill[0]);
+	struct govex__supervise s = {
+		.stdin_fd = f.in[1],
+		.stdout_fd = f.out[0],
+		.stderr_fd = f.err[0],
+		.report_fd = f.rep[0],
+		.err_fd = f.ce[0],
+		.kill_fd = f.kill[1],
+		.cancel_fd = l->cancel_fd,
+		.shim_pid = pid,
+		.wall_ms = l->limits->wall_ms,
+		.stdout_max = l->limits->stdout_bytes,
+		.stderr_max = l->limits->stderr_bytes,
+		.stdin_data = l->stdin_data,
+		.stdin_len = l->stdin_len,
+		.start_ns = start,
+	};
+	struct govex__shim_report rep;
+	bool got;
+	int r = govex__supervise(&s, o, &rep, &got);
+	if (r < 0)
+		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
+	govex__outcome_from_report(o, l->limits, &rep, got);
+	return 0;
+}
+
+const struct govex__backend_ops govex__controlled_backend = {
+	.name = "controlled",
+	.version = "govex.controlled/v1",
+	.probe = controlled_probe,
+	.prepare = NULL,
+	.release = NULL,
+	.run = controlled_run,
+};

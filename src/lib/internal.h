@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* Library-internal declarations shared by src/lib.  Names are govex__ (two underscores). */
+#ifndef GOVEX_INTERNAL_H
+#define GOVEX_INTERNAL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <pthread.h>
+
+#include <jansson.h>
+
+#include "govex.h"
+#include "banned.h"
+
+/* ---- cleanup helpers (systemd style) ---------------------------------------------- */
+
+static inline void govex__freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void govex__closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+static inline void govex__json_decrefp(json_t **j)
+{
+	json_decref(*j);
+}
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(govex__freep)
+#define _cleanup_close_ _cleanup_(govex__closep)
+#define _cleanup_json_ _cleanup_(govex__json_decrefp)
+
+#define TAKE_PTR(p)                                                                          \
+	({                                                                                   \
+		__typeof__(p) _tp = (p);                                                     \
+		(p) = NULL;                                                                  \
+		_tp;                                                                         \
+	})
+#define TAKE_FD(fd)                                                                          \
+	({                                                                                   \
+		int _tf = (fd);                                                              \
+		(fd) = -1;                                                                   \
+		_tf;                                                                         \
+	})
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GOVEX__HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+/* Fills *err (when non-NULL) and returns -code.  code is GOVEX_E* or an errno value. */
+int govex__err(struct govex_error *err, int code, int sys_errno, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- strings and vectors -------------------------------------------------------------- */
+
+/* A NULL-terminated vector of owned strings. */
+char **govex__strv_free(char **v);
+size_t govex__strv_len(char *const *v);
+int govex__strv_push(char ***v, const char *s);        /* copies s */
+int govex__strv_push_take(char ***v, char *s);         /* takes s */
+char **govex__strv_copy(char *const *v);
+bool govex__strv_contains(char *const *v, const char *s);
+void govex__strv_sort_uniq(char **v);
+json_t *govex__strv_json(char *const *v); /* a JSON array of the strings */
+
+/* Valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF) */
+bool govex__utf8_valid(const char *s, size_t len);
+/* Copies s into *ret with each invalid byte replaced by U+FFFD; when cut, an incomplete
+ * character at the very end is dropped instead.  Returns (size_t)-1 on ENOMEM. */
+size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, size_t *ret_len,
+			    uint64_t *ret_replaced);
+
+/* ---- canonical JSON and digests --------------------------------------------------- */
+
+/* Canonical bytes of j: sorted keys, compact, integers only (reals refused), one trailing
+ * "\n", NUL-terminated.  Returns -GOVEX_EINVAL for a real number inside. */
+int govex__canon(const json_t *j, char **ret_bytes, size_t *ret_len);
+/* "sha256:<hex>" of len bytes into out[72]. */
+void govex__sha256_digest(const void *data, size_t len, char out[72]);
+/* Parses strictly: duplicate keys refused, whole input, no NUL.  Messages name the
+ * position.  Returns -GOVEX_EJSON or -GOVEX_EUTF8. */
+int govex__json_parse(const char *data, size_t len, json_t **ret, struct govex_error *err);
+/* Reads a whole file of at most max bytes. */
+int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
+		     struct govex_error *err);
+
+/* ---- controls ------------------------------------------------------------------------- */
+
+#define GOVEX__CONTROLS(X)                                                                   \
+	X(WALL_TIME, "wall_time")                                                            \
+	X(OUTPUT_BOUNDS, "output_bounds")                                                    \
+	X(ENV_ALLOWLIST, "env_allowlist")                                                    \
+	X(FRESH_WORKDIR, "fresh_workdir")                                                    \
+	X(PROCESS_TREE_KILL, "process_tree_kill")                                            \
+	X(FD_HYGIENE, "fd_hygiene")                                                          \
+	X(NETWORK_DENY, "network_deny")                                                      \
+	X(FS_READ_ALLOWLIST, "fs_read_allowlist")                                            \
+	X(FS_WRITE_ALLOWLIST, "fs_write_allowlist")                                          \
+	X(SUBPROCESS_DENY, "subprocess_deny")                                                \
+	X(MEMORY_AGGREGATE, "memory_aggregate")                                              \
+	X(MEMORY_PER_PROCESS, "memory_per_process")                                          \
+	X(CPU_TIME_AGGREGATE, "cpu_time_aggregate")                                          \
+	X(CPU_TIME_PER_PROCESS, "cpu_time_per_process")                                      \
+	X(PIDS_AGGREGATE, "pids_aggregate")                                                  \
+	X(OPEN_FILES_PER_PROCESS, "open_files_per_process")                                  \
+	X(FILE_SIZE_PER_PROCESS, "file_size_per_process")                                    \
+	X(SYSCALL_FILTER, "syscall_filter")                                                  \
+	X(NO_NEW_PRIVILEGES, "no_new_privileges")
+
+enum govex__control {
+#define GOVEX__CTLENUM(id, name) GOVEX_CTL_##id,
+	GOVEX__CONTROLS(GOVEX__CTLENUM)
+#undef GOVEX__CTLENUM
+	GOVEX__CTL_COUNT
+};
+typedef uint64_t govex__ctlset;
+#define CTL(id) ((govex__ctlset)1 << GOVEX_CTL_##id)
+
+const char *govex__control_name(enum govex__control c);
+/* Array of control names, in table order. */
+json_t *govex__ctlset_json(govex__ctlset set);
+
+/* ---- policy --------------------------------------------------------------------------- */
+
+enum govex__perm {
+	GOVEX_PERM_NETWORK = 1u << 0,
+	GOVEX_PERM_FILESYSTEM_WRITE = 1u << 1,
+	GOVEX_PERM_SHELL = 1u << 2,
+	GOVEX_PERM_SUBPROCESS = 1u << 3,
+};
+
+#define GOVEX__EFFECTS(X)                                                                    \
+	X(NETWORK, "network")                                                                \
+	X(FILESYSTEM_READ, "filesystem_read")                                                \
+	X(FILESYSTEM_WRITE, "filesystem_write")                                              \
+	X(SUBPROCESS, "subprocess")                                                          \
+	X(ENVIRONMENT, "environment")                                                        \
+	X(DYNAMIC_CODE, "dynamic_code")
+
+/* Limits: 0 means unlimited for the nullable ones (cpu, memory, processes, open_files,
+ * file_size). */
+struct govex__limits {
+	uint64_t wall_ms;
+	uint64_t cpu_ms;
+	uint64_t memory_bytes;
+	uint64_t processes;
+	uint64_t open_files;
+	uint64_t file_size_bytes;
+	uint64_t code_bytes;
+	uint64_t stdin_bytes;
+	uint64_t stdout_bytes;
+	uint64_t stderr_bytes;
+	uint64_t call_input_bytes;
+	uint64_t call_output_bytes;
+};
+
+#define GOVEX_WALL_MS_MAX 3600000ULL
+#define GOVEX_CALL_BYTES_MAX (16ULL << 20)
+#define GOVEX_CALL_OUTPUT_MIN 128ULL
+
+struct govex_policy {
+	char *canon; /* canonical bytes, NUL-terminated */
+	size_t canon_len;
+	char digest[72];
+
+	char *interpreter; /* absolute path, or NULL for "auto" */
+	bool site;
+	char *workdir; /* NULL = fresh */
+	struct govex__limits limits;
+	char **read_roots;  /* normalized absolute paths, sorted, unique */
+	char **write_roots;
+	bool platform_defaults;
+	bool network;    /* true = allow */
+	bool subprocess; /* true = allow */
+	bool shell;      /* true = allow */
+	bool env_inherit;
+	char **env_allow; /* names, sorted */
+	char **env_set;   /* "NAME=VALUE", sorted by name */
+	unsigned approval;       /* enum govex__perm bits */
+	char **require_known;    /* effect names, sorted */
+	char *backend;           /* NULL = registry chooses */
+};
+
+/* Normalizes path: absolute, no "." or ".." components, no "//", no trailing "/"
+ * (except "/" itself), no NUL.  Returns false when path is not already normalized. */
+bool govex__path_normalized(const char *path);
+/* true when path equals root or lies under it (both normalized). */
+bool govex__path_under(const char *path, const char *root);
+
+/* {"wall_ms": ..., ...} with null for unlimited nullable limits. */
+json_t *govex__limits_json(const struct govex__limits *l);
+
+/* Controls the policy requires (without the single-process substitutions). */
+govex__ctlset govex__policy_required(const struct govex_policy *p);
+
+/* ---- interpreter probing -------------------------------------------------------------- */
+
+struct govex__interp {
+	char *path;        /* real executable, absolute */
+	char *version;     /* "3.11.2" */
+	int major, minor;
+	char *prefix;      /* sys.prefix */
+	char *base_prefix; /* sys.base_prefix */
+	char **paths;      /* directories the interpreter needs to read: stdlib, platstdlib,
+			    * lib-dynload, and those of the shared libraries it maps */
+	char **libs;       /* shared-library files the interpreter maps at start */
+};
+void govex__interp_free(struct govex__interp *in);
+/* Probes interpreter (absolute path, or NULL for auto = python3 on the caller's PATH).
+ * cache_dir may be NULL. */
+int govex__interp_probe(const char *interpreter, const char *cache_dir,
+			struct govex__interp *ret, struct govex_error *err);
+
+/* ---- backends ---------------------------------------------------------------------- */
+
+struct govex__unavailable {
+	enum govex__control control;
+	char reason[160];
+};
+
+struct govex__report {
+	bool available;
+	char unavailable_reason[160]; /* when !available */
+	govex__ctlset enforced;
+	size_t n_unavailable;
+	struct govex__unavailable unavailable[GOVEX__CTL_COUNT];
+};
+
+/* Everything a backend needs to launch one run, prepared before any fork. */
+struct govex__launch {
+	const struct govex_policy *policy;
+	const struct govex__interp *interp;
+	const struct govex_runtime_options *opts;
+	const struct govex__limits *limits; /* the run's normalized limits */
+	char *const *argv;                 /* argv[0] = interpreter path */
+	char *const *envp;
+	const char *workdir;               /* absolute; exists; the child's cwd */
+	bool workdir_fresh;
+	const char *stdin_data;
+	size_t stdin_len;
+	int cancel_fd; /* readable when cancelled, or -1 */
+	int extra_fd;  /* call mode: a descriptor passed to the child as fd 3, or -1 */
+};
+
+struct govex__buf {
+	char *data;
+	size_t len, cap;
+};
+
+struct govex__outcome {
+	enum govex_termination term;
+	int exit_code; /* when EXITED */
+	int signal;    /* when SIGNALED */
+	struct govex__buf out, err;
+	uint64_t out_bytes, err_bytes;
+	bool out_truncated, err_truncated;
+	uint64_t wall_ms, cpu_ms, max_rss_bytes;
+	/* launch failure: the step that failed in the child and its errno */
+	char failed_step[32];
+	int failed_errno;
+};
+void govex__outcome_release(struct govex__outcome *o);
+
+struct govex__backend_ops {
+	const char *name;
+	const char *version;
+	/* Probes this host; fills the report.  Called once per runtime. */
+	void (*probe)(const struct govex_runtime_options *opts, struct govex__report *ret);
+	/* Optional per-runtime preparation (done once, reused by every run); state is
+	 * passed to run().  Called lazily, under the runtime's lock, before the first run
+	 * on this backend. */
+	int (*prepare)(const struct govex_runtime_options *opts, const struct govex_policy *p,
+		       const struct govex__interp *interp, void **ret_state,
+		       struct govex_error *err);
+	void (*release)(void *state);
+	/* Runs one launch to completion; fills the outcome.  Returns < 0 only when the
+	 * run could not be attempted at all (then outcome term is LAUNCH_FAILED and
+	 * err says why).  Thread-safe: several runs may share one state. */
+	int (*run)(void *state, const struct govex__launch *launch, struct govex__outcome *ret,
+		   struct govex_error *err);
+};
+
+extern const struct govex__backend_ops govex__controlled_backend;
+extern const struct govex__backend_ops govex__restricted_backend;
+
+/* The registry, in preference order (lightest adequate backend first). */
+extern const struct govex__backend_ops *const govex__backends[];
+extern const size_t govex__n_backends;
+
+/* ---- supervision shared by backends (supervise.c) ------------------------------------ */
+
+/* Message the shim writes to the host at the end of a run. */
+struct govex__shim_report {
+	int wait_status;  /* of the main child */
+	int killed;       /* 1 when the shim killed the tree on the host's request */
+	int64_t cpu_us;   /* user+sys of every reaped descendant */
+	int64_t max_rss_kb;
+	int cgroup_oom;   /* restricted: the cgroup saw an OOM kill */
+};
+
+/* Child-side setup failure, written to the error pipe by the child before _exit. */
+struct govex__child_error {
+	char step[32];
+	int err;
+};
+
+/* Writes a child_error in an async-signal-safe way. */
+void govex__child_fail(int errfd, const char *step, int err);
+
+/*
+ * Host side of a run: feeds stdin, drains and bounds stdout/stderr, enforces the
+ * deadline and cancellation by writing to kill_fd, and waits for the shim's report on
+ * report_fd (and child setup errors on err_fd).  Takes every fd.  shim_pid is reaped.
+ */
+struct govex__supervise {
+	int stdin_fd, stdout_fd, stderr_fd;
+	int report_fd, err_fd, kill_fd;
+	int cancel_fd; /* borrowed */
+	pid_t shim_pid;
+	uint64_t wall_ms;
+	uint64_t stdout_max, stderr_max;
+	const char *stdin_data;
+	size_t stdin_len;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at launch */
+};
+int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
+		     struct govex__shim_report *ret_report, bool *ret_got_report);
+
+/* Fills the outcome's termination, exit code, signal and usage from a shim report (the
+ * kill reason and launch failures set by govex__supervise() take precedence). */
+void govex__outcome_from_report(struct govex__outcome *o, const struct govex__limits *l,
+				const struct govex__shim_report *rep, bool got_report);
+
+/* Monotonic nanoseconds. */
+uint64_t govex__now_ns(void);
+
+/* Applies limits as rlimits in a child (async-signal-safe).  Returns 0 or -errno and
+ * sets *step. */
+int govex__child_rlimits(const struct govex__limits *l, const char **ret_step);
+
+/* Async-signal-safe shim helpers (shim.c). */
+/* Kills and reaps every descendant of the calling subreaper process. */
+void govex__shim_sweep(pid_t pgid);
+/* In a child: puts in/out/err on 0/1/2 and extra (when >= 0) on 3, then closes every
+ * other fd but *errpipe, which is moved above 10 first (and updated).  Async-signal-safe. */
+int govex__child_stdio(int in, int out, int err, int extra, int *errpipe,
+		       const char **ret_step);
+/* Closes every fd >= lowfd except those listed (async-signal-safe). */
+void govex__close_fds_except(int lowfd, const int *keep, size_t nkeep);
+
+/* ---- results (result.c) ------------------------------------------------------------ */
+
+govex_result *govex__result_new(enum govex_status status, enum govex_termination term);
+void govex__result_set_status(govex_result *r, enum govex_status status,
+			      enum govex_termination term);
+/* Appends {"code": code, "message": ..., extra...}; takes extra (an object or NULL). */
+void govex__result_diag(govex_result *r, const char *code, json_t *extra, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void govex__result_set_backend(govex_result *r, const char *name, const char *version,
+			       govex__ctlset controls);
+void govex__result_set_digests(govex_result *r, const char *policy, const char *plan);
+void govex__result_set_value(govex_result *r, json_t *value); /* takes value */
+void govex__result_take_outcome(govex_result *r, struct govex__outcome *o);
+/* Builds the JSON document and summary; call once everything is set. */
+int govex__result_finish(govex_result *r);
+
+/* ---- audit (audit.c) ------------------------------------------------------------------ */
+
+struct govex__audit {
+	govex_audit_fn fn;
+	void *userdata;
+	int fd;
+	pthread_mutex_t *lock; /* serialises fd writes */
+};
+/* Emits one govex.audit/v1 event; takes fields (an object or NULL).  Never put code,
+ * stdin, output or environment values in fields. */
+void govex__audit(const struct govex__audit *a, const char *run_id, const char *event,
+		  json_t *fields);
+
+/* The pollable fd of a cancellation token (readable once cancelled), or -1. */
+int govex__cancel_fd(const govex_cancel_token *c);
+
+/* Removes a directory tree without following symlinks.  Returns 0 or -errno. */
+int govex__rm_rf(const char *path);
+/* Makes a fresh 0700 directory under $TMPDIR or /tmp. */
+int govex__make_workdir(char **ret_path, struct govex_error *err);
+
+#endif /* GOVEX_INTERNAL_H */

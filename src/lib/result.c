@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* govex.result/v1: run-time facts of one run, and its JSON document. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct govex_result {
+	struct govex_result_view view;
+	json_t *diagnostics;
+	json_t *value;
+	char *backend_name, *backend_version;
+	govex__ctlset controls;
+	char *policy_digest, *plan_digest;
+	char *out, *err;
+	char *json;
+	size_t json_len;
+	char summary[320];
+};
+
+static const char *const status_names[] = {
+	"success",       "execution_failed", "timeout",        "cancelled",
+	"resource_limit", "output_limit",    "invalid_input",  "policy_refused",
+	"worker_failed", "binding_failed",   "result_invalid", "source_mismatch",
+};
+
+static const char *const term_names[] = {
+	NULL,         "exited",       "signaled", "timeout", "cancelled", "memory_limit",
+	"cpu_limit",  "output_limit", "refused",  "launch_failed",
+};
+
+GOVEX_API const char *govex_status_name(enum govex_status s)
+{
+	return (unsigned)s < ARRAY_SIZE(status_names) ? status_names[s] : "unknown";
+}
+
+GOVEX_API const char *govex_termination_name(enum govex_termination t)
+{
+	if (t == GOVEX_TERM_NONE)
+		return "refused";
+	return (unsigned)t < ARRAY_SIZE(term_names) ? term_names[t] : "unknown";
+}
+
+govex_result *govex__result_new(enum govex_status status, enum govex_termination term)
+{
+	govex_result *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->diagnostics = json_array();
+	if (!r->diagnostics) {
+		free(r);
+		return NULL;
+	}
+	r->view.status = status;
+	r->view.termination = term;
+	r->view.exit_code = -1;
+	return r;
+}
+
+void govex__result_set_status(govex_result *r, enum govex_status status,
+			      enum govex_termination term)
+{
+	r->view.status = status;
+	r->view.termination = term;
+}
+
+void govex__result_diag(govex_result *r, const char *code, json_t *extra, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *d = extra && json_is_object(extra) ? extra : json_object();
+	if (extra && d != extra)
+		json_decref(extra);
+	json_object_set_new(d, "code", json_string(code));
+	/* messages are text: never let a stray byte break the document */
+	char *clean = NULL;
+	size_t clen;
+	uint64_t rep;
+	if (govex__utf8_sanitize(msg, strlen(msg), false, &clean, &clen, &rep) != (size_t)-1) {
+		json_object_set_new(d, "message", json_stringn(clean, clen));
+		free(clean);
+	}
+	json_array_append_new(r->diagnostics, d);
+}
+
+void govex__result_set_backend(govex_result *r, const char *name, const char *version,
+			       govex__ctlset controls)
+{
+	free(r->backend_name);
+	free(r->backend_version);
+	r->backend_name = name ? strdup(name) : NULL;
+	r->backend_version = version ? strdup(version) : NULL;
+	r->controls = controls;
+	r->view.backend_name = r->backend_name;
+}
+
+void govex__result_set_digests(govex_result *r, const char *policy, const char *plan)
+{
+	free(r->policy_digest);
+	free(r->plan_digest);
+	r->policy_digest = policy ? strdup(policy) : NULL;
+	r->plan_digest = plan ? strdup(plan) : NULL;
+	r->view.policy_digest = r->policy_digest;
+	r->view.plan_digest = r->plan_digest;
+}
+
+void govex__result_set_value(govex_result *r, json_t *value)
+{
+	json_decref(r->value);
+	r->value = value;
+}
+
+/* Takes the outcome's buffers. */
+void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
+{
+	r->out = TAKE_PTR(o->out.data);
+	r->err = TAKE_PTR(o->err.data);
+	r->view.stdout_data = r->out ? r->out : "";
+	r->view.stdout_len = o->out.len;
+	r->view.stderr_data = r->err ? r->err : "";
+	r->view.stderr_len = o->err.len;
+	r->view.stdout_bytes = o->out_bytes;
+	r->view.stderr_bytes = o->err_bytes;
+	r->view.stdout_truncated = o->out_truncated;
+	r->view.stderr_truncated = o->err_truncated;
+	r->view.wall_ms = o->wall_ms;
+	r->view.cpu_ms = o->cpu_ms;
+	r->view.max_rss_bytes = o->max_rss_bytes;
+	r->view.termination = o->term;
+	if (o->term == GOVEX_TERM_EXITED)
+		r->view.exit_code = o->exit_code;
+	if (o->term == GOVEX_TERM_SIGNALED || o->term == GOVEX_TERM_CPU_LIMIT ||
+	    o->term == GOVEX_TERM_MEMORY_LIMIT)
+		r->view.signal = o->signal;
+}
+
+static json_t *text_json(govex_result *r, const char *stream, const char *data, size_t len,
+			 bool truncated)
+{
+	char *clean = NULL;
+	size_t clen;
+	uint64_t replaced = 0;
+	if (govex__utf8_sanitize(data ? data : "", len, truncated, &clean, &clen, &replaced) ==
+	    (size_t)-1)
+		return json_string("");
+	json_t *s = json_stringn(clean, clen);
+	free(clean);
+	if (replaced) {
+		char code[32];
+		snprintf(code, sizeof(code), "%s_not_utf8", stream);
+		govex__result_diag(r, code, json_pack("{s:I}", "replaced_bytes",
+						      (json_int_t)replaced),
+				   "%s: %llu bytes that are not UTF-8 were replaced by U+FFFD",
+				   stream, (unsigned long long)replaced);
+	}
+	return s;
+}
+
+int govex__result_finish(govex_result *r)
+{
+	struct govex_result_view *v = &r->view;
+	if (v->stdout_truncated)
+		govex__result_diag(r, "stdout_truncated", NULL, "stdout: kept %zu of %llu bytes",
+				   v->stdout_len, (unsigned long long)v->stdout_bytes);
+	if (v->stderr_truncated)
+		govex__result_diag(r, "stderr_truncated", NULL, "stderr: kept %zu of %llu bytes",
+				   v->stderr_len, (unsigned long long)v->stderr_bytes);
+	json_t *out = text_json(r, "stdout", v->stdout_data, v->stdout_len, v->stdout_truncated);
+	json_t *err = text_json(r, "stderr", v->stderr_data, v->stderr_len, v->stderr_truncated);
+	json_t *backend = r->backend_name
+				  ? json_pack("{s:s, s:s?, s:o}", "name", r->backend_name,
+					      "version", r->backend_version, "controls",
+					      govex__ctlset_json(r->controls))
+				  : json_null();
+	json_t *doc = json_pack(
+		"{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:I, s:b, s:b, s:O, s:O,"
+		" s:{s:I, s:I, s:I}, s:o, s:o, s:o}",
+		"version", GOVEX_RESULT_VERSION, "status", govex_status_name(v->status),
+		"termination", govex_termination_name(v->termination), "exit_code",
+		v->termination == GOVEX_TERM_EXITED ? json_integer(v->exit_code) : json_null(),
+		"signal", v->signal ? json_integer(v->signal) : json_null(), "stdout", out,
+		"stderr", err, "stdout_bytes", (json_int_t)v->stdout_bytes, "stderr_bytes",
+		(json_int_t)v->stderr_bytes, "stdout_truncated", v->stdout_truncated,
+		"stderr_truncated", v->stderr_truncated, "value",
+		r->value ? r->value : json_null(), "diagnostics", r->diagnostics, "usage",
+		"wall_ms", (json_int_t)v->wall_ms, "cpu_ms", (json_int_t)v->cpu_ms,
+		"max_rss_bytes", (json_int_t)v->max_rss_bytes, "backend", backend,
+		"policy_digest",
+		r->policy_digest ? json_string(r->policy_digest) : json_null(), "plan_digest",
+		r->plan_digest ? json_string(r->plan_digest) : json_null());
+	if (!doc)
+		return -ENOMEM;
+	char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(doc);
+	if (!s)
+		return -ENOMEM;
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return -ENOMEM;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	free(r->json);
+	r->json = t;
+	r->json_len = n + 1;
+
+	json_t *d0 = json_array_get(r->diagnostics, 0);
+	const char *m0 = d0 ? json_string_value(json_object_get(d0, "message")) : NULL;
+	snprintf(r->summary, sizeof(r->summary), "%s%s%s", govex_status_name(v->status),
+		 m0 ? ": " : "", m0 ? m0 : "");
+	return 0;
+}
+
+GOVEX_API const struct govex_result_view *govex_result_view(const govex_result *r)
+{
+	return r ? &r->view : NULL;
+}
+
+GOVEX_API const char *govex_result_json(const govex_result *r, size_t *ret_len)
+{
+	if (!r)
+		return NULL;
+	if (ret_len)
+		*ret_len = r->json_len;
+	return r->json;
+}
+
+GOVEX_API const char *govex_result_summary(const govex_result *r)
+{
+	return r ? r->summary : NULL;
+}
+
+GOVEX_API int govex_result_exit_status(const govex_result *r)
+{
+	if (!r)
+		return 125;
+	const struct govex_result_view *v = &r->view;
+	switch (v->termination) {
+	case GOVEX_TERM_EXITED:
+		return v->exit_code;
+	case GOVEX_TERM_TIMEOUT:
+		return 124;
+	case GOVEX_TERM_SIGNALED:
+	case GOVEX_TERM_CPU_LIMIT:
+	case GOVEX_TERM_MEMORY_LIMIT:
+		return 128 + (v->signal ? v->signal : SIGKILL);
+	case GOVEX_TERM_CANCELLED:
+		return 128 + SIGTERM;
+	default:
+		return 125;
+	}
+}
+
+GOVEX_API int govex_result_new_refusal(enum govex_status status, const char *code,
+				       const char *message, govex_result **ret_result)
+{
+	if (!code || !message || !ret_result)
+		return -GOVEX_EINVAL;
+	govex_result *r = govex__result_new(status, status == GOVEX_STATUS_EXECUTION_FAILED
+							    ? GOVEX_TERM_LAUNCH_FAILED
+							    : GOVEX_TERM_REFUSED);
+	if (!r)
+		return -ENOMEM;
+	govex__result_diag(r, code, NULL, "%s", message);
+	if (govex__result_finish(r) < 0) {
+		govex_result_free(r);
+		return -ENOMEM;
+	}
+	*ret_result = r;
+	return 0;
+}
+
+GOVEX_API govex_result *govex_result_free(govex_result *r)
+{
+	if (!r)
+		return NULL;
+	json_decref(r->diagnostics);
+	json_decref(r->value);
+	free(r->backend_name);
+	free(r->backend_version);
+	free(r->policy_digest);
+	free(r->plan_digest);
+	free(r->out);
+	free(r->err);
+	free(r->json);
+	free(r);
+	return NULL;
+}

@@ -1,0 +1,1138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime: validate and normalize a request against the policy, choose a backend,
+ * build the canonical plan, ask the approver, run, and return the result.  Emits audit
+ * events for every step.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+/* A single argv string is limited by the kernel (MAX_ARG_STRLEN, 32 pages). */
+#define CODE_ARG_MAX (128 * 1024 - 1)
+#define METADATA_MAX 64
+#define METADATA_ITEM_MAX 1024
+#define ENV_ITEMS_MAX 1024
+
+struct govex_runtime {
+	govex_policy *policy;
+	struct govex_runtime_options opts;
+	char *probe_cache_dir, *backend;
+	pthread_mutex_t lock;
+	pthread_mutex_t audit_lock;
+	struct govex__audit audit;
+	bool probed;
+	int probe_r;
+	struct govex_error probe_err;
+	struct govex__interp interp;
+	struct govex__report reports[8];
+	void *states[8];
+	bool prepared[8];
+};
+
+struct govex_plan {
+	char *canon;
+	size_t len;
+	char digest[72];
+	char *source_path;
+	json_t *doc;
+};
+
+/* What planning decided, beyond the plan document. */
+struct decision {
+	struct govex__limits limits;
+	govex__ctlset required, substituted;
+	size_t backend;
+	char **env; /* NAME=VALUE, final */
+	char *workdir; /* NULL = fresh */
+	unsigned approve; /* permissions needing approval */
+};
+
+static void decision_release(struct decision *d)
+{
+	govex__strv_free(d->env);
+	free(d->workdir);
+	memset(d, 0, sizeof(*d));
+}
+
+GOVEX_API govex_plan *govex_plan_free(govex_plan *p)
+{
+	if (p) {
+		free(p->canon);
+		free(p->source_path);
+		json_decref(p->doc);
+		free(p);
+	}
+	return NULL;
+}
+
+GOVEX_API const char *govex_plan_canonical(const govex_plan *p, size_t *ret_len)
+{
+	if (!p)
+		return NULL;
+	if (ret_len)
+		*ret_len = p->len;
+	return p->canon;
+}
+
+GOVEX_API const char *govex_plan_digest(const govex_plan *p)
+{
+	return p ? p->digest : NULL;
+}
+
+GOVEX_API const char *govex_plan_source_path(const govex_plan *p)
+{
+	return p ? p->source_path : NULL;
+}
+
+static govex_plan *plan_from_doc(json_t *doc)
+{
+	govex_plan *p = calloc(1, sizeof(*p));
+	if (!p) {
+		json_decref(doc);
+		return NULL;
+	}
+	p->doc = doc;
+	if (govex__canon(doc, &p->canon, &p->len) < 0)
+		return govex_plan_free(p);
+	govex__sha256_digest(p->canon, p->len, p->digest);
+	const char *sp = json_string_value(json_object_get(json_object_get(doc, "code"),
+							   "source_path"));
+	if (sp && !(p->source_path = strdup(sp)))
+		return govex_plan_free(p);
+	return p;
+}
+
+GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_plan,
+			       struct govex_error *ret_err)
+{
+	json_t *doc = NULL;
+	if (!json || !ret_plan)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
+	if (len > (4u << 20))
+		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "plan: larger than 4 MiB");
+	int r = govex__json_parse(json, len, &doc, ret_err);
+	if (r < 0)
+		return govex__err(ret_err, GOVEX_EPLAN, 0, "plan: %s",
+				  ret_err ? ret_err->message : "malformed");
+	const char *v = json_string_value(json_object_get(doc, "version"));
+	if (!v || strcmp(v, GOVEX_PLAN_VERSION) != 0) {
+		json_decref(doc);
+		return govex__err(ret_err, GOVEX_EPLAN, 0,
+				  "plan: version: must be \"" GOVEX_PLAN_VERSION "\"");
+	}
+	govex_plan *p = plan_from_doc(doc);
+	if (!p)
+		return govex__err(ret_err, GOVEX_EPLAN, 0,
+				  "plan: not canonical-encodable (numbers must be integers)");
+	*ret_plan = p;
+	return 0;
+}
+
+/* ---- runtime lifecycle ---------------------------------------------------------------- */
+
+static char *dup_opt(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+GOVEX_API int govex_runtime_new(const govex_policy *policy,
+				const struct govex_runtime_options *opts,
+				govex_runtime **ret_runtime, struct govex_error *ret_err)
+{
+	if (!policy || !ret_runtime)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "runtime: missing argument");
+	govex_runtime *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	int r = govex_policy_parse(policy->canon, policy->canon_len, &rt->policy, ret_err);
+	if (r < 0) {
+		free(rt);
+		return r;
+	}
+	if (opts)
+		rt->opts = *opts;
+	else
+		rt->opts.audit_fd = -1;
+	rt->probe_cache_dir = dup_opt(rt->opts.probe_cache_dir);
+	rt->backend = dup_opt(rt->opts.backend);
+	rt->opts.probe_cache_dir = rt->probe_cache_dir;
+	rt->opts.backend = rt->backend;
+	pthread_mutex_init(&rt->lock, NULL);
+	pthread_mutex_init(&rt->audit_lock, NULL);
+	rt->audit = (struct govex__audit){rt->opts.audit, rt->opts.audit_userdata,
+					  rt->opts.audit_fd, &rt->audit_lock};
+	const char *want = rt->backend ? rt->backend : rt->policy->backend;
+	bool found = !want;
+	for (size_t i = 0; i < govex__n_backends; i++) {
+		govex__backends[i]->probe(&rt->opts, &rt->reports[i]);
+		if (want && strcmp(want, govex__backends[i]->name) == 0)
+			found = true;
+	}
+	if (!found) {
+		govex_runtime_free(rt);
+		return govex__err(ret_err, GOVEX_EBACKEND, 0,
+				  "backend '%.60s': not built into this govex", want);
+	}
+	*ret_runtime = rt;
+	return 0;
+}
+
+GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
+{
+	if (!rt)
+		return NULL;
+	for (size_t i = 0; i < govex__n_backends; i++)
+		if (rt->prepared[i] && govex__backends[i]->release)
+			govex__backends[i]->release(rt->states[i]);
+	govex__interp_free(&rt->interp);
+	govex_policy_free(rt->policy);
+	free(rt->probe_cache_dir);
+	free(rt->backend);
+	pthread_mutex_destroy(&rt->lock);
+	pthread_mutex_destroy(&rt->audit_lock);
+	free(rt);
+	return NULL;
+}
+
+GOVEX_API const govex_policy *govex_runtime_policy(const govex_runtime *rt)
+{
+	return rt ? rt->policy : NULL;
+}
+
+static json_t *report_json(const struct govex__backend_ops *b, const struct govex__report *r)
+{
+	json_t *un = json_array();
+	if (!r->available)
+		json_array_append_new(un, json_pack("{s:s, s:s}", "control", "*", "reason",
+						    r->unavailable_reason));
+	for (size_t i = 0; i < r->n_unavailable; i++)
+		json_array_append_new(un, json_pack("{s:s, s:s}", "control",
+						    govex__control_name(r->unavailable[i].control),
+						    "reason", r->unavailable[i].reason));
+	return json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION,
+			 "name", b->name, "backend_version", b->version, "available",
+			 r->available, "enforced",
+			 govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
+}
+
+GOVEX_API int govex_runtime_backends_json(govex_runtime *rt, char **ret_json)
+{
+	if (!rt || !ret_json)
+		return -GOVEX_EINVAL;
+	_cleanup_json_ json_t *a = json_array();
+	for (size_t i = 0; i < govex__n_backends; i++)
+		json_array_append_new(a, report_json(govex__backends[i], &rt->reports[i]));
+	size_t len;
+	return govex__canon(a, ret_json, &len);
+}
+
+/* ---- planning ----------------------------------------------------------------------------- */
+
+static void run_id_new(char out[33])
+{
+	unsigned char b[16];
+	static const char hex[] = "0123456789abcdef";
+	if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+		uint64_t t = govex__now_ns() ^ (uint64_t)getpid() << 32;
+		memcpy(b, &t, 8);
+		memcpy(b + 8, &t, 8);
+	}
+	for (int i = 0; i < 16; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[32] = '\0';
+}
+
+static govex_result *refusal(govex_runtime *rt, enum govex_status status)
+{
+	govex_result *r = govex__result_new(status, GOVEX_TERM_REFUSED);
+	if (r)
+		govex__result_set_digests(r, rt->policy->digest, NULL);
+	return r;
+}
+
+static int probe_interp(govex_runtime *rt, struct govex_error *err)
+{
+	pthread_mutex_lock(&rt->lock);
+	if (!rt->probed) {
+		rt->probe_r = govex__interp_probe(rt->policy->interpreter, rt->probe_cache_dir,
+						  &rt->interp, &rt->probe_err);
+		rt->probed = true;
+	}
+	int r = rt->probe_r;
+	if (r < 0 && err)
+		*err = rt->probe_err;
+	pthread_mutex_unlock(&rt->lock);
+	return r;
+}
+
+static bool env_name_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > 255 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* Sets *ret_env to the final environment: inherited names, then the request's values,
+ * then the policy's fixed values (which win). */
+static int build_env(const govex_policy *p, const struct govex_request *req, char ***ret_env,
+		     govex_result **ret_refusal, govex_runtime *rt)
+{
+	char **env = calloc(1, sizeof(char *));
+	if (!env)
+		return -ENOMEM;
+	size_t n_req = 0;
+	for (size_t i = 0; req->env && req->env[i]; i++, n_req++) {
+		const char *kv = req->env[i];
+		const char *eq = strchr(kv, '=');
+		if (n_req >= ENV_ITEMS_MAX || !eq || !env_name_valid(kv, (size_t)(eq - kv))) {
+			govex_result *r = refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+			govex__result_diag(r, "invalid_environment", NULL,
+					   "env[%zu]: must be NAME=VALUE with a valid name", i);
+			*ret_refusal = r;
+			govex__strv_free(env);
+			return 0;
+		}
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		if (!govex__strv_contains(p->env_allow, name)) {
+			govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+			govex__result_diag(r, "environment_not_allowed",
+					   json_pack("{s:s}", "name", name),
+					   "environment '%s': not in environment.allow", name);
+			*ret_refusal = r;
+			govex__strv_free(env);
+			return 0;
+		}
+	}
+	if (p->env_inherit) {
+		for (char **e = environ; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			if (!eq)
+				continue;
+			char name[256];
+			if ((size_t)(eq - *e) >= sizeof(name))
+				continue;
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+			/* inherit with an empty allow list means full inheritance */
+			if (p->env_allow[0] && !govex__strv_contains(p->env_allow, name))
+				continue;
+			if (govex__strv_push(&env, *e) < 0)
+				goto oom;
+		}
+	}
+	char **layers[] = {(char **)req->env, p->env_set};
+	for (size_t l = 0; l < 2; l++)
+		for (size_t i = 0; layers[l] && layers[l][i]; i++) {
+			const char *kv = layers[l][i];
+			size_t nl = (size_t)(strchr(kv, '=') - kv);
+			/* replace an earlier value of the same name */
+			size_t w = 0;
+			for (size_t k = 0; env[k]; k++) {
+				if (strncmp(env[k], kv, nl + 1) == 0)
+					free(env[k]);
+				else
+					env[w++] = env[k];
+			}
+			env[w] = NULL;
+			if (govex__strv_push(&env, kv) < 0)
+				goto oom;
+		}
+	govex__strv_sort_uniq(env);
+	*ret_env = env;
+	return 0;
+oom:
+	govex__strv_free(env);
+	return -ENOMEM;
+}
+
+static json_t *env_names_json(char *const *env)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; env && env[i]; i++) {
+		const char *eq = strchr(env[i], '=');
+		json_array_append_new(a, json_stringn(env[i], (size_t)(eq - env[i])));
+	}
+	return a;
+}
+
+static json_t *perms_json(unsigned perms)
+{
+	static const char *const names[] = {"filesystem_write", "network", "shell",
+					    "subprocess"};
+	static const unsigned bits[] = {GOVEX_PERM_FILESYSTEM_WRITE, GOVEX_PERM_NETWORK,
+					GOVEX_PERM_SHELL, GOVEX_PERM_SUBPROCESS};
+	json_t *a = json_array();
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (perms & bits[i])
+			json_array_append_new(a, json_string(names[i]));
+	return a;
+}
+
+/* Effective controls of a backend report for a run that requires `required`: when the
+ * backend enforces subprocess denial and the run denies subprocesses, the run is one
+ * process, so per-process memory and CPU limits bound the whole run, and the process
+ * count is bounded by the denial itself. */
+static govex__ctlset effective(govex__ctlset enforced, govex__ctlset required,
+			       govex__ctlset *ret_substituted)
+{
+	govex__ctlset eff = enforced, sub = 0;
+	if ((required & CTL(SUBPROCESS_DENY)) && (enforced & CTL(SUBPROCESS_DENY))) {
+		if ((required & CTL(MEMORY_AGGREGATE)) && !(enforced & CTL(MEMORY_AGGREGATE)) &&
+		    (enforced & CTL(MEMORY_PER_PROCESS)))
+			sub |= CTL(MEMORY_AGGREGATE);
+		if ((required & CTL(CPU_TIME_AGGREGATE)) &&
+		    !(enforced & CTL(CPU_TIME_AGGREGATE)) &&
+		    (enforced & CTL(CPU_TIME_PER_PROCESS)))
+			sub |= CTL(CPU_TIME_AGGREGATE);
+		if ((required & CTL(PIDS_AGGREGATE)) && !(enforced & CTL(PIDS_AGGREGATE)))
+			sub |= CTL(PIDS_AGGREGATE);
+	}
+	*ret_substituted = sub;
+	return eff | sub;
+}
+
+static govex__ctlset run_required(const govex_policy *p, const struct govex__limits *l)
+{
+	govex__ctlset s = govex__policy_required(p);
+	/* the run's own limits (a request may set a limit the policy leaves open) */
+	if (l->cpu_ms)
+		s |= CTL(CPU_TIME_AGGREGATE);
+	if (l->memory_bytes)
+		s |= CTL(MEMORY_AGGREGATE);
+	if (l->processes)
+		s |= CTL(PIDS_AGGREGATE);
+	if (l->open_files)
+		s |= CTL(OPEN_FILES_PER_PROCESS);
+	if (l->file_size_bytes)
+		s |= CTL(FILE_SIZE_PER_PROCESS);
+	return s;
+}
+
+/* Requested limit against the policy's: 0 = the policy's value; above is refused. */
+static int cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_t max,
+		     uint64_t *ret, govex_result **ret_refusal)
+{
+	if (want == 0) {
+		*ret = max;
+		return 0;
+	}
+	if (max != 0 && want > max) {
+		govex_result *r = refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+		govex__result_diag(r, "limit_exceeds_policy", json_pack("{s:s}", "limit", name),
+				   "limits.%s: requested %llu exceeds the policy's %llu", name,
+				   (unsigned long long)want, (unsigned long long)max);
+		*ret_refusal = r;
+		return 1;
+	}
+	*ret = want;
+	return 0;
+}
+
+static int plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
+			 govex_plan **ret_plan, struct decision *ret_d, govex_result **ret_result,
+			 struct govex_error *err)
+{
+	const govex_policy *p = rt->policy;
+	struct decision d;
+	govex_result *res = NULL;
+	int r;
+	memset(&d, 0, sizeof(d));
+	*ret_plan = NULL;
+	*ret_result = NULL;
+
+#define REFUSE(status, code, extra, ...)                                                     \
+	do {                                                                                 \
+		res = refusal(rt, status);                                                   \
+		if (!res) {                                                                  \
+			r = -ENOMEM;                                                         \
+			goto fail;                                                           \
+		}                                                                            \
+		govex__result_diag(res, code, extra, __VA_ARGS__);                           \
+		goto refused;                                                                \
+	} while (0)
+
+	if (req->language && strcmp(req->language, "python") != 0)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "unsupported_language", NULL,
+		       "language '%.40s': only python is supported", req->language);
+	if (!req->code)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "missing_code", NULL, "code: missing");
+	if (req->code_len > p->limits.code_bytes)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
+		       "code: %zu bytes exceeds limits.code_bytes (%llu)", req->code_len,
+		       (unsigned long long)p->limits.code_bytes);
+	if (req->code_len > CODE_ARG_MAX)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
+		       "code: %zu bytes exceeds %d, the largest single argument the kernel "
+		       "passes",
+		       req->code_len, CODE_ARG_MAX);
+	if (memchr(req->code, '\0', req->code_len))
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
+		       "code: contains a NUL byte");
+	if (!govex__utf8_valid(req->code, req->code_len))
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
+		       "code: not valid UTF-8");
+	if (req->stdin_len > p->limits.stdin_bytes)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "stdin_too_large", NULL,
+		       "stdin: %zu bytes exceeds limits.stdin_bytes (%llu)", req->stdin_len,
+		       (unsigned long long)p->limits.stdin_bytes);
+	if (req->stdin_len && !req->stdin_data)
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_stdin", NULL, "stdin: missing data");
+	if (req->source_path && !govex__path_normalized(req->source_path))
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
+		       "source_path: must be an absolute normalized path");
+
+	/* limits */
+	d.limits = p->limits;
+	{
+		const struct {
+			const char *name;
+			uint64_t want, max;
+			uint64_t *out;
+		} caps[] = {
+			{"wall_ms", req->limits.wall_ms, p->limits.wall_ms, &d.limits.wall_ms},
+			{"cpu_ms", req->limits.cpu_ms, p->limits.cpu_ms, &d.limits.cpu_ms},
+			{"memory_bytes", req->limits.memory_bytes, p->limits.memory_bytes,
+			 &d.limits.memory_bytes},
+			{"processes", req->limits.processes, p->limits.processes,
+			 &d.limits.processes},
+			{"open_files", req->limits.open_files, p->limits.open_files,
+			 &d.limits.open_files},
+			{"file_size_bytes", req->limits.file_size_bytes,
+			 p->limits.file_size_bytes, &d.limits.file_size_bytes},
+			{"stdout_bytes", req->limits.stdout_bytes, p->limits.stdout_bytes,
+			 &d.limits.stdout_bytes},
+			{"stderr_bytes", req->limits.stderr_bytes, p->limits.stderr_bytes,
+			 &d.limits.stderr_bytes},
+		};
+		for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
+			if (cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
+				      &res) != 0) {
+				if (!res) {
+					r = -ENOMEM;
+					goto fail;
+				}
+				goto refused;
+			}
+	}
+
+	/* declared needs and shell intent */
+	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
+		       json_pack("{s:s}", "need", "network"),
+		       "need 'network': the policy denies network");
+	if ((req->needs & GOVEX_NEED_SUBPROCESS) && !p->subprocess)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
+		       json_pack("{s:s}", "need", "subprocess"),
+		       "need 'subprocess': the policy denies subprocesses");
+	if ((req->needs & GOVEX_NEED_FILESYSTEM_WRITE) && !p->write_roots[0])
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
+		       json_pack("{s:s}", "need", "filesystem_write"),
+		       "need 'filesystem_write': the policy has no filesystem.write root");
+	if (req->shell && !p->shell)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "shell_not_allowed", NULL,
+		       "shell: the policy denies shell");
+
+	/* workdir */
+	{
+		const char *wd = req->workdir ? req->workdir : p->workdir;
+		if (wd) {
+			bool under = false;
+			if (!govex__path_normalized(wd))
+				REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_workdir", NULL,
+				       "workdir '%.100s': must be an absolute normalized path", wd);
+			for (size_t i = 0; p->write_roots[i]; i++)
+				if (govex__path_under(wd, p->write_roots[i]))
+					under = true;
+			if (!under)
+				REFUSE(GOVEX_STATUS_POLICY_REFUSED, "workdir_not_writable", NULL,
+				       "workdir '%.100s': not under a filesystem.write root", wd);
+			if (!(d.workdir = strdup(wd))) {
+				r = -ENOMEM;
+				goto fail;
+			}
+		}
+	}
+
+	/* metadata */
+	json_t *meta = json_object();
+	for (size_t i = 0; req->metadata && req->metadata[i]; i++) {
+		const char *kv = req->metadata[i];
+		const char *eq = strchr(kv, '=');
+		if (i >= METADATA_MAX || !eq || eq == kv || strlen(kv) > METADATA_ITEM_MAX ||
+		    !govex__utf8_valid(kv, strlen(kv))) {
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_metadata", NULL,
+			       "metadata[%zu]: must be key=value, UTF-8, at most %d bytes, at most "
+			       "%d items",
+			       i, METADATA_ITEM_MAX, METADATA_MAX);
+		}
+		char key[METADATA_ITEM_MAX + 1];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+		json_object_set_new(meta, key, json_string(eq + 1));
+	}
+
+	/* environment */
+	if ((r = build_env(p, req, &d.env, &res, rt)) < 0) {
+		json_decref(meta);
+		goto fail;
+	}
+	if (res) {
+		json_decref(meta);
+		goto refused;
+	}
+
+	/* interpreter */
+	{
+		struct govex_error ie = {0};
+		if (probe_interp(rt, &ie) < 0) {
+			json_decref(meta);
+			res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED,
+						GOVEX_TERM_LAUNCH_FAILED);
+			if (!res) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			govex__result_set_digests(res, p->digest, NULL);
+			govex__result_diag(res, "interpreter_unavailable", NULL, "%s", ie.message);
+			goto refused;
+		}
+	}
+
+	/* backend */
+	d.required = run_required(p, &d.limits);
+	{
+		const char *want = rt->backend ? rt->backend : p->backend;
+		size_t best = SIZE_MAX;
+		govex__ctlset best_missing = ~(govex__ctlset)0;
+		int best_count = 1000;
+		bool chosen = false;
+		for (size_t i = 0; i < govex__n_backends && !chosen; i++) {
+			const struct govex__report *rep = &rt->reports[i];
+			if (want && strcmp(want, govex__backends[i]->name) != 0)
+				continue;
+			govex__ctlset sub = 0;
+			govex__ctlset eff =
+				rep->available ? effective(rep->enforced, d.required, &sub) : 0;
+			govex__ctlset missing = d.required & ~eff;
+			if (!missing) {
+				d.backend = i;
+				d.substituted = sub;
+				chosen = true;
+				break;
+			}
+			int cnt = __builtin_popcountll(missing);
+			if (cnt < best_count) {
+				best_count = cnt;
+				best_missing = missing;
+				best = i;
+			}
+		}
+		if (!chosen) {
+			json_decref(meta);
+			json_t *names = govex__ctlset_json(best_missing);
+			json_t *extra = json_pack("{s:o, s:s}", "controls", names, "backend",
+						  best < govex__n_backends
+							  ? govex__backends[best]->name
+							  : "none");
+			char list[400] = "";
+			size_t idx;
+			json_t *e;
+			json_array_foreach(names, idx, e)
+			{
+				size_t n = strlen(list);
+				snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
+					 json_string_value(e));
+			}
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
+			       "no backend on this host enforces: %s%s%s", list,
+			       want ? " (backend forced: " : "", want ? "selected)" : "");
+		}
+	}
+
+	/* approval: permissions in policy.approval that this run may use */
+	{
+		unsigned usable = 0;
+		if (p->network || (req->needs & GOVEX_NEED_NETWORK))
+			usable |= GOVEX_PERM_NETWORK;
+		if (p->write_roots[0] || (req->needs & GOVEX_NEED_FILESYSTEM_WRITE))
+			usable |= GOVEX_PERM_FILESYSTEM_WRITE;
+		if (p->subprocess || (req->needs & GOVEX_NEED_SUBPROCESS))
+			usable |= GOVEX_PERM_SUBPROCESS;
+		if (req->shell)
+			usable |= GOVEX_PERM_SHELL;
+		d.approve = usable & p->approval;
+	}
+
+	/* the request and plan documents */
+	{
+		const struct govex__backend_ops *b = govex__backends[d.backend];
+		char code_digest[72], stdin_digest[72];
+		govex__sha256_digest(req->code, req->code_len, code_digest);
+		govex__sha256_digest(req->stdin_data ? req->stdin_data : "", req->stdin_len,
+				     stdin_digest);
+		unsigned needs_perm = ((req->needs & GOVEX_NEED_NETWORK) ? GOVEX_PERM_NETWORK : 0) |
+				      ((req->needs & GOVEX_NEED_FILESYSTEM_WRITE)
+					       ? GOVEX_PERM_FILESYSTEM_WRITE
+					       : 0) |
+				      ((req->needs & GOVEX_NEED_SUBPROCESS) ? GOVEX_PERM_SUBPROCESS
+									    : 0);
+		struct govex__limits reqlim = {0};
+		reqlim.wall_ms = req->limits.wall_ms;
+		reqlim.cpu_ms = req->limits.cpu_ms;
+		reqlim.memory_bytes = req->limits.memory_bytes;
+		reqlim.processes = req->limits.processes;
+		reqlim.open_files = req->limits.open_files;
+		reqlim.file_size_bytes = req->limits.file_size_bytes;
+		reqlim.stdout_bytes = req->limits.stdout_bytes;
+		reqlim.stderr_bytes = req->limits.stderr_bytes;
+		json_t *rl = json_object();
+		{
+			/* requested limits: only those the request named */
+			_cleanup_json_ json_t *all = govex__limits_json(&reqlim);
+			const char *k;
+			json_t *v;
+			json_object_foreach(all, k, v) if (json_is_integer(v) &&
+							   json_integer_value(v) > 0)
+				json_object_set(rl, k, v);
+		}
+		json_t *reqdoc = json_pack(
+			"{s:s, s:s, s:s, s:I, s:s, s:I, s:s?, s:o, s:o, s:o, s:b, s:o}", "version",
+			GOVEX_REQUEST_VERSION, "language", "python", "code_digest", code_digest,
+			"code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
+			"stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir,
+			"limits", rl, "environment", env_names_json((char **)req->env), "needs",
+			perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
+		char *rq = NULL;
+		size_t rqlen;
+		char request_digest[72];
+		if (!reqdoc || govex__canon(reqdoc, &rq, &rqlen) < 0) {
+			json_decref(reqdoc);
+			r = -ENOMEM;
+			goto fail;
+		}
+		govex__sha256_digest(rq, rqlen, request_digest);
+		free(rq);
+		json_decref(reqdoc);
+
+		json_t *args = json_array();
+		json_array_append_new(args, json_string("-I"));
+		if (!p->site)
+			json_array_append_new(args, json_string("-S"));
+		json_t *doc = json_pack(
+			"{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
+			" s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
+			" s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
+			" s:{s:o, s:o}, s:s, s:s}",
+			"version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name,
+			"version", b->version, "code", "language", "python", "digest", code_digest,
+			"bytes", (json_int_t)req->code_len, "source_path", req->source_path,
+			"stdin", "digest", stdin_digest, "bytes", (json_int_t)req->stdin_len,
+			"interpreter", "path", rt->interp.path, "version", rt->interp.version,
+			"args", args, "limits", govex__limits_json(&d.limits), "environment",
+			"names", env_names_json(d.env), "workdir", "mode",
+			d.workdir ? "path" : "fresh", "path", d.workdir, "filesystem", "read",
+			govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
+			"platform_defaults", p->platform_defaults,
+			"network", p->network ? "allow" : "deny", "subprocess",
+			p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
+			perms_json(needs_perm), "approval", perms_json(d.approve), "controls",
+			"required", govex__ctlset_json(d.required), "aggregate_by_single_process",
+			govex__ctlset_json(d.substituted), "policy_digest", p->digest,
+			"request_digest", request_digest);
+		if (!doc) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		govex_plan *plan = plan_from_doc(doc);
+		if (!plan) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		*ret_plan = plan;
+	}
+	if (ret_d)
+		*ret_d = d;
+	else
+		decision_release(&d);
+	govex__audit(&rt->audit, run_id, "decision",
+		     json_pack("{s:s, s:s, s:s}", "decision", "planned", "backend",
+			       govex__backends[d.backend]->name, "plan_digest",
+			       (*ret_plan)->digest));
+	return 0;
+
+refused:
+	decision_release(&d);
+	*ret_result = res;
+	return 0;
+fail:
+	decision_release(&d);
+	govex_result_free(res);
+	return govex__err(err, -r, -r, "plan: %s", strerror(-r));
+#undef REFUSE
+}
+
+static json_t *first_diag_code(govex_result *res)
+{
+	size_t len;
+	const char *js = govex_result_json(res, &len);
+	json_t *doc = js ? json_loadb(js, len, 0, NULL) : NULL;
+	json_t *code = json_copy(
+		json_object_get(json_array_get(json_object_get(doc, "diagnostics"), 0), "code"));
+	json_decref(doc);
+	return code ? code : json_string("unknown");
+}
+
+static void audit_refused(govex_runtime *rt, const char *run_id, govex_result *res)
+{
+	govex__audit(&rt->audit, run_id, "decision",
+		     json_pack("{s:s, s:s, s:o}", "decision", "refused", "status",
+			       govex_status_name(govex_result_view(res)->status), "reason",
+			       first_diag_code(res)));
+}
+
+static void audit_received(govex_runtime *rt, const char *run_id, const char *kind,
+			   const struct govex_request *req)
+{
+	json_t *meta = json_object();
+	for (size_t i = 0; req->metadata && req->metadata[i] && i < METADATA_MAX; i++) {
+		const char *eq = strchr(req->metadata[i], '=');
+		if (!eq || (size_t)(eq - req->metadata[i]) > METADATA_ITEM_MAX ||
+		    !govex__utf8_valid(req->metadata[i], strlen(req->metadata[i])))
+			continue;
+		char key[METADATA_ITEM_MAX + 1];
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - req->metadata[i]), req->metadata[i]);
+		json_object_set_new(meta, key, json_string(eq + 1));
+	}
+	govex__audit(&rt->audit, run_id, "received",
+		     json_pack("{s:s, s:s, s:I, s:I, s:o, s:s}", "kind", kind, "language",
+			       "python", "code_bytes", (json_int_t)req->code_len, "stdin_bytes",
+			       (json_int_t)req->stdin_len, "metadata", meta, "policy_digest",
+			       rt->policy->digest));
+}
+
+GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *req,
+				 govex_plan **ret_plan, govex_result **ret_result,
+				 struct govex_error *ret_err)
+{
+	char run_id[33];
+	govex_plan *plan = NULL;
+	govex_result *res = NULL;
+	if (!rt || !req || !ret_plan || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
+	run_id_new(run_id);
+	audit_received(rt, run_id, "plan", req);
+	int r = plan_internal(rt, req, run_id, &plan, NULL, &res, ret_err);
+	if (r < 0)
+		return r;
+	if (res) {
+		if ((r = govex__result_finish(res)) < 0) {
+			govex_result_free(res);
+			return govex__err(ret_err, -r, -r, "result: out of memory");
+		}
+		audit_refused(rt, run_id, res);
+	}
+	*ret_plan = plan;
+	*ret_result = res;
+	return 0;
+}
+
+/* Why two plans differ, as a refusal. */
+static govex_result *plan_mismatch(govex_runtime *rt, const govex_plan *given,
+				   const govex_plan *fresh)
+{
+	json_t *g = given->doc, *f = fresh->doc;
+	const char *gc = json_string_value(json_object_get(json_object_get(g, "code"), "digest"));
+	const char *fc = json_string_value(json_object_get(json_object_get(f, "code"), "digest"));
+	if (!gc || !fc || strcmp(gc, fc) != 0) {
+		govex_result *r = refusal(rt, GOVEX_STATUS_SOURCE_MISMATCH);
+		govex__result_diag(r, "source_mismatch", NULL,
+				   "code: its digest differs from the plan's (the source changed)");
+		return r;
+	}
+	const char *gp = json_string_value(json_object_get(g, "policy_digest"));
+	if (!gp || strcmp(gp, rt->policy->digest) != 0) {
+		govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+		govex__result_diag(r, "policy_changed", NULL,
+				   "policy: its digest differs from the plan's");
+		return r;
+	}
+	char keys[300] = "";
+	const char *k;
+	json_t *v;
+	json_object_foreach(f, k, v)
+	{
+		if (json_equal(v, json_object_get(g, k)))
+			continue;
+		size_t n = strlen(keys);
+		snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
+	}
+	json_object_foreach(g, k, v) if (!json_object_get(f, k))
+	{
+		size_t n = strlen(keys);
+		snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
+	}
+	govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+	govex__result_diag(r, "plan_mismatch", NULL,
+			   "plan: differs from the request in: %s", keys[0] ? keys : "encoding");
+	return r;
+}
+
+static int backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err)
+{
+	const struct govex__backend_ops *b = govex__backends[i];
+	int r = 0;
+	pthread_mutex_lock(&rt->lock);
+	if (!rt->prepared[i]) {
+		if (b->prepare)
+			r = b->prepare(&rt->opts, rt->policy, &rt->interp, &rt->states[i], err);
+		if (r == 0)
+			rt->prepared[i] = true;
+	}
+	*ret = rt->states[i];
+	pthread_mutex_unlock(&rt->lock);
+	return r;
+}
+
+static enum govex_status status_of(const struct govex__outcome *o)
+{
+	switch (o->term) {
+	case GOVEX_TERM_EXITED:
+		if (o->exit_code != 0)
+			return GOVEX_STATUS_EXECUTION_FAILED;
+		return (o->out_truncated || o->err_truncated) ? GOVEX_STATUS_OUTPUT_LIMIT
+							      : GOVEX_STATUS_SUCCESS;
+	case GOVEX_TERM_TIMEOUT:
+		return GOVEX_STATUS_TIMEOUT;
+	case GOVEX_TERM_CANCELLED:
+		return GOVEX_STATUS_CANCELLED;
+	case GOVEX_TERM_MEMORY_LIMIT:
+	case GOVEX_TERM_CPU_LIMIT:
+		return GOVEX_STATUS_RESOURCE_LIMIT;
+	case GOVEX_TERM_OUTPUT_LIMIT:
+		return GOVEX_STATUS_OUTPUT_LIMIT;
+	default:
+		return GOVEX_STATUS_EXECUTION_FAILED;
+	}
+}
+
+static int execute_internal(govex_runtime *rt, const govex_plan *given,
+			    const struct govex_request *req, govex_result **ret_result,
+			    struct govex_error *err)
+{
+	char run_id[33];
+	govex_plan *plan = NULL;
+	govex_result *res = NULL;
+	struct decision d;
+	_cleanup_free_ char *workdir = NULL, *code = NULL;
+	int r;
+
+	memset(&d, 0, sizeof(d));
+	run_id_new(run_id);
+	audit_received(rt, run_id, given ? "execute" : "run", req);
+	r = plan_internal(rt, req, run_id, &plan, &d, &res, err);
+	if (r < 0)
+		return r;
+	if (res)
+		goto refused;
+	if (given && strcmp(given->digest, plan->digest) != 0) {
+		res = plan_mismatch(rt, given, plan);
+		goto refused;
+	}
+
+	if (d.approve) {
+		json_t *perms = perms_json(d.approve);
+		govex__audit(&rt->audit, run_id, "approval",
+			     json_pack("{s:s, s:O, s:s}", "approval", "asked", "permissions",
+				       perms, "plan_digest", plan->digest));
+		if (!rt->opts.approve) {
+			json_decref(perms);
+			res = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+			govex__result_diag(res, "approval_required", NULL,
+					   "approval: the policy requires approval and no "
+					   "approver is configured");
+			goto refused;
+		}
+		const char *names[5];
+		size_t n = 0, idx;
+		json_t *e;
+		json_array_foreach(perms, idx, e) names[n++] = json_string_value(e);
+		names[n] = NULL;
+		int ok = rt->opts.approve(rt->opts.approve_userdata, plan->canon, plan->len, names);
+		json_decref(perms);
+		govex__audit(&rt->audit, run_id, "approval",
+			     json_pack("{s:s, s:b}", "approval", "answered", "approved", ok == 1));
+		if (ok != 1) {
+			res = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+			govex__result_diag(res, "approval_denied", NULL,
+					   "approval: the approver denied the run");
+			goto refused;
+		}
+	}
+
+	const struct govex__backend_ops *b = govex__backends[d.backend];
+	void *state = NULL;
+	struct govex__outcome o;
+	memset(&o, 0, sizeof(o));
+	if ((r = backend_state(rt, d.backend, &state, err)) < 0) {
+		res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+		if (!res)
+			goto oom;
+		govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", "prepare"),
+				   "backend '%s': preparation failed: %s", b->name,
+				   err ? err->message : strerror(-r));
+		govex__result_set_digests(res, rt->policy->digest, plan->digest);
+		goto finish;
+	}
+
+	if (d.workdir) {
+		workdir = strdup(d.workdir);
+	} else if ((r = govex__make_workdir(&workdir, err)) < 0) {
+		res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+		if (!res)
+			goto oom;
+		govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", "workdir"),
+				   "workdir: cannot create a fresh directory: %s", strerror(-r));
+		govex__result_set_digests(res, rt->policy->digest, plan->digest);
+		goto finish;
+	}
+	code = strndup(req->code, req->code_len);
+	if (!workdir || !code)
+		goto oom;
+	char *argv[8];
+	size_t ac = 0;
+	argv[ac++] = rt->interp.path;
+	argv[ac++] = "-I";
+	if (!rt->policy->site)
+		argv[ac++] = "-S";
+	argv[ac++] = "-c";
+	argv[ac++] = code;
+	argv[ac] = NULL;
+	struct govex__launch l = {
+		.policy = rt->policy,
+		.interp = &rt->interp,
+		.opts = &rt->opts,
+		.limits = &d.limits,
+		.argv = argv,
+		.envp = d.env,
+		.workdir = workdir,
+		.workdir_fresh = d.workdir == NULL,
+		.stdin_data = req->stdin_data,
+		.stdin_len = req->stdin_len,
+		.cancel_fd = govex__cancel_fd(req->cancel),
+		.extra_fd = -1,
+	};
+	govex__audit(&rt->audit, run_id, "launch",
+		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
+			       b->version, "plan_digest", plan->digest));
+	struct govex_error rerr = {0};
+	r = b->run(state, &l, &o, &rerr);
+	if (!d.workdir)
+		govex__rm_rf(workdir);
+
+	res = govex__result_new(status_of(&o), o.term);
+	if (!res) {
+		govex__outcome_release(&o);
+		goto oom;
+	}
+	govex__result_take_outcome(res, &o);
+	govex__outcome_release(&o);
+	govex__result_set_digests(res, rt->policy->digest, plan->digest);
+	govex__result_set_backend(res, b->name, b->version,
+				  rt->reports[d.backend].enforced | d.substituted);
+	if (o.term == GOVEX_TERM_LAUNCH_FAILED)
+		govex__result_diag(res, "launch_failed",
+				   json_pack("{s:s, s:i}", "step", o.failed_step, "errno",
+					     o.failed_errno),
+				   "launch step '%s' failed: %s", o.failed_step,
+				   strerror(o.failed_errno));
+	else if (o.term == GOVEX_TERM_TIMEOUT)
+		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
+				   (unsigned long long)d.limits.wall_ms);
+	else if (o.term == GOVEX_TERM_CANCELLED)
+		govex__result_diag(res, "cancelled", NULL, "the run was cancelled");
+	else if (o.term == GOVEX_TERM_CPU_LIMIT)
+		govex__result_diag(res, "cpu_limit", NULL, "CPU time limit of %llu ms reached",
+				   (unsigned long long)d.limits.cpu_ms);
+	else if (o.term == GOVEX_TERM_MEMORY_LIMIT)
+		govex__result_diag(res, "memory_limit", NULL,
+				   "memory limit of %llu bytes reached",
+				   (unsigned long long)d.limits.memory_bytes);
+
+finish:
+	if ((r = govex__result_finish(res)) < 0)
+		goto oom;
+	{
+		const struct govex_result_view *v = govex_result_view(res);
+		govex__audit(&rt->audit, run_id, "finish",
+			     json_pack("{s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I}, s:I, s:I, s:s}",
+				       "status", govex_status_name(v->status), "termination",
+				       govex_termination_name(v->termination), "exit_code",
+				       v->termination == GOVEX_TERM_EXITED
+					       ? json_integer(v->exit_code)
+					       : json_null(),
+				       "signal", v->signal ? json_integer(v->signal) : json_null(),
+				       "usage", "wall_ms", (json_int_t)v->wall_ms, "cpu_ms",
+				       (json_int_t)v->cpu_ms, "max_rss_bytes",
+				       (json_int_t)v->max_rss_bytes, "stdout_bytes",
+				       (json_int_t)v->stdout_bytes, "stderr_bytes",
+				       (json_int_t)v->stderr_bytes, "plan_digest", plan->digest));
+	}
+	decision_release(&d);
+	govex_plan_free(plan);
+	*ret_result = res;
+	return 0;
+
+refused:
+	decision_release(&d);
+	govex_plan_free(plan);
+	if (!res)
+		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+	if ((r = govex__result_finish(res)) < 0) {
+		govex_result_free(res);
+		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+	}
+	audit_refused(rt, run_id, res);
+	govex__audit(&rt->audit, run_id, "finish",
+		     json_pack("{s:s, s:s}", "status",
+			       govex_status_name(govex_result_view(res)->status), "termination",
+			       "refused"));
+	*ret_result = res;
+	return 0;
+oom:
+	if (workdir && !d.workdir)
+		govex__rm_rf(workdir);
+	decision_release(&d);
+	govex_plan_free(plan);
+	govex_result_free(res);
+	return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+}
+
+GOVEX_API int govex_runtime_execute(govex_runtime *rt, const govex_plan *plan,
+				    const struct govex_request *req, govex_result **ret_result,
+				    struct govex_error *ret_err)
+{
+	if (!rt || !plan || !req || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "execute: missing argument");
+	return execute_internal(rt, plan, req, ret_result, ret_err);
+}
+
+GOVEX_API int govex_runtime_run(govex_runtime *rt, const struct govex_request *req,
+				govex_result **ret_result, struct govex_error *ret_err)
+{
+	if (!rt || !req || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "run: missing argument");
+	return execute_internal(rt, NULL, req, ret_result, ret_err);
+}

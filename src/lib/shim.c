@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Code that runs between fork and exec, or in the shim: only async-signal-safe calls,
+ * no malloc, no stdio, no locks (the host may be multi-threaded).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "internal.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+void govex__child_fail(int errfd, const char *step, int err)
+{
+	struct govex__child_error ce;
+	memset(&ce, 0, sizeof(ce));
+	size_t n = strlen(step);
+	if (n >= sizeof(ce.step))
+		n = sizeof(ce.step) - 1;
+	memcpy(ce.step, step, n);
+	ce.err = err;
+	/* A pipe write of fewer than PIPE_BUF bytes is atomic. */
+	ssize_t w;
+	do
+		w = write(errfd, &ce, sizeof(ce));
+	while (w < 0 && errno == EINTR);
+}
+
+static void close_span(unsigned lo, unsigned hi)
+{
+	if (syscall(SYS_close_range, lo, hi, 0) == 0)
+		return;
+	/* a kernel without close_range: close one by one up to a sane bound */
+	for (unsigned fd = lo; fd <= hi && fd < 65536; fd++)
+		close((int)fd);
+}
+
+void govex__close_fds_except(int lowfd, const int *keep, size_t nkeep)
+{
+	/* Close [lowfd, max] minus keep[], as runs of close_range between kept fds.  keep
+	 * need not be sorted; it is tiny, so sort it by selection here. */
+	int k[16];
+	size_t n = 0;
+	for (size_t i = 0; i < nkeep && n < ARRAY_SIZE(k); i++)
+		if (keep[i] >= lowfd)
+			k[n++] = keep[i];
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (k[j] < k[i]) {
+				int t = k[i];
+				k[i] = k[j];
+				k[j] = t;
+			}
+	unsigned lo = (unsigned)lowfd;
+	for (size_t i = 0; i <= n; i++) {
+		unsigned hi = i < n ? (unsigned)k[i] : 0U;
+		if (i < n && hi < lo)
+			continue;
+		if (i == n || hi > lo)
+			close_span(lo, i < n ? hi - 1 : ~0U);
+		if (i < n)
+			lo = hi + 1;
+	}
+}
+
+/* Parses decimal pids from buf[0..len) and SIGKILLs each; returns how many. */
+static int kill_listed(const char *buf, size_t len)
+{
+	int n = 0;
+	long pid = 0;
+	bool in = false;
+	for (size_t i = 0; i <= len; i++) {
+		char c = i < len ? buf[i] : ' ';
+		if (c >= '0' && c <= '9') {
+			pid = pid * 10 + (c - '0');
+			in = true;
+		} else if (in) {
+			if (pid > 1)
+				kill((pid_t)pid, SIGKILL);
+			n++;
+			pid = 0;
+			in = false;
+		}
+	}
+	return n;
+}
+
+static size_t fmt_uint(char *out, unsigned long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Kills the children of this process listed by /proc/self/task/<tid>/children. */
+static int kill_children(void)
+{
+	char path[64] = "/proc/self/task/";
+	size_t n = strlen(path);
+	n += fmt_uint(path + n, (unsigned long)syscall(SYS_gettid));
+	memcpy(path + n, "/children", sizeof("/children"));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[4096];
+	int killed = 0;
+	ssize_t r;
+	char carry[24];
+	size_t nc = 0;
+	/* The file may be larger than buf: keep a partial number across reads. */
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		size_t start = 0;
+		if (nc) {
+			while (start < (size_t)r && buf[start] >= '0' && buf[start] <= '9' &&
+			       nc < sizeof(carry))
+				carry[nc++] = buf[start++];
+			killed += kill_listed(carry, nc);
+			nc = 0;
+		}
+		size_t end = (size_t)r;
+		while (end > start && buf[end - 1] >= '0' && buf[end - 1] <= '9')
+			end--;
+		killed += kill_listed(buf + start, end - start);
+		for (size_t i = end; i < (size_t)r && nc < sizeof(carry); i++)
+			carry[nc++] = buf[i];
+	}
+	if (nc)
+		killed += kill_listed(carry, nc);
+	close(fd);
+	return killed;
+}
+
+void govex__shim_sweep(pid_t pgid)
+{
+	/*
+	 * The shim is a child subreaper: a descendant that escapes its process group
+	 * (setsid, double fork) is re-parented to the shim when its parent dies.  Kill the
+	 * group, kill every child, reap one, repeat until no child is left: a grandchild
+	 * orphaned by a kill becomes a child of ours and is found on the next round.
+	 */
+	for (;;) {
+		int st;
+		if (pgid > 0)
+			kill(-pgid, SIGKILL);
+		kill_children();
+		pid_t r = waitpid(-1, &st, __WALL);
+		if (r < 0 && errno == ECHILD)
+			return;
+		if (r < 0 && errno != EINTR)
+			return;
+	}
+}
+
+int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
+{
+	struct rlimit rl;
+	/* No core dumps of the run's memory into its workdir. */
+	rl.rlim_cur = rl.rlim_max = 0;
+	if (setrlimit(RLIMIT_CORE, &rl) < 0) {
+		*ret_step = "rlimit_core";
+		return -errno;
+	}
+	if (l->cpu_ms) {
+		rlim_t s = (rlim_t)((l->cpu_ms + 999) / 1000);
+		/* SIGXCPU at the soft limit, SIGKILL one second later */
+		rl.rlim_cur = s;
+		rl.rlim_max = s + 1;
+		if (setrlimit(RLIMIT_CPU, &rl) < 0) {
+			*ret_step = "rlimit_cpu";
+			return -errno;
+		}
+	}
+	if (l->memory_bytes) {
+		rl.rlim_cur = rl.rlim_max = (rlim_t)l->memory_bytes;
+		if (setrlimit(RLIMIT_AS, &rl) < 0) {
+			*ret_step = "rlimit_as";
+			return -errno;
+		}
+	}
+	if (l->file_size_bytes) {
+		rl.rlim_cur = rl.rlim_max = (rlim_t)l->file_size_bytes;
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0) {
+			*ret_step = "rlimit_fsize";
+			return -errno;
+		}
+	}
+	if (l->open_files) {
+		rl.rlim_cur = rl.rlim_max = (rlim_t)l->open_files;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+			*ret_step = "rlimit_nofile";
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int govex__child_stdio(int in, int out, int err, int extra, int *errpipe, const char **ret_step)
+{
+	/* Move everything above 10 first, so that dup2 onto 0..3 cannot clobber a source
+	 * (a host started with closed stdio gets pipes on fds 0..2). */
+	int src[4] = {in, out, err, extra};
+	*ret_step = "stdio";
+	int ep = fcntl(*errpipe, F_DUPFD_CLOEXEC, 10);
+	if (ep < 0)
+		return -errno;
+	*errpipe = ep;
+	for (int i = 0; i < 4; i++) {
+		if (src[i] < 0)
+			continue;
+		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 10);
+		if (src[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < 4; i++) {
+		if (src[i] < 0)
+			continue;
+		if (dup2(src[i], i) < 0) /* dup2 clears FD_CLOEXEC on the new fd */
+			return -errno;
+	}
+	/* fd hygiene: nothing of the host's survives but stdio (and fd 3 in call mode); the
+	 * error pipe is close-on-exec and reports exec failures. */
+	int keep[] = {ep};
+	govex__close_fds_except(extra >= 0 ? 4 : 3, keep, 1);
+	return 0;
+}

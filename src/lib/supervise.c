@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host side of a run, shared by every backend: feed stdin, drain and bound
+ * stdout/stderr, keep the deadline, honour cancellation, collect the shim's report.
+ *
+ * One ppoll() loop with the deadline computed from CLOCK_MONOTONIC at each turn: no
+ * periodic tick.  Supervisor memory is constant: output beyond the bound is read into a
+ * scratch buffer and only counted.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define SCRATCH (64 * 1024)
+/* After the kill request, the shim reports within milliseconds; if it does not, something
+ * is deeply wrong (a process stuck in the kernel): stop waiting after this long. */
+#define KILL_GRACE_NS (10ULL * 1000000000ULL)
+
+void govex__outcome_release(struct govex__outcome *o)
+{
+	free(o->out.data);
+	free(o->err.data);
+	o->out.data = o->err.data = NULL;
+}
+
+static void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Reads what is available from fd into b (up to max kept) and counts the rest.  Returns
+ * 1 on EOF or error (fd closed), 0 otherwise. */
+static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, bool *truncated,
+		 char *scratch)
+{
+	/* Bounded work per call so one flooding stream cannot starve the loop. */
+	for (int rounds = 0; rounds < 64; rounds++) {
+		char *dst;
+		size_t room;
+		if (b->len < max) {
+			if (b->cap < max) {
+				size_t nc = b->cap ? b->cap * 2 : 4096;
+				if (nc > max)
+					nc = (size_t)max;
+				char *nd = realloc(b->data, nc + 1);
+				if (nd) {
+					b->data = nd;
+					b->cap = nc;
+				}
+			}
+			dst = b->data + b->len;
+			room = b->cap - b->len;
+			if (!b->data || room == 0) {
+				dst = scratch;
+				room = SCRATCH;
+			}
+		} else {
+			dst = scratch;
+			room = SCRATCH;
+		}
+		ssize_t n = read(*fd, dst, room);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			close_fd(fd);
+			return 1;
+		}
+		if (n == 0) {
+			close_fd(fd);
+			return 1;
+		}
+		*total += (uint64_t)n;
+		if (dst == scratch) {
+			/* keep what still fits (scratch used when the buffer could not grow) */
+			size_t keep = 0;
+			if (b->data && b->len < max && b->len < b->cap) {
+				keep = b->cap - b->len;
+				if (keep > (size_t)n)
+					keep = (size_t)n;
+				memcpy(b->data + b->len, scratch, keep);
+				b->len += keep;
+			}
+			if (keep < (size_t)n)
+				*truncated = true;
+		} else {
+			b->len += (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int64_t remaining_ns(uint64_t deadline)
+{
+	uint64_t now = govex__now_ns();
+	return now >= deadline ? 0 : (int64_t)(deadline - now);
+}
+
+int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
+		     struct govex__shim_report *ret_report, bool *ret_got_report)
+{
+	char *scratch = malloc(SCRATCH);
+	sigset_t pipemask, oldmask;
+	struct govex__shim_report rep;
+	struct govex__child_error ce;
+	size_t rep_len = 0, ce_len = 0;
+	size_t in_off = 0;
+	bool killed = false, sigpipe_was_pending;
+	uint64_t deadline = s->start_ns + s->wall_ms * 1000000ULL;
+	uint64_t kill_deadline = 0;
+	enum govex_termination kill_reason = GOVEX_TERM_NONE;
+
+	memset(&rep, 0, sizeof(rep));
+	memset(&ce, 0, sizeof(ce));
+	if (!scratch)
+		return -ENOMEM;
+
+	/* Writing to a pipe the program closed raises SIGPIPE in this thread.  The library
+	 * installs no handlers: block it here and consume it if our write raised it. */
+	sigemptyset(&pipemask);
+	sigaddset(&pipemask, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipemask, &oldmask);
+	{
+		sigset_t pend;
+		sigpending(&pend);
+		sigpipe_was_pending = sigismember(&pend, SIGPIPE);
+	}
+
+	if (s->stdin_fd >= 0 && s->stdin_len == 0)
+		close_fd(&s->stdin_fd);
+	int *fds[] = {&s->stdin_fd, &s->stdout_fd, &s->stderr_fd, &s->report_fd, &s->err_fd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			set_nonblock(*fds[i]);
+
+	for (;;) {
+		/* Done when the shim has reported (report pipe at EOF) and both output pipes
+		 * are at EOF: every writer is dead by then, since the shim reaps the whole
+		 * tree before it reports. */
+		if (s->report_fd < 0 && s->stdout_fd < 0 && s->stderr_fd < 0 && s->err_fd < 0)
+			break;
+
+		struct pollfd p[6];
+		int np = 0, i_in = -1, i_out = -1, i_err = -1, i_rep = -1, i_ce = -1, i_can = -1;
+		if (s->stdin_fd >= 0) {
+			i_in = np;
+			p[np++] = (struct pollfd){.fd = s->stdin_fd, .events = POLLOUT};
+		}
+		if (s->stdout_fd >= 0) {
+			i_out = np;
+			p[np++] = (struct pollfd){.fd = s->stdout_fd, .events = POLLIN};
+		}
+		if (s->stderr_fd >= 0) {
+			i_err = np;
+			p[np++] = (struct pollfd){.fd = s->stderr_fd, .events = POLLIN};
+		}
+		if (s->report_fd >= 0) {
+			i_rep = np;
+			p[np++] = (struct pollfd){.fd = s->report_fd, .events = POLLIN};
+		}
+		if (s->err_fd >= 0) {
+			i_ce = np;
+			p[np++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
+		}
+		if (!killed && s->cancel_fd >= 0) {
+			i_can = np;
+			p[np++] = (struct pollfd){.fd = s->cancel_fd, .events = POLLIN};
+		}
+
+		int64_t left = killed ? remaining_ns(kill_deadline) : remaining_ns(deadline);
+		struct timespec ts = {.tv_sec = left / 1000000000LL,
+				      .tv_nsec = left % 1000000000LL};
+		int n = ppoll(p, (nfds_t)np, &ts, NULL);
+		if (n < 0 && errno != EINTR)
+			break;
+
+		if (!killed && (remaining_ns(deadline) == 0 ||
+				(i_can >= 0 && n > 0 && (p[i_can].revents & POLLIN)))) {
+			kill_reason = remaining_ns(deadline) == 0 ? GOVEX_TERM_TIMEOUT
+								  : GOVEX_TERM_CANCELLED;
+			/* Closing the kill pipe is the request: the shim kills and reaps the
+			 * whole tree, then reports. */
+			close_fd(&s->kill_fd);
+			close_fd(&s->stdin_fd);
+			killed = true;
+			kill_deadline = govex__now_ns() + KILL_GRACE_NS;
+			continue;
+		}
+		if (killed && remaining_ns(kill_deadline) == 0) {
+			/* The shim did not report in time.  Last resort: kill the shim (its
+			 * tree goes with it for the restricted backend's PID namespace). */
+			if (s->shim_pid > 0)
+				kill(s->shim_pid, SIGKILL);
+			break;
+		}
+		if (n <= 0)
+			continue;
+
+		if (i_in >= 0 && p[i_in].revents) {
+			if (p[i_in].revents & (POLLERR | POLLHUP)) {
+				close_fd(&s->stdin_fd);
+			} else {
+				size_t chunk = s->stdin_len - in_off;
+				if (chunk > SCRATCH)
+					chunk = SCRATCH;
+				ssize_t w = write(s->stdin_fd, s->stdin_data + in_off, chunk);
+				if (w > 0)
+					in_off += (size_t)w;
+				else if (w < 0 && errno != EAGAIN && errno != EINTR)
+					close_fd(&s->stdin_fd); /* EPIPE: the program stopped
+								 * reading; that is its right */
+				if (in_off == s->stdin_len)
+					close_fd(&s->stdin_fd);
+			}
+		}
+		if (i_out >= 0 && p[i_out].revents)
+			drain(&s->stdout_fd, &o->out, s->stdout_max, &o->out_bytes,
+			      &o->out_truncated, scratch);
+		if (i_err >= 0 && p[i_err].revents)
+			drain(&s->stderr_fd, &o->err, s->stderr_max, &o->err_bytes,
+			      &o->err_truncated, scratch);
+		if (i_ce >= 0 && p[i_ce].revents) {
+			ssize_t r = read(s->err_fd, (char *)&ce + ce_len, sizeof(ce) - ce_len);
+			if (r > 0)
+				ce_len += (size_t)r;
+			else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+				close_fd(&s->err_fd);
+			if (ce_len == sizeof(ce))
+				close_fd(&s->err_fd);
+		}
+		if (i_rep >= 0 && p[i_rep].revents) {
+			ssize_t r;
+			if (rep_len < sizeof(rep))
+				r = read(s->report_fd, (char *)&rep + rep_len, sizeof(rep) - rep_len);
+			else
+				r = read(s->report_fd, scratch, 64);
+			if (r > 0)
+				rep_len += (size_t)r;
+			else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+				close_fd(&s->report_fd);
+		}
+	}
+
+	/* Discard a SIGPIPE that our own stdin write raised, then restore the mask. */
+	if (!sigpipe_was_pending) {
+		sigset_t pend;
+		sigpending(&pend);
+		if (sigismember(&pend, SIGPIPE)) {
+			struct timespec zero = {0, 0};
+			sigtimedwait(&pipemask, NULL, &zero);
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		close_fd(fds[i]);
+	close_fd(&s->kill_fd);
+	if (s->shim_pid > 0) {
+		int st;
+		while (waitpid(s->shim_pid, &st, __WALL) < 0 && errno == EINTR)
+			;
+	}
+	free(scratch);
+
+	o->wall_ms = (govex__now_ns() - s->start_ns) / 1000000ULL;
+	if (o->out.data)
+		o->out.data[o->out.len] = '\0';
+	if (o->err.data)
+		o->err.data[o->err.len] = '\0';
+
+	*ret_got_report = rep_len >= sizeof(rep);
+	*ret_report = rep;
+	o->term = GOVEX_TERM_NONE;
+	if (ce_len == sizeof(ce)) {
+		o->term = GOVEX_TERM_LAUNCH_FAILED;
+		memcpy(o->failed_step, ce.step, sizeof(o->failed_step));
+		o->failed_step[sizeof(o->failed_step) - 1] = '\0';
+		o->failed_errno = ce.err;
+	} else if (killed && (!*ret_got_report || rep.killed)) {
+		o->term = kill_reason;
+	}
+	return 0;
+}
+
+/* Shared interpretation of a shim report for backends; term already set by supervise
+ * for launch failures and kills. */
+void govex__outcome_from_report(struct govex__outcome *o, const struct govex__limits *l,
+				const struct govex__shim_report *rep, bool got_report)
+{
+	if (got_report) {
+		o->cpu_ms = (uint64_t)(rep->cpu_us / 1000);
+		o->max_rss_bytes = (uint64_t)rep->max_rss_kb * 1024ULL;
+	}
+	if (o->term != GOVEX_TERM_NONE)
+		return;
+	if (!got_report) {
+		o->term = GOVEX_TERM_LAUNCH_FAILED;
+		snprintf(o->failed_step, sizeof(o->failed_step), "supervisor");
+		o->failed_errno = EPIPE;
+		return;
+	}
+	int st = rep->wait_status;
+	if (rep->cgroup_oom) {
+		o->term = GOVEX_TERM_MEMORY_LIMIT;
+		o->signal = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+	} else if (WIFEXITED(st)) {
+		o->term = GOVEX_TERM_EXITED;
+		o->exit_code = WEXITSTATUS(st);
+	} else if (WIFSIGNALED(st)) {
+		int sig = WTERMSIG(st);
+		o->signal = sig;
+		o->term = GOVEX_TERM_SIGNALED;
+		/* RLIMIT_CPU sends SIGXCPU at the soft limit and SIGKILL at the hard one. */
+		if (l->cpu_ms && (sig == SIGXCPU || (sig == SIGKILL && o->cpu_ms + 50 >= l->cpu_ms)))
+			o->term = GOVEX_TERM_CPU_LIMIT;
+	} else {
+		o->term = GOVEX_TERM_LAUNCH_FAILED;
+		snprintf(o->failed_step, sizeof(o->failed_step), "wait");
+	}
+}

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: MIT */
+/* Small shared pieces: errors, string vectors, UTF-8, canonical JSON, digests, paths. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "internal.h"
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+int govex__err(struct govex_error *err, int code, int sys_errno, const char *fmt, ...)
+{
+	if (code < 0)
+		code = -code;
+	if (err) {
+		va_list ap;
+		err->code = code;
+		err->sys_errno = sys_errno;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
+struct errdesc {
+	int code;
+	const char *name;
+	const char *msg;
+};
+
+static const struct errdesc error_table[] = {
+#define GOVEX__ERRDESC(name, num, msg) {1000 + (num), "GOVEX_E" #name, msg},
+	GOVEX_ERRORS(GOVEX__ERRDESC)
+#undef GOVEX__ERRDESC
+};
+
+GOVEX_API const char *govex_error_name(int code)
+{
+	if (code < 0)
+		code = -code;
+	for (size_t i = 0; i < ARRAY_SIZE(error_table); i++)
+		if (error_table[i].code == code)
+			return error_table[i].name;
+	const char *n = strerrorname_np(code);
+	return n ? n : "EUNKNOWN";
+}
+
+GOVEX_API const char *govex_strerror(int code)
+{
+	if (code < 0)
+		code = -code;
+	for (size_t i = 0; i < ARRAY_SIZE(error_table); i++)
+		if (error_table[i].code == code)
+			return error_table[i].msg;
+	const char *d = strerrordesc_np(code);
+	return d ? d : "unknown error";
+}
+
+GOVEX_API const char *govex_version(void)
+{
+	return GOVEX_VERSION_STRING;
+}
+
+/* ---- string vectors -------------------------------------------------------------- */
+
+char **govex__strv_free(char **v)
+{
+	if (v) {
+		for (char **p = v; *p; p++)
+			free(*p);
+		free(v);
+	}
+	return NULL;
+}
+
+size_t govex__strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+int govex__strv_push_take(char ***v, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	size_t n = govex__strv_len(*v);
+	char **nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv) {
+		free(s);
+		return -ENOMEM;
+	}
+	nv[n] = s;
+	nv[n + 1] = NULL;
+	*v = nv;
+	return 0;
+}
+
+int govex__strv_push(char ***v, const char *s)
+{
+	return govex__strv_push_take(v, strdup(s));
+}
+
+char **govex__strv_copy(char *const *v)
+{
+	char **r = calloc(1, sizeof(char *));
+	if (!r)
+		return NULL;
+	for (size_t i = 0; v && v[i]; i++)
+		if (govex__strv_push(&r, v[i]) < 0)
+			return govex__strv_free(r);
+	return r;
+}
+
+bool govex__strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void govex__strv_sort_uniq(char **v)
+{
+	size_t n = govex__strv_len(v), w = 0;
+	if (n < 2)
+		return;
+	qsort(v, n, sizeof(char *), strp_cmp);
+	for (size_t r = 0; r < n; r++) {
+		if (w > 0 && strcmp(v[w - 1], v[r]) == 0) {
+			free(v[r]);
+			continue;
+		}
+		v[w++] = v[r];
+	}
+	v[w] = NULL;
+}
+
+json_t *govex__strv_json(char *const *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; v && v[i]; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid or cut short. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned min;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, min = 0x10000;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	unsigned cp = c & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+bool govex__utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(u + i, len - i);
+		if (!n)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, size_t *ret_len,
+			    uint64_t *ret_replaced)
+{
+	/* Each invalid byte becomes U+FFFD (3 bytes), so 3*len bounds the output. */
+	const unsigned char *u = (const unsigned char *)s;
+	char *out = malloc(3 * len + 1);
+	size_t o = 0;
+	uint64_t replaced = 0;
+	if (!out)
+		return (size_t)-1;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(u + i, len - i);
+		if (n) {
+			memcpy(out + o, s + i, n);
+			o += n;
+			i += n;
+			continue;
+		}
+		/* A character cut by truncation at the very end is dropped, not replaced. */
+		if (cut && len - i < 4) {
+			bool prefix = true;
+			unsigned c = u[i];
+			size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+			if (!need || len - i >= need)
+				prefix = false;
+			for (size_t k = i + 1; prefix && k < len; k++)
+				if ((u[k] & 0xc0) != 0x80)
+					prefix = false;
+			if (prefix)
+				break;
+		}
+		memcpy(out + o, "\xef\xbf\xbd", 3);
+		o += 3;
+		i++;
+		replaced++;
+	}
+	out[o] = '\0';
+	*ret = out;
+	*ret_len = o;
+	*ret_replaced = replaced;
+	return o;
+}
+
+/* ---- canonical JSON ------------------------------------------------------------------ */
+
+static bool has_real(const json_t *j)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+	switch (json_typeof(j)) {
+	case JSON_REAL:
+		return true;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)j, k, v)
+			if (has_real(v))
+				return true;
+		return false;
+	case JSON_ARRAY:
+		json_array_foreach(j, i, v)
+			if (has_real(v))
+				return true;
+		return false;
+	default:
+		return false;
+	}
+}
+
+int govex__canon(const json_t *j, char **ret_bytes, size_t *ret_len)
+{
+	if (has_real(j))
+		return -GOVEX_EINVAL;
+	/* jansson's JSON_SORT_KEYS compares with strcmp: byte order of UTF-8, which is code
+	 * point order. */
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	if (!s)
+		return -ENOMEM;
+	size_t n = strlen(s);
+	char *r = realloc(s, n + 2);
+	if (!r) {
+		free(s);
+		return -ENOMEM;
+	}
+	r[n] = '\n';
+	r[n + 1] = '\0';
+	*ret_bytes = r;
+	*ret_len = n + 1;
+	return 0;
+}
+
+void govex__sha256_digest(const void *data, size_t len, char out[72])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	static const char hex[] = "0123456789abcdef";
+	EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+	memcpy(out, "sha256:", 7);
+	for (int i = 0; i < 32; i++) {
+		out[7 + 2 * i] = hex[md[i] >> 4];
+		out[8 + 2 * i] = hex[md[i] & 15];
+	}
+	out[71] = '\0';
+}
+
+int govex__json_parse(const char *data, size_t len, json_t **ret, struct govex_error *err)
+{
+	json_error_t je;
+	/* jansson checks UTF-8 itself; check first so the message is precise. */
+	if (!govex__utf8_valid(data, len))
+		return govex__err(err, GOVEX_EUTF8, 0, "document: invalid UTF-8");
+	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return govex__err(err, GOVEX_EJSON, 0, "document: line %d column %d: %s", je.line,
+				  je.column, je.text);
+	*ret = j;
+	return 0;
+}
+
+int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
+		     struct govex_error *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return govex__err(err, errno, errno, "'%s': cannot open: %s", path,
+				  strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return govex__err(err, errno, errno, "'%s': %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return govex__err(err, EISDIR, EISDIR, "'%s': is a directory", path);
+	size_t cap = 4096, len = 0;
+	_cleanup_free_ char *buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			if (cap > max)
+				break;
+			cap *= 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return govex__err(err, errno, errno, "'%s': read: %s", path,
+					  strerror(errno));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		return govex__err(err, GOVEX_ETOOBIG, 0, "'%s': larger than %zu bytes", path, max);
+	buf[len] = '\0';
+	*ret_data = TAKE_PTR(buf);
+	*ret_len = len;
+	return 0;
+}
+
+/* ---- paths -------------------------------------------------------------------------- */
+
+bool govex__path_normalized(const char *path)
+{
+	if (!path || path[0] != '/')
+		return false;
+	if (strcmp(path, "/") == 0)
+		return true;
+	size_t n = strlen(path);
+	if (path[n - 1] == '/')
+		return false;
+	for (const char *c = path; *c;) {
+		/* c points at a '/' */
+		const char *e = strchr(c + 1, '/');
+		size_t seg = e ? (size_t)(e - c - 1) : strlen(c + 1);
+		if (seg == 0 || (seg == 1 && c[1] == '.') ||
+		    (seg == 2 && c[1] == '.' && c[2] == '.'))
+			return false;
+		if (!e)
+			break;
+		c = e;
+	}
+	return true;
+}
+
+bool govex__path_under(const char *path, const char *root)
+{
+	if (strcmp(root, "/") == 0)
+		return path[0] == '/';
+	size_t n = strlen(root);
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+uint64_t govex__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- directories ---------------------------------------------------------------------- */
+
+static int rm_at(int dirfd, int depth)
+{
+	if (depth > 4096)
+		return -ELOOP;
+	DIR *d = fdopendir(dirfd);
+	if (!d) {
+		close(dirfd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd, de->d_name, 0) == 0)
+			continue;
+		if (errno != EISDIR && errno != EPERM)
+			continue;
+		/* A directory: the run may have made it unreadable; make it ours again. */
+		int fd = openat(dirfd, de->d_name,
+				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == EACCES) {
+			fchmodat(dirfd, de->d_name, 0700, 0);
+			fd = openat(dirfd, de->d_name,
+				    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0)
+			continue;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+			fchmod(fd, 0700);
+		int k = rm_at(fd, depth + 1);
+		if (k < 0 && r == 0)
+			r = k;
+		if (unlinkat(dirfd, de->d_name, AT_REMOVEDIR) < 0 && r == 0)
+			r = -errno;
+		/* readdir after removals may skip entries: start over */
+		rewinddir(d);
+	}
+	closedir(d);
+	return r;
+}
+
+int govex__rm_rf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	fchmod(fd, 0700);
+	int r = rm_at(fd, 0);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		return r < 0 ? r : -errno;
+	return 0;
+}
+
+int govex__make_workdir(char **ret_path, struct govex_error *err)
+{
+	const char *tmp = secure_getenv("TMPDIR");
+	if (!tmp || tmp[0] != '/')
+		tmp = "/tmp";
+	char *p = NULL;
+	if (asprintf(&p, "%s/govex-XXXXXX", tmp) < 0)
+		return -ENOMEM;
+	if (!mkdtemp(p)) {
+		int e = errno;
+		free(p);
+		return govex__err(err, e, e, "workdir: cannot create under '%s': %s", tmp,
+				  strerror(e));
+	}
+	/* mkdtemp makes it 0700; umask cannot widen that. */
+	*ret_path = p;
+	return 0;
+}

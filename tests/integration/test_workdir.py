@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The fresh workdir is private (0700), is the cwd, and is removed on every path."""
+import os
+import signal
+import sys
+
+sys.dont_write_bytecode = True     # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import govextest as g  # noqa: E402
+
+# Record the cwd (and its mode) in a test-owned file, fill the workdir with a
+# small tree and a symlink to a test-owned directory (whose content must
+# survive the workdir's removal), then do TAIL.
+CODE = r'''
+import os, sys, time
+cwd = os.getcwd()
+mode = oct(os.stat(cwd).st_mode & 0o7777)
+os.makedirs("a/b/c")
+with open("a/b/c/f.txt", "w") as f:
+    f.write("x")
+os.symlink(%(canary_dir)r, "link")
+with open(%(info)r + ".tmp", "w") as f:
+    f.write(cwd + "\n" + mode + "\n")
+os.rename(%(info)r + ".tmp", %(info)r)
+print(cwd, flush=True)
+%(tail)s
+'''
+
+
+def _info(t, r):
+    s = g.wait_for_file(t.path("cwd.txt"), 0.0)
+    g.check(s is not None, "the snippet never recorded its cwd\n" + r.describe())
+    cwd, mode = s.split("\n")[:2]
+    return cwd, mode
+
+
+def _code(t, tail):
+    canary_dir = t.path("canary")
+    os.mkdir(canary_dir)
+    t.write("canary/keep.txt", "keep")
+    return CODE % {"info": t.path("cwd.txt"), "canary_dir": canary_dir, "tail": tail}
+
+
+def _check_dir(t, cwd, mode):
+    g.check(os.path.isabs(cwd), "cwd is not absolute: %r" % cwd)
+    g.check(os.path.realpath(cwd) != os.path.realpath(t.tmp),
+            "the snippet ran in govex's cwd, not a fresh workdir")
+    g.eq(mode, "0o700", "workdir mode")
+    g.check(not os.path.lexists(cwd), "workdir %s still exists after the run" % cwd)
+    g.check(os.path.exists(t.path("canary", "keep.txt")),
+            "removing the workdir followed a symlink out of it")
+
+
+def test_removed_after_exit(t):
+    g.need_python()
+    code = _code(t, "sys.exit(0)")
+    r = t.run(["run", "--preset", "trusted", "--json", "-c", code])
+    r.expect_rc(0)
+    doc = r.result()
+    cwd, mode = _info(t, r)
+    g.eq(doc["stdout"], cwd + "\n", "stdout (the cwd)")
+    _check_dir(t, cwd, mode)
+
+
+def test_removed_after_failure(t):
+    g.need_python()
+    code = _code(t, "raise SystemExit(3)")
+    r = t.run(["run", "--preset", "trusted", "--json", "-c", code])
+    r.expect_rc(3)
+    _check_dir(t, *_info(t, r))
+
+
+def test_removed_after_timeout(t):
+    g.need_python()
+    code = _code(t, "time.sleep(30)")
+    r = t.run(["run", "--preset", "trusted", "--json", "--timeout-ms", "1000", "-c", code])
+    r.expect_rc(g.EXIT_TIMEOUT)
+    g.eq(r.result()["status"], "timeout", "status")
+    _check_dir(t, *_info(t, r))
+
+
+def test_removed_after_cancel(t):
+    g.need_python()
+    info = t.path("cwd.txt")
+    code = _code(t, "time.sleep(30)")
+
+    def cancel(p):
+        if g.wait_for_file(info, 10.0, popen=p) is not None:
+            os.kill(p.pid, signal.SIGTERM)
+
+    r = t.run(["run", "--preset", "trusted", "--json", "--timeout-ms", "20000", "-c", code],
+              during=cancel)
+    g.check(os.path.exists(info), "the snippet never started\n" + r.describe())
+    r.expect_rc(128 + signal.SIGTERM)
+    g.eq(r.result()["status"], "cancelled", "status")
+    _check_dir(t, *_info(t, r))
+
+
+TESTS = [
+    ("fresh workdir is cwd, mode 0700, removed after a normal exit", test_removed_after_exit),
+    ("fresh workdir removed after a nonzero exit", test_removed_after_failure),
+    ("fresh workdir removed after a timeout", test_removed_after_timeout),
+    ("fresh workdir removed after SIGTERM cancel", test_removed_after_cancel),
+]
+
+if __name__ == "__main__":
+    sys.exit(g.main(TESTS))
