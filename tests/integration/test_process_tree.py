@@ -52,7 +52,7 @@ def _escape_run(t, tail, extra):
 
 def test_grandchild_after_exit(t):
     t0 = time.monotonic()
-    r = _escape_run(t, "sys.exit(0)", ["--timeout-ms", "10000"])
+    r = _escape_run(t, "sys.exit(0)", ["--timeout-ms", "5000"])
     r.expect_rc(0)
     doc = r.result()
     g.eq(doc["status"], "success", "status")
@@ -80,8 +80,11 @@ def test_plain_child_group(t):
             "for _ in range(500):\n"
             "    if os.path.exists(%r): break\n"
             "    time.sleep(0.01)\n") % (pidfile, pidfile)
-    r = t.run(["run", "--preset", "trusted", "--json", "--timeout-ms", "10000", "-c", code])
-    cpid = g.read_pid(pidfile)
+    r = t.run(["run", "--preset", "trusted", "--json", "--timeout-ms", "5000", "-c", code])
+    try:
+        cpid = g.read_pid(pidfile)
+    except g.Failure:
+        raise g.Failure("the child never wrote its pid\n" + r.describe())
     t.kill_later(cpid)
     g.check(g.wait_dead(cpid, grace=0.3), "child %d survived the run" % cpid)
     r.expect_rc(0)

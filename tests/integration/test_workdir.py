@@ -88,8 +88,8 @@ def test_removed_after_cancel(t):
         if g.wait_for_file(info, 10.0, popen=p) is not None:
             os.kill(p.pid, signal.SIGTERM)
 
-    r = t.run(["run", "--preset", "trusted", "--json", "--timeout-ms", "20000", "-c", code],
-              during=cancel)
+    pol = t.policy(limits={"wall_ms": 20000})
+    r = t.run(["run", "--policy", pol, "--json", "-c", code], during=cancel)
     g.check(os.path.exists(info), "the snippet never started\n" + r.describe())
     r.expect_rc(128 + signal.SIGTERM)
     g.eq(r.result()["status"], "cancelled", "status")
