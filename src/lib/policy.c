@@ -152,7 +152,7 @@ static int get_string(const json_t *v, const char *path, const char **ret,
 
 static int get_path(const json_t *v, const char *path, char **ret, struct govex_error *err)
 {
-	const char *s;
+	const char *s = NULL;
 	int r = get_string(v, path, &s, err);
 	if (r < 0)
 		return r;
@@ -193,7 +193,7 @@ static int get_name_set(const json_t *v, const char *path, const char *const *na
 	json_array_foreach(v, i, e)
 	{
 		char ep[200];
-		const char *s;
+		const char *s = NULL;
 		snprintf(ep, sizeof(ep), "%s[%zu]", path, i);
 		r = get_string(e, ep, &s, err);
 		if (r < 0)
@@ -284,7 +284,7 @@ static int parse_allow_deny(const json_t *o, const char *key, bool *ret,
 			    struct govex_error *err)
 {
 	json_t *v = json_object_get(o, key);
-	const char *s;
+	const char *s = NULL;
 	if (!v)
 		return 0;
 	int r = get_string(v, key, &s, err);
@@ -331,7 +331,7 @@ static int parse_environment(const json_t *v, govex_policy *p, struct govex_erro
 		json_object_foreach(e, k, val)
 		{
 			char ep[300];
-			const char *s;
+			const char *s = NULL;
 			snprintf(ep, sizeof(ep), "environment.set.%.200s", k);
 			if (!env_name_ok(k))
 				return fail(err, ep, "not a valid environment variable name");
@@ -446,7 +446,7 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 	v = json_object_get(doc, "version");
 	if (!v)
 		return fail(err, "version", "missing (must be \"" GOVEX_POLICY_VERSION "\")");
-	const char *s;
+	const char *s = NULL;
 	if ((r = get_string(v, "version", &s, err)) < 0)
 		return r;
 	if (strcmp(s, GOVEX_POLICY_VERSION) != 0)
@@ -487,7 +487,7 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 		    (r = check_keys(v, "python", pk, err)) < 0)
 			goto out;
 		if ((e = json_object_get(v, "interpreter"))) {
-			const char *is;
+			const char *is = NULL;
 			if ((r = get_string(e, "python.interpreter", &is, err)) < 0)
 				goto out;
 			if (strcmp(is, "auto") != 0 &&
@@ -528,7 +528,7 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 		}
 	}
 	if ((v = json_object_get(doc, "workdir"))) {
-		const char *ws;
+		const char *ws = NULL;
 		if ((r = get_string(v, "workdir", &ws, err)) < 0)
 			goto out;
 		if (strcmp(ws, "fresh") != 0) {
@@ -578,7 +578,7 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 		}
 	}
 	if ((v = json_object_get(doc, "backend")) && !json_is_null(v)) {
-		const char *bs;
+		const char *bs = NULL;
 		bool known = false;
 		if ((r = get_string(v, "backend", &bs, err)) < 0)
 			goto out;

@@ -121,6 +121,8 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 			      l->extra_fd};
 		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
 	}
+	/* The host's signal handlers are no business of the shim's. */
+	reset_signals();
 	/* Own group: a terminal's SIGINT to the host's group must not kill the shim and
 	 * orphan the program. */
 	setpgid(0, 0);
@@ -128,7 +130,9 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 		govex__child_fail(f->ce[1], "subreaper", errno);
 		_exit(127);
 	}
-	pid_t child = fork();
+	/* vfork: the program child only makes async-signal-safe calls and then execs or
+	 * _exits, and the shim waits for that anyway; it saves copying the page tables. */
+	pid_t child = vfork();
 	if (child < 0) {
 		govex__child_fail(f->ce[1], "fork", errno);
 		_exit(127);
