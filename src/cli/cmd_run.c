@@ -209,7 +209,8 @@ int cmd_run(int argc, char **argv, bool plan_only)
 	const char *name = plan_only ? "plan" : "run";
 	if (cli_parse_run_args(argc, argv, &a, err, sizeof(err)) < 0) {
 		cli_error("%s: %s (see govex %s --help)", name, err, name);
-		return EXIT_USAGE;
+		/* for run, a bad command line is invalid input like any other: 125 */
+		return EXIT_REFUSED;
 	}
 	if (a.help) {
 		printf(run_usage, name,
