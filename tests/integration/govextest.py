@@ -177,10 +177,15 @@ def run(args, *, cwd=None, input=None, env=None, timeout=HARD_TIMEOUT, during=No
     for t in threads:
         t.start()
 
+    # On the hard timeout govex first gets SIGTERM (its own cancel path, so it
+    # can still remove what it started), then its whole group SIGKILL.
     def on_timeout():
         res.hard_timeout = True
-        _killpg(pgid)
+        _killpg(pgid, signal.SIGTERM)
+        kill_timer.start()
 
+    kill_timer = threading.Timer(2.0, _killpg, args=(pgid,))
+    kill_timer.daemon = True
     timer = threading.Timer(timeout, on_timeout)
     timer.daemon = True
     timer.start()
@@ -196,6 +201,7 @@ def run(args, *, cwd=None, input=None, env=None, timeout=HARD_TIMEOUT, during=No
         p.returncode = res.returncode       # already reaped: keep Popen from waiting
     finally:
         timer.cancel()
+        kill_timer.cancel()
         if not reaped:
             _killpg(pgid)
             _, status, _ = os.wait4(p.pid, 0)

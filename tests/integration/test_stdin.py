@@ -49,7 +49,16 @@ def test_large_stdin_unread(t):
     g.check(r.wall < 4.0, "unread stdin took %.1f s (deadline wait?)" % r.wall)
 
 
+def test_no_stdin_is_empty(t):
+    g.need_python()
+    code = "import sys; print(repr(sys.stdin.read()))"
+    r = t.run(["run", "--preset", "trusted", "--json", "-c", code], input=b"govex's own stdin\n")
+    r.expect_rc(0)
+    g.eq(r.result()["stdout"], "''\n", "stdout (the snippet's stdin without --stdin)")
+
+
 TESTS = [
+    ("without --stdin the snippet's stdin is empty, not govex's", test_no_stdin_is_empty),
     ("--stdin FILE 'hello\\n' is read by the snippet", test_stdin_file),
     ("2 MiB stdin (stdin_bytes raised) is read completely", test_large_stdin_read),
     ("2 MiB stdin never read: no deadlock, success", test_large_stdin_unread),

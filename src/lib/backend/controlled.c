@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -36,15 +37,14 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 		      CTL(FRESH_WORKDIR) | CTL(FD_HYGIENE) | CTL(MEMORY_PER_PROCESS) |
 		      CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
 		      CTL(FILE_SIZE_PER_PROCESS);
-	/* The subreaper shim needs PR_SET_CHILD_SUBREAPER and pidfd_open (Linux 5.3). */
-	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	if (fd >= 0) {
-		close(fd);
+	/* The shim needs PR_SET_CHILD_SUBREAPER (Linux 3.4). */
+	int sub = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0) {
 		r->enforced |= CTL(PROCESS_TREE_KILL);
 	} else {
 		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
 		u->control = GOVEX_CTL_PROCESS_TREE_KILL;
-		snprintf(u->reason, sizeof(u->reason), "pidfd_open unavailable: %s",
+		snprintf(u->reason, sizeof(u->reason), "no child subreaper: %s",
 			 strerror(errno));
 	}
 	static const struct {
@@ -130,6 +130,11 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 		govex__child_fail(f->ce[1], "subreaper", errno);
 		_exit(127);
 	}
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* vfork: the program child only makes async-signal-safe calls and then execs or
 	 * _exits, and the shim waits for that anyway; it saves copying the page tables. */
 	pid_t child = vfork();
@@ -147,15 +152,26 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 	if (l->extra_fd >= 0)
 		close(l->extra_fd);
 
-	int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
-	struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
+	/* Wait for the program's end or the host's kill request.  SIGCHLD through a
+	 * signalfd (blocked before the vfork; the program unblocks it before exec). */
+	struct rusage ru;
+	int st = 0;
+	pid_t got = 0;
 	for (;;) {
-		int n = poll(p, pidfd >= 0 ? 2 : 1, -1);
+		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
+				      {.fd = sfd, .events = POLLIN}};
+		int n = poll(p, sfd >= 0 ? 2 : 1, sfd >= 0 ? -1 : 50);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n > 0 && pidfd >= 0 && (p[1].revents & POLLIN))
+		if (n > 0 && sfd >= 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+		}
+		got = wait4(child, &st, WNOHANG | __WALL, &ru);
+		if (got == child)
 			break; /* the program ended by itself */
-		if (n < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (n < 0 || (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
 			/* the host asked (or died): kill the program's group */
 			rep.killed = 1;
 			kill(-child, SIGKILL);
@@ -163,10 +179,11 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 			break;
 		}
 	}
-	int st = 0;
-	struct rusage ru;
-	while (wait4(child, &st, __WALL, &ru) < 0 && errno == EINTR)
-		;
+	while (got != child) {
+		got = wait4(child, &st, __WALL, &ru);
+		if (got < 0 && errno != EINTR)
+			break;
+	}
 	rep.wait_status = st;
 	govex__shim_sweep(child);
 	getrusage(RUSAGE_CHILDREN, &ru);
