@@ -87,9 +87,11 @@ size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, siz
 int govex__canon(const json_t *j, char **ret_bytes, size_t *ret_len);
 /* "sha256:<hex>" of len bytes into out[72]. */
 void govex__sha256_digest(const void *data, size_t len, char out[72]);
-/* Parses strictly: duplicate keys refused, whole input, no NUL.  Messages name the
- * position.  Returns -GOVEX_EJSON or -GOVEX_EUTF8. */
-int govex__json_parse(const char *data, size_t len, json_t **ret, struct govex_error *err);
+/* Parses strictly: duplicate keys refused, whole input; flags are extra jansson decoding
+ * flags (JSON_ALLOW_NUL when the caller checks NUL itself, to name the field).  Messages
+ * name the position.  Returns -GOVEX_EJSON or -GOVEX_EUTF8. */
+int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
+		      struct govex_error *err);
 /* Reads a whole file of at most max bytes. */
 int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
 		     struct govex_error *err);

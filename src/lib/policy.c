@@ -612,7 +612,8 @@ GOVEX_API int govex_policy_parse(const char *json, size_t len, govex_policy **re
 		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "policy: larger than %u bytes",
 				  POLICY_FILE_MAX);
 	_cleanup_json_ json_t *doc = NULL;
-	int r = govex__json_parse(json, len, &doc, ret_err);
+	/* NUL is let through the parser so that get_string() refuses it naming the field */
+	int r = govex__json_parse(json, len, JSON_ALLOW_NUL, &doc, ret_err);
 	if (r < 0) {
 		/* keep the parser's message, but report it as a policy error */
 		if (ret_err)
@@ -666,7 +667,7 @@ GOVEX_API int govex_policy_preset(const char *name, govex_policy **ret_policy,
 					  "directory: %s",
 					  strerror(errno));
 		_cleanup_json_ json_t *doc = NULL;
-		int r = govex__json_parse(strict, sizeof(strict) - 1, &doc, ret_err);
+		int r = govex__json_parse(strict, sizeof(strict) - 1, 0, &doc, ret_err);
 		if (r < 0)
 			return r;
 		json_object_set_new(doc, "filesystem",

@@ -118,7 +118,7 @@ GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_pl
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
 	if (len > (4u << 20))
 		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "plan: larger than 4 MiB");
-	int r = govex__json_parse(json, len, &doc, ret_err);
+	int r = govex__json_parse(json, len, 0, &doc, ret_err);
 	if (r < 0)
 		return govex__err(ret_err, GOVEX_EPLAN, 0, "plan: %s",
 				  ret_err ? ret_err->message : "malformed");

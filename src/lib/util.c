@@ -311,13 +311,14 @@ void govex__sha256_digest(const void *data, size_t len, char out[72])
 	out[71] = '\0';
 }
 
-int govex__json_parse(const char *data, size_t len, json_t **ret, struct govex_error *err)
+int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
+		      struct govex_error *err)
 {
 	json_error_t je;
 	/* jansson checks UTF-8 itself; check first so the message is precise. */
 	if (!govex__utf8_valid(data, len))
 		return govex__err(err, GOVEX_EUTF8, 0, "document: invalid UTF-8");
-	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES | flags, &je);
 	if (!j)
 		return govex__err(err, GOVEX_EJSON, 0, "document: line %d column %d: %s", je.line,
 				  je.column, je.text);

@@ -247,8 +247,16 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in,
 			    sizeof(cfg))
 				TRY(add_bind(&pl, RM_BIND_RO, cfg, LL_READ, err));
 		}
-		for (size_t i = 0; in->paths && in->paths[i]; i++)
+		/* The executable's own directory (/usr/bin) is not the interpreter's: the
+		 * executable itself is bound above. */
+		const char *slash = strrchr(in->path, '/');
+		size_t dlen = slash ? (size_t)(slash - in->path) : 0;
+		for (size_t i = 0; in->paths && in->paths[i]; i++) {
+			if (dlen && strlen(in->paths[i]) == dlen &&
+			    strncmp(in->paths[i], in->path, dlen) == 0)
+				continue;
 			TRY(add_bind(&pl, RM_BIND_RO, in->paths[i], LL_READ, err));
+		}
 		for (size_t i = 0; in->libs && in->libs[i]; i++)
 			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], LL_READ, err));
 		if (pol->network) {
