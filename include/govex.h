@@ -271,6 +271,8 @@ GOVEX_API const char *govex_plan_canonical(const govex_plan *plan, size_t *ret_l
 GOVEX_API const char *govex_plan_digest(const govex_plan *plan);
 /* The source path recorded in the plan, or NULL.  Borrowed. */
 GOVEX_API const char *govex_plan_source_path(const govex_plan *plan);
+/* The function a call plan binds, or NULL for a run plan.  Borrowed. */
+GOVEX_API const char *govex_plan_function(const govex_plan *plan);
 
 /*
  * Parses a plan made earlier (canonical bytes as printed by govex plan).  Copies json.
@@ -296,6 +298,66 @@ GOVEX_API int govex_runtime_execute(govex_runtime *runtime, const govex_plan *pl
 /* govex_runtime_plan() then govex_runtime_execute(): the usual way to run code. */
 GOVEX_API int govex_runtime_run(govex_runtime *runtime, const struct govex_request *req,
 				govex_result **ret_result, struct govex_error *ret_err);
+
+/* ------------------------------------------------------------------------------------
+ * Call mode: one Python function, JSON in, JSON out
+ *
+ * A module is inspected statically (Python's ast, in a worker run under the policy; the
+ * module is never imported), a call is planned (binding the source digest, the
+ * function's signature, the inspection digest and the policy), and a fresh worker runs
+ * exactly that function with the arguments and returns its JSON value in the result's
+ * "value".  Requires Python 3.8 or later.
+ * ---------------------------------------------------------------------------------- */
+
+/* A module's source.  Zero it, then set fields.  Borrowed for the call. */
+struct govex_source {
+	const char *data; /* the file's bytes: Python source (UTF-8), or a notebook's JSON */
+	size_t len;
+	const char *path;   /* optional absolute path, recorded in plans for re-reading */
+	int notebook;       /* data is an .ipynb document: its code cells are joined in
+			     * order into one Python source (see govex_source_python()) */
+	const char *module; /* module name; NULL = derived from path ("module" otherwise) */
+};
+
+/*
+ * Inspects a module: on success *ret_inspection is the canonical govex.inspection/v1
+ * document (caller frees) and *ret_result is NULL; when the source is invalid (syntax
+ * error, notebook with magics, not UTF-8) or the policy refuses the worker, the
+ * inspection is NULL and *ret_result says why.  Thread-safe.
+ */
+GOVEX_API int govex_runtime_inspect(govex_runtime *runtime, const struct govex_source *src,
+				    char **ret_inspection, govex_result **ret_result,
+				    struct govex_error *ret_err);
+
+/* A call request.  Zero it, then set fields.  Borrowed for the call. */
+struct govex_call {
+	struct govex_source source;
+	const char *function; /* a top-level function of the module */
+	const char *args;     /* JSON object: parameter name -> value (NULL = {}) */
+	size_t args_len;
+	struct govex_limits limits; /* wall_ms etc.; 0 = the policy's */
+	const char *const *metadata; /* optional "key=value" list, for audit */
+	govex_cancel_token *cancel;  /* optional */
+};
+
+/*
+ * Plans a call (inspects the module, checks the function's eligibility, the effects the
+ * policy requires to be known, and chooses a backend) without running user code.  As
+ * govex_runtime_plan(): a refusal comes back as *ret_result with *ret_plan NULL.
+ */
+GOVEX_API int govex_runtime_plan_call(govex_runtime *runtime, const struct govex_call *call,
+				      govex_plan **ret_plan, govex_result **ret_result,
+				      struct govex_error *ret_err);
+
+/*
+ * Runs a call; with plan non-NULL, exactly that plan: the source is re-read from call
+ * and a single differing byte gives source_mismatch before any user code runs.  The
+ * result's "value" holds the function's return value (finite JSON only), and its stdout
+ * and stderr are empty: a call's output never reaches its result.  Thread-safe.
+ */
+GOVEX_API int govex_runtime_call(govex_runtime *runtime, const govex_plan *plan,
+				 const struct govex_call *call, govex_result **ret_result,
+				 struct govex_error *ret_err);
 
 /* ------------------------------------------------------------------------------------
  * Results (govex.result/v1)
@@ -358,6 +420,7 @@ struct govex_result_view {
 	const char *backend_name; /* NULL when no backend was chosen */
 	const char *policy_digest; /* NULL when refused before the policy was read */
 	const char *plan_digest;   /* NULL when refused before planning */
+	const char *value;         /* call mode: the returned value as JSON text, else NULL */
 };
 
 GOVEX_API const struct govex_result_view *govex_result_view(const govex_result *result);

@@ -117,7 +117,8 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 	X(OPEN_FILES_PER_PROCESS, "open_files_per_process")                                  \
 	X(FILE_SIZE_PER_PROCESS, "file_size_per_process")                                    \
 	X(SYSCALL_FILTER, "syscall_filter")                                                  \
-	X(NO_NEW_PRIVILEGES, "no_new_privileges")
+	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                            \
+	X(LANDLOCK, "landlock")
 
 enum govex__control {
 #define GOVEX__CTLENUM(id, name) GOVEX_CTL_##id,
@@ -251,7 +252,11 @@ struct govex__launch {
 	const char *stdin_data;
 	size_t stdin_len;
 	int cancel_fd; /* readable when cancelled, or -1 */
-	int extra_fd;  /* call mode: a descriptor passed to the child as fd 3, or -1 */
+	int extra_fd;  /* call mode: a descriptor passed to the child as fd 3, or -1; the
+			* backend takes it (closes the host's copy once the child has it) */
+	int frame_fd;  /* call mode: the host's read end of extra_fd's pipe, or -1; taken
+			* by the backend (govex__supervise closes it) */
+	uint64_t frame_max; /* largest response payload accepted */
 };
 
 struct govex__buf {
@@ -270,6 +275,10 @@ struct govex__outcome {
 	/* launch failure: the step that failed in the child and its errno */
 	char failed_step[32];
 	int failed_errno;
+	/* call mode: the response frame read from the dedicated descriptor */
+	struct govex__buf frame; /* header + payload, as received */
+	enum { GOVEX_FRAME_NONE, GOVEX_FRAME_OK, GOVEX_FRAME_TRUNCATED, GOVEX_FRAME_OVERSIZED,
+	       GOVEX_FRAME_TRAILING } frame_state;
 };
 void govex__outcome_release(struct govex__outcome *o);
 
@@ -327,6 +336,8 @@ void govex__child_fail(int errfd, const char *step, int err);
 struct govex__supervise {
 	int stdin_fd, stdout_fd, stderr_fd;
 	int report_fd, err_fd, kill_fd;
+	int frame_fd;       /* call mode: read end of the response descriptor, or -1 */
+	uint64_t frame_max; /* largest payload accepted from frame_fd */
 	int cancel_fd; /* borrowed */
 	pid_t shim_pid;
 	uint64_t wall_ms;
@@ -388,6 +399,15 @@ struct govex__audit {
  * stdin, output or environment values in fields. */
 void govex__audit(const struct govex__audit *a, const char *run_id, const char *event,
 		  json_t *fields);
+
+/* The Python source of a notebook (code cells joined in order); magics and shell escapes
+ * refused naming the cell. */
+int govex__notebook_to_python(const char *data, size_t len, char **ret, size_t *ret_len,
+			      struct govex_error *err);
+
+/* The embedded call-mode worker (src/worker/worker.py, embedded at build time). */
+extern const unsigned char govex__worker_py[];
+extern const size_t govex__worker_py_len;
 
 /* The pollable fd of a cancellation token (readable once cancelled), or -1. */
 int govex__cancel_fd(const govex_cancel_token *c);

@@ -6,5 +6,6 @@
 
 const struct govex__backend_ops *const govex__backends[] = {
 	&govex__controlled_backend,
+	&govex__restricted_backend,
 };
 const size_t govex__n_backends = ARRAY_SIZE(govex__backends);

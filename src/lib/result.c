@@ -16,6 +16,7 @@ struct govex_result {
 	govex__ctlset controls;
 	char *policy_digest, *plan_digest;
 	char *out, *err;
+	char *value_text;
 	char *json;
 	size_t json_len;
 	char summary[320];
@@ -113,7 +114,11 @@ void govex__result_set_digests(govex_result *r, const char *policy, const char *
 void govex__result_set_value(govex_result *r, json_t *value)
 {
 	json_decref(r->value);
+	free(r->value_text);
 	r->value = value;
+	r->value_text = value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
+			      : NULL;
+	r->view.value = r->value_text;
 }
 
 /* Takes the outcome's buffers. */
@@ -290,6 +295,7 @@ GOVEX_API govex_result *govex_result_free(govex_result *r)
 	free(r->plan_digest);
 	free(r->out);
 	free(r->err);
+	free(r->value_text);
 	free(r->json);
 	free(r);
 	return NULL;

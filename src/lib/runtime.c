@@ -11,51 +11,15 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "internal.h"
+#include "runtime.h"
 
 extern char **environ;
 
 /* A single argv string is limited by the kernel (MAX_ARG_STRLEN, 32 pages). */
 #define CODE_ARG_MAX (128 * 1024 - 1)
-#define METADATA_MAX 64
-#define METADATA_ITEM_MAX 1024
 #define ENV_ITEMS_MAX 1024
 
-struct govex_runtime {
-	govex_policy *policy;
-	struct govex_runtime_options opts;
-	char *probe_cache_dir, *backend;
-	pthread_mutex_t lock;
-	pthread_mutex_t audit_lock;
-	struct govex__audit audit;
-	bool probed;
-	int probe_r;
-	struct govex_error probe_err;
-	struct govex__interp interp;
-	struct govex__report reports[8];
-	void *states[8];
-	bool prepared[8];
-};
-
-struct govex_plan {
-	char *canon;
-	size_t len;
-	char digest[72];
-	char *source_path;
-	json_t *doc;
-};
-
-/* What planning decided, beyond the plan document. */
-struct decision {
-	struct govex__limits limits;
-	govex__ctlset required, substituted;
-	size_t backend;
-	char **env; /* NAME=VALUE, final */
-	char *workdir; /* NULL = fresh */
-	unsigned approve; /* permissions needing approval */
-};
-
-static void decision_release(struct decision *d)
+void govex__decision_release(struct decision *d)
 {
 	govex__strv_free(d->env);
 	free(d->workdir);
@@ -92,7 +56,13 @@ GOVEX_API const char *govex_plan_source_path(const govex_plan *p)
 	return p ? p->source_path : NULL;
 }
 
-static govex_plan *plan_from_doc(json_t *doc)
+GOVEX_API const char *govex_plan_function(const govex_plan *p)
+{
+	return p ? json_string_value(json_object_get(json_object_get(p->doc, "function"), "name"))
+		 : NULL;
+}
+
+govex_plan *govex__plan_from_doc(json_t *doc)
 {
 	govex_plan *p = calloc(1, sizeof(*p));
 	if (!p) {
@@ -105,6 +75,8 @@ static govex_plan *plan_from_doc(json_t *doc)
 	govex__sha256_digest(p->canon, p->len, p->digest);
 	const char *sp = json_string_value(json_object_get(json_object_get(doc, "code"),
 							   "source_path"));
+	if (!sp) /* a call plan */
+		sp = json_string_value(json_object_get(json_object_get(doc, "source"), "path"));
 	if (sp && !(p->source_path = strdup(sp)))
 		return govex_plan_free(p);
 	return p;
@@ -128,7 +100,7 @@ GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_pl
 		return govex__err(ret_err, GOVEX_EPLAN, 0,
 				  "plan: version: must be \"" GOVEX_PLAN_VERSION "\"");
 	}
-	govex_plan *p = plan_from_doc(doc);
+	govex_plan *p = govex__plan_from_doc(doc);
 	if (!p)
 		return govex__err(ret_err, GOVEX_EPLAN, 0,
 				  "plan: not canonical-encodable (numbers must be integers)");
@@ -236,7 +208,7 @@ GOVEX_API int govex_runtime_backends_json(govex_runtime *rt, char **ret_json)
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
-static void run_id_new(char out[33])
+void govex__run_id_new(char out[33])
 {
 	unsigned char b[16];
 	static const char hex[] = "0123456789abcdef";
@@ -252,7 +224,7 @@ static void run_id_new(char out[33])
 	out[32] = '\0';
 }
 
-static govex_result *refusal(govex_runtime *rt, enum govex_status status)
+govex_result *govex__refusal(govex_runtime *rt, enum govex_status status)
 {
 	govex_result *r = govex__result_new(status, GOVEX_TERM_REFUSED);
 	if (r)
@@ -298,7 +270,7 @@ static int build_env(const govex_policy *p, const struct govex_request *req, cha
 		const char *kv = req->env[i];
 		const char *eq = strchr(kv, '=');
 		if (n_req >= ENV_ITEMS_MAX || !eq || !env_name_valid(kv, (size_t)(eq - kv))) {
-			govex_result *r = refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
 			govex__result_diag(r, "invalid_environment", NULL,
 					   "env[%zu]: must be NAME=VALUE with a valid name", i);
 			*ret_refusal = r;
@@ -308,7 +280,7 @@ static int build_env(const govex_policy *p, const struct govex_request *req, cha
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
 		if (!govex__strv_contains(p->env_allow, name)) {
-			govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+			govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 			govex__result_diag(r, "environment_not_allowed",
 					   json_pack("{s:s}", "name", name),
 					   "environment '%s': not in environment.allow", name);
@@ -368,7 +340,7 @@ static json_t *env_names_json(char *const *env)
 	return a;
 }
 
-static json_t *perms_json(unsigned perms)
+json_t *govex__perms_json(unsigned perms)
 {
 	static const char *const names[] = {"filesystem_write", "network", "shell",
 					    "subprocess"};
@@ -430,7 +402,7 @@ static int cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_
 		return 0;
 	}
 	if (max != 0 && want > max) {
-		govex_result *r = refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+		govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
 		govex__result_diag(r, "limit_exceeds_policy", json_pack("{s:s}", "limit", name),
 				   "limits.%s: requested %llu exceeds the policy's %llu", name,
 				   (unsigned long long)want, (unsigned long long)max);
@@ -441,9 +413,9 @@ static int cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_
 	return 0;
 }
 
-static int plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
-			 govex_plan **ret_plan, struct decision *ret_d, govex_result **ret_result,
-			 struct govex_error *err)
+int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
+			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
+			 govex_result **ret_result, struct govex_error *err)
 {
 	const govex_policy *p = rt->policy;
 	struct decision d;
@@ -455,7 +427,7 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 
 #define REFUSE(status, code, extra, ...)                                                     \
 	do {                                                                                 \
-		res = refusal(rt, status);                                                   \
+		res = govex__refusal(rt, status);                                                   \
 		if (!res) {                                                                  \
 			r = -ENOMEM;                                                         \
 			goto fail;                                                           \
@@ -464,35 +436,37 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 		goto refused;                                                                \
 	} while (0)
 
-	if (req->language && strcmp(req->language, "python") != 0)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "unsupported_language", NULL,
-		       "language '%.40s': only python is supported", req->language);
-	if (!req->code)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "missing_code", NULL, "code: missing");
-	if (req->code_len > p->limits.code_bytes)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
-		       "code: %zu bytes exceeds limits.code_bytes (%llu)", req->code_len,
-		       (unsigned long long)p->limits.code_bytes);
-	if (req->code_len > CODE_ARG_MAX)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
-		       "code: %zu bytes exceeds %d, the largest single argument the kernel "
-		       "passes",
-		       req->code_len, CODE_ARG_MAX);
-	if (memchr(req->code, '\0', req->code_len))
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
-		       "code: contains a NUL byte");
-	if (!govex__utf8_valid(req->code, req->code_len))
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
-		       "code: not valid UTF-8");
-	if (req->stdin_len > p->limits.stdin_bytes)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "stdin_too_large", NULL,
-		       "stdin: %zu bytes exceeds limits.stdin_bytes (%llu)", req->stdin_len,
-		       (unsigned long long)p->limits.stdin_bytes);
-	if (req->stdin_len && !req->stdin_data)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_stdin", NULL, "stdin: missing data");
-	if (req->source_path && !govex__path_normalized(req->source_path))
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
-		       "source_path: must be an absolute normalized path");
+	if (!job) {
+		if (req->language && strcmp(req->language, "python") != 0)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "unsupported_language", NULL,
+			       "language '%.40s': only python is supported", req->language);
+		if (!req->code)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "missing_code", NULL, "code: missing");
+		if (req->code_len > p->limits.code_bytes)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
+			       "code: %zu bytes exceeds limits.code_bytes (%llu)", req->code_len,
+			       (unsigned long long)p->limits.code_bytes);
+		if (req->code_len > CODE_ARG_MAX)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
+			       "code: %zu bytes exceeds %d, the largest single argument the kernel "
+			       "passes",
+			       req->code_len, CODE_ARG_MAX);
+		if (memchr(req->code, '\0', req->code_len))
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
+			       "code: contains a NUL byte");
+		if (!govex__utf8_valid(req->code, req->code_len))
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
+			       "code: not valid UTF-8");
+		if (req->stdin_len > p->limits.stdin_bytes)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "stdin_too_large", NULL,
+			       "stdin: %zu bytes exceeds limits.stdin_bytes (%llu)", req->stdin_len,
+			       (unsigned long long)p->limits.stdin_bytes);
+		if (req->stdin_len && !req->stdin_data)
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_stdin", NULL, "stdin: missing data");
+		if (req->source_path && !govex__path_normalized(req->source_path))
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
+			       "source_path: must be an absolute normalized path");
+	}
 
 	/* limits */
 	d.limits = p->limits;
@@ -714,7 +688,7 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			"code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
 			"stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir,
 			"limits", rl, "environment", env_names_json((char **)req->env), "needs",
-			perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
+			govex__perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
 		char *rq = NULL;
 		size_t rqlen;
 		char request_digest[72];
@@ -748,7 +722,7 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			"platform_defaults", p->platform_defaults,
 			"network", p->network ? "allow" : "deny", "subprocess",
 			p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
-			perms_json(needs_perm), "approval", perms_json(d.approve), "controls",
+			govex__perms_json(needs_perm), "approval", govex__perms_json(d.approve), "controls",
 			"required", govex__ctlset_json(d.required), "aggregate_by_single_process",
 			govex__ctlset_json(d.substituted), "policy_digest", p->digest,
 			"request_digest", request_digest);
@@ -756,7 +730,13 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			r = -ENOMEM;
 			goto fail;
 		}
-		govex_plan *plan = plan_from_doc(doc);
+		if (job) {
+			json_object_del(doc, "code");
+			json_object_del(doc, "stdin");
+			json_object_del(doc, "request_digest");
+			json_object_update(doc, job);
+		}
+		govex_plan *plan = govex__plan_from_doc(doc);
 		if (!plan) {
 			r = -ENOMEM;
 			goto fail;
@@ -766,7 +746,7 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 	if (ret_d)
 		*ret_d = d;
 	else
-		decision_release(&d);
+		govex__decision_release(&d);
 	govex__audit(&rt->audit, run_id, "decision",
 		     json_pack("{s:s, s:s, s:s}", "decision", "planned", "backend",
 			       govex__backends[d.backend]->name, "plan_digest",
@@ -774,11 +754,11 @@ static int plan_internal(govex_runtime *rt, const struct govex_request *req, con
 	return 0;
 
 refused:
-	decision_release(&d);
+	govex__decision_release(&d);
 	*ret_result = res;
 	return 0;
 fail:
-	decision_release(&d);
+	govex__decision_release(&d);
 	govex_result_free(res);
 	return govex__err(err, -r, -r, "plan: %s", strerror(-r));
 #undef REFUSE
@@ -795,7 +775,7 @@ static json_t *first_diag_code(govex_result *res)
 	return code ? code : json_string("unknown");
 }
 
-static void audit_refused(govex_runtime *rt, const char *run_id, govex_result *res)
+void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res)
 {
 	govex__audit(&rt->audit, run_id, "decision",
 		     json_pack("{s:s, s:s, s:o}", "decision", "refused", "status",
@@ -803,7 +783,7 @@ static void audit_refused(govex_runtime *rt, const char *run_id, govex_result *r
 			       first_diag_code(res)));
 }
 
-static void audit_received(govex_runtime *rt, const char *run_id, const char *kind,
+void govex__audit_received(govex_runtime *rt, const char *run_id, const char *kind,
 			   const struct govex_request *req)
 {
 	json_t *meta = json_object();
@@ -832,9 +812,9 @@ GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *
 	govex_result *res = NULL;
 	if (!rt || !req || !ret_plan || !ret_result)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
-	run_id_new(run_id);
-	audit_received(rt, run_id, "plan", req);
-	int r = plan_internal(rt, req, run_id, &plan, NULL, &res, ret_err);
+	govex__run_id_new(run_id);
+	govex__audit_received(rt, run_id, "plan", req);
+	int r = govex__plan_internal(rt, req, run_id, NULL, &plan, NULL, &res, ret_err);
 	if (r < 0)
 		return r;
 	if (res) {
@@ -842,7 +822,7 @@ GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *
 			govex_result_free(res);
 			return govex__err(ret_err, -r, -r, "result: out of memory");
 		}
-		audit_refused(rt, run_id, res);
+		govex__audit_refused(rt, run_id, res);
 	}
 	*ret_plan = plan;
 	*ret_result = res;
@@ -850,21 +830,23 @@ GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *
 }
 
 /* Why two plans differ, as a refusal. */
-static govex_result *plan_mismatch(govex_runtime *rt, const govex_plan *given,
+govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
 				   const govex_plan *fresh)
 {
 	json_t *g = given->doc, *f = fresh->doc;
-	const char *gc = json_string_value(json_object_get(json_object_get(g, "code"), "digest"));
-	const char *fc = json_string_value(json_object_get(json_object_get(f, "code"), "digest"));
+	/* a run plan binds "code", a call plan "source" */
+	const char *key = json_object_get(f, "code") ? "code" : "source";
+	const char *gc = json_string_value(json_object_get(json_object_get(g, key), "digest"));
+	const char *fc = json_string_value(json_object_get(json_object_get(f, key), "digest"));
 	if (!gc || !fc || strcmp(gc, fc) != 0) {
-		govex_result *r = refusal(rt, GOVEX_STATUS_SOURCE_MISMATCH);
+		govex_result *r = govex__refusal(rt, GOVEX_STATUS_SOURCE_MISMATCH);
 		govex__result_diag(r, "source_mismatch", NULL,
 				   "code: its digest differs from the plan's (the source changed)");
 		return r;
 	}
 	const char *gp = json_string_value(json_object_get(g, "policy_digest"));
 	if (!gp || strcmp(gp, rt->policy->digest) != 0) {
-		govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+		govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 		govex__result_diag(r, "policy_changed", NULL,
 				   "policy: its digest differs from the plan's");
 		return r;
@@ -884,13 +866,13 @@ static govex_result *plan_mismatch(govex_runtime *rt, const govex_plan *given,
 		size_t n = strlen(keys);
 		snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
 	}
-	govex_result *r = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+	govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 	govex__result_diag(r, "plan_mismatch", NULL,
 			   "plan: differs from the request in: %s", keys[0] ? keys : "encoding");
 	return r;
 }
 
-static int backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err)
+int govex__backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err)
 {
 	const struct govex__backend_ops *b = govex__backends[i];
 	int r = 0;
@@ -906,7 +888,7 @@ static int backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_e
 	return r;
 }
 
-static enum govex_status status_of(const struct govex__outcome *o)
+enum govex_status govex__status_of(const struct govex__outcome *o)
 {
 	switch (o->term) {
 	case GOVEX_TERM_EXITED:
@@ -928,6 +910,162 @@ static enum govex_status status_of(const struct govex__outcome *o)
 	}
 }
 
+govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
+			     const govex_plan *plan)
+{
+	if (!d->approve)
+		return NULL;
+	json_t *perms = govex__perms_json(d->approve);
+	govex__audit(&rt->audit, run_id, "approval",
+		     json_pack("{s:s, s:O, s:s}", "approval", "asked", "permissions", perms,
+			       "plan_digest", plan->digest));
+	govex_result *res = NULL;
+	if (!rt->opts.approve) {
+		res = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+		if (res)
+			govex__result_diag(res, "approval_required", NULL,
+					   "approval: the policy requires approval and no "
+					   "approver is configured");
+		json_decref(perms);
+		return res;
+	}
+	const char *names[5];
+	size_t n = 0, idx;
+	json_t *e;
+	json_array_foreach(perms, idx, e) names[n++] = json_string_value(e);
+	names[n] = NULL;
+	int ok = rt->opts.approve(rt->opts.approve_userdata, plan->canon, plan->len, names);
+	json_decref(perms);
+	govex__audit(&rt->audit, run_id, "approval",
+		     json_pack("{s:s, s:b}", "approval", "answered", "approved", ok == 1));
+	if (ok != 1) {
+		res = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+		if (res)
+			govex__result_diag(res, "approval_denied", NULL,
+					   "approval: the approver denied the run");
+	}
+	return res;
+}
+
+static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, const char *step,
+				    const char *what, const char *detail)
+{
+	govex_result *res =
+		govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+	if (!res)
+		return NULL;
+	govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", step), "%s: %s", what,
+			   detail);
+	govex__result_set_digests(res, rt->policy->digest, plan->digest);
+	return res;
+}
+
+int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
+		  const govex_plan *plan, char *const *argv, const char *stdin_data,
+		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
+		  uint64_t frame_max, struct govex__outcome *o, govex_result **ret_result,
+		  struct govex_error *err)
+{
+	const struct govex__backend_ops *b = govex__backends[d->backend];
+	void *state = NULL;
+	_cleanup_free_ char *workdir = NULL;
+	int r;
+	memset(o, 0, sizeof(*o));
+	*ret_result = NULL;
+	if ((r = govex__backend_state(rt, d->backend, &state, err)) < 0) {
+		*ret_result = launch_failure(rt, plan, "prepare", "backend preparation failed",
+					     err ? err->message : strerror(-r));
+		goto fail;
+	}
+	if (d->workdir) {
+		workdir = strdup(d->workdir);
+	} else if ((r = govex__make_workdir(&workdir, err)) < 0) {
+		*ret_result = launch_failure(rt, plan, "workdir",
+					     "workdir: cannot create a fresh directory",
+					     strerror(-r));
+		goto fail;
+	}
+	if (!workdir)
+		goto fail;
+	struct govex__launch l = {
+		.policy = rt->policy,
+		.interp = &rt->interp,
+		.opts = &rt->opts,
+		.limits = &d->limits,
+		.argv = argv,
+		.envp = d->env,
+		.workdir = workdir,
+		.workdir_fresh = d->workdir == NULL,
+		.stdin_data = stdin_data,
+		.stdin_len = stdin_len,
+		.cancel_fd = govex__cancel_fd(cancel),
+		.extra_fd = extra_fd,
+		.frame_fd = frame_fd,
+		.frame_max = frame_max,
+	};
+	govex__audit(&rt->audit, run_id, "launch",
+		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
+			       b->version, "plan_digest", plan->digest));
+	struct govex_error rerr = {0};
+	b->run(state, &l, o, &rerr);
+	if (!d->workdir)
+		govex__rm_rf(workdir);
+	return 0;
+fail:
+	if (extra_fd >= 0)
+		close(extra_fd);
+	if (frame_fd >= 0)
+		close(frame_fd);
+	return *ret_result ? 0 : govex__err(err, ENOMEM, ENOMEM, "launch: out of memory");
+}
+
+void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
+			 const govex_plan *plan)
+{
+	const struct govex_result_view *v = govex_result_view(res);
+	if (v->termination == GOVEX_TERM_REFUSED || !plan) {
+		govex__audit(&rt->audit, run_id, "finish",
+			     json_pack("{s:s, s:s}", "status", govex_status_name(v->status),
+				       "termination", "refused"));
+		return;
+	}
+	govex__audit(&rt->audit, run_id, "finish",
+		     json_pack("{s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I}, s:I, s:I, s:s}", "status",
+			       govex_status_name(v->status), "termination",
+			       govex_termination_name(v->termination), "exit_code",
+			       v->termination == GOVEX_TERM_EXITED ? json_integer(v->exit_code)
+								   : json_null(),
+			       "signal", v->signal ? json_integer(v->signal) : json_null(), "usage",
+			       "wall_ms", (json_int_t)v->wall_ms, "cpu_ms", (json_int_t)v->cpu_ms,
+			       "max_rss_bytes", (json_int_t)v->max_rss_bytes, "stdout_bytes",
+			       (json_int_t)v->stdout_bytes, "stderr_bytes",
+			       (json_int_t)v->stderr_bytes, "plan_digest", plan->digest));
+}
+
+/* Diagnostics for how a run ended (shared by runs and calls). */
+void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
+				const struct govex__limits *l)
+{
+	if (o->term == GOVEX_TERM_LAUNCH_FAILED)
+		govex__result_diag(res, "launch_failed",
+				   json_pack("{s:s, s:i}", "step", o->failed_step, "errno",
+					     o->failed_errno),
+				   "launch step '%s' failed: %s", o->failed_step,
+				   strerror(o->failed_errno));
+	else if (o->term == GOVEX_TERM_TIMEOUT)
+		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
+				   (unsigned long long)l->wall_ms);
+	else if (o->term == GOVEX_TERM_CANCELLED)
+		govex__result_diag(res, "cancelled", NULL, "the run was cancelled");
+	else if (o->term == GOVEX_TERM_CPU_LIMIT)
+		govex__result_diag(res, "cpu_limit", NULL, "CPU time limit of %llu ms reached",
+				   (unsigned long long)l->cpu_ms);
+	else if (o->term == GOVEX_TERM_MEMORY_LIMIT)
+		govex__result_diag(res, "memory_limit", NULL,
+				   "memory limit of %llu bytes reached",
+				   (unsigned long long)l->memory_bytes);
+}
+
 static int execute_internal(govex_runtime *rt, const govex_plan *given,
 			    const struct govex_request *req, govex_result **ret_result,
 			    struct govex_error *err)
@@ -936,80 +1074,27 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	govex_plan *plan = NULL;
 	govex_result *res = NULL;
 	struct decision d;
-	_cleanup_free_ char *workdir = NULL, *code = NULL;
+	struct govex__outcome o;
+	_cleanup_free_ char *code = NULL;
 	int r;
 
 	memset(&d, 0, sizeof(d));
-	run_id_new(run_id);
-	audit_received(rt, run_id, given ? "execute" : "run", req);
-	r = plan_internal(rt, req, run_id, &plan, &d, &res, err);
+	govex__run_id_new(run_id);
+	govex__audit_received(rt, run_id, given ? "execute" : "run", req);
+	r = govex__plan_internal(rt, req, run_id, NULL, &plan, &d, &res, err);
 	if (r < 0)
 		return r;
 	if (res)
 		goto refused;
 	if (given && strcmp(given->digest, plan->digest) != 0) {
-		res = plan_mismatch(rt, given, plan);
+		res = govex__plan_mismatch(rt, given, plan);
 		goto refused;
 	}
+	if ((res = govex__approve(rt, run_id, &d, plan)))
+		goto refused;
 
-	if (d.approve) {
-		json_t *perms = perms_json(d.approve);
-		govex__audit(&rt->audit, run_id, "approval",
-			     json_pack("{s:s, s:O, s:s}", "approval", "asked", "permissions",
-				       perms, "plan_digest", plan->digest));
-		if (!rt->opts.approve) {
-			json_decref(perms);
-			res = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-			govex__result_diag(res, "approval_required", NULL,
-					   "approval: the policy requires approval and no "
-					   "approver is configured");
-			goto refused;
-		}
-		const char *names[5];
-		size_t n = 0, idx;
-		json_t *e;
-		json_array_foreach(perms, idx, e) names[n++] = json_string_value(e);
-		names[n] = NULL;
-		int ok = rt->opts.approve(rt->opts.approve_userdata, plan->canon, plan->len, names);
-		json_decref(perms);
-		govex__audit(&rt->audit, run_id, "approval",
-			     json_pack("{s:s, s:b}", "approval", "answered", "approved", ok == 1));
-		if (ok != 1) {
-			res = refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-			govex__result_diag(res, "approval_denied", NULL,
-					   "approval: the approver denied the run");
-			goto refused;
-		}
-	}
-
-	const struct govex__backend_ops *b = govex__backends[d.backend];
-	void *state = NULL;
-	struct govex__outcome o;
-	memset(&o, 0, sizeof(o));
-	if ((r = backend_state(rt, d.backend, &state, err)) < 0) {
-		res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
-		if (!res)
-			goto oom;
-		govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", "prepare"),
-				   "backend '%s': preparation failed: %s", b->name,
-				   err ? err->message : strerror(-r));
-		govex__result_set_digests(res, rt->policy->digest, plan->digest);
-		goto finish;
-	}
-
-	if (d.workdir) {
-		workdir = strdup(d.workdir);
-	} else if ((r = govex__make_workdir(&workdir, err)) < 0) {
-		res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
-		if (!res)
-			goto oom;
-		govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", "workdir"),
-				   "workdir: cannot create a fresh directory: %s", strerror(-r));
-		govex__result_set_digests(res, rt->policy->digest, plan->digest);
-		goto finish;
-	}
 	code = strndup(req->code, req->code_len);
-	if (!workdir || !code)
+	if (!code)
 		goto oom;
 	char *argv[8];
 	size_t ac = 0;
@@ -1020,29 +1105,14 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	argv[ac++] = "-c";
 	argv[ac++] = code;
 	argv[ac] = NULL;
-	struct govex__launch l = {
-		.policy = rt->policy,
-		.interp = &rt->interp,
-		.opts = &rt->opts,
-		.limits = &d.limits,
-		.argv = argv,
-		.envp = d.env,
-		.workdir = workdir,
-		.workdir_fresh = d.workdir == NULL,
-		.stdin_data = req->stdin_data,
-		.stdin_len = req->stdin_len,
-		.cancel_fd = govex__cancel_fd(req->cancel),
-		.extra_fd = -1,
-	};
-	govex__audit(&rt->audit, run_id, "launch",
-		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
-			       b->version, "plan_digest", plan->digest));
-	struct govex_error rerr = {0};
-	r = b->run(state, &l, &o, &rerr);
-	if (!d.workdir)
-		govex__rm_rf(workdir);
+	if ((r = govex__launch(rt, run_id, &d, plan, argv, req->stdin_data, req->stdin_len,
+			       req->cancel, -1, -1, 0, &o, &res, err)) < 0)
+		goto oom;
+	if (res)
+		goto finish;
 
-	res = govex__result_new(status_of(&o), o.term);
+	const struct govex__backend_ops *b = govex__backends[d.backend];
+	res = govex__result_new(govex__status_of(&o), o.term);
 	if (!res) {
 		govex__outcome_release(&o);
 		goto oom;
@@ -1052,51 +1122,19 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	govex__result_set_digests(res, rt->policy->digest, plan->digest);
 	govex__result_set_backend(res, b->name, b->version,
 				  rt->reports[d.backend].enforced | d.substituted);
-	if (o.term == GOVEX_TERM_LAUNCH_FAILED)
-		govex__result_diag(res, "launch_failed",
-				   json_pack("{s:s, s:i}", "step", o.failed_step, "errno",
-					     o.failed_errno),
-				   "launch step '%s' failed: %s", o.failed_step,
-				   strerror(o.failed_errno));
-	else if (o.term == GOVEX_TERM_TIMEOUT)
-		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
-				   (unsigned long long)d.limits.wall_ms);
-	else if (o.term == GOVEX_TERM_CANCELLED)
-		govex__result_diag(res, "cancelled", NULL, "the run was cancelled");
-	else if (o.term == GOVEX_TERM_CPU_LIMIT)
-		govex__result_diag(res, "cpu_limit", NULL, "CPU time limit of %llu ms reached",
-				   (unsigned long long)d.limits.cpu_ms);
-	else if (o.term == GOVEX_TERM_MEMORY_LIMIT)
-		govex__result_diag(res, "memory_limit", NULL,
-				   "memory limit of %llu bytes reached",
-				   (unsigned long long)d.limits.memory_bytes);
+	govex__outcome_diagnostics(res, &o, &d.limits);
 
 finish:
 	if ((r = govex__result_finish(res)) < 0)
 		goto oom;
-	{
-		const struct govex_result_view *v = govex_result_view(res);
-		govex__audit(&rt->audit, run_id, "finish",
-			     json_pack("{s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I}, s:I, s:I, s:s}",
-				       "status", govex_status_name(v->status), "termination",
-				       govex_termination_name(v->termination), "exit_code",
-				       v->termination == GOVEX_TERM_EXITED
-					       ? json_integer(v->exit_code)
-					       : json_null(),
-				       "signal", v->signal ? json_integer(v->signal) : json_null(),
-				       "usage", "wall_ms", (json_int_t)v->wall_ms, "cpu_ms",
-				       (json_int_t)v->cpu_ms, "max_rss_bytes",
-				       (json_int_t)v->max_rss_bytes, "stdout_bytes",
-				       (json_int_t)v->stdout_bytes, "stderr_bytes",
-				       (json_int_t)v->stderr_bytes, "plan_digest", plan->digest));
-	}
-	decision_release(&d);
+	govex__audit_finish(rt, run_id, res, plan);
+	govex__decision_release(&d);
 	govex_plan_free(plan);
 	*ret_result = res;
 	return 0;
 
 refused:
-	decision_release(&d);
+	govex__decision_release(&d);
 	govex_plan_free(plan);
 	if (!res)
 		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
@@ -1104,17 +1142,12 @@ refused:
 		govex_result_free(res);
 		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
 	}
-	audit_refused(rt, run_id, res);
-	govex__audit(&rt->audit, run_id, "finish",
-		     json_pack("{s:s, s:s}", "status",
-			       govex_status_name(govex_result_view(res)->status), "termination",
-			       "refused"));
+	govex__audit_refused(rt, run_id, res);
+	govex__audit_finish(rt, run_id, res, NULL);
 	*ret_result = res;
 	return 0;
 oom:
-	if (workdir && !d.workdir)
-		govex__rm_rf(workdir);
-	decision_release(&d);
+	govex__decision_release(&d);
 	govex_plan_free(plan);
 	govex_result_free(res);
 	return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");

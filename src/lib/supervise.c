@@ -28,7 +28,8 @@ void govex__outcome_release(struct govex__outcome *o)
 {
 	free(o->out.data);
 	free(o->err.data);
-	o->out.data = o->err.data = NULL;
+	free(o->frame.data);
+	o->out.data = o->err.data = o->frame.data = NULL;
 }
 
 static void set_nonblock(int fd)
@@ -108,6 +109,65 @@ static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, b
 	return 0;
 }
 
+/*
+ * Reads the response frame: the 8-byte big-endian length is checked against the bound
+ * before any payload is read, so an oversized or hostile frame costs nothing.  Returns 1
+ * when the fd is done with (closed).
+ */
+static int frame_read(int *fd, struct govex__outcome *o, uint64_t max, char *scratch)
+{
+	struct govex__buf *b = &o->frame;
+	for (;;) {
+		size_t want;
+		if (b->len < 8) {
+			want = 8 - b->len;
+		} else {
+			uint64_t n = 0;
+			for (int i = 0; i < 8; i++)
+				n = (n << 8) | (unsigned char)b->data[i];
+			if (n > max) {
+				o->frame_state = GOVEX_FRAME_OVERSIZED;
+				close_fd(fd);
+				return 1;
+			}
+			want = (size_t)(8 + n - b->len);
+			if (want == 0) {
+				/* complete: anything more is a protocol violation */
+				ssize_t k = read(*fd, scratch, 1);
+				if (k < 0 && (errno == EAGAIN || errno == EINTR))
+					return 0;
+				o->frame_state = k == 0 ? GOVEX_FRAME_OK : GOVEX_FRAME_TRAILING;
+				close_fd(fd);
+				return 1;
+			}
+		}
+		if (b->cap < b->len + want) {
+			size_t nc = b->len + want;
+			if (nc < 4096)
+				nc = 4096;
+			char *nd = realloc(b->data, nc + 1);
+			if (!nd) {
+				o->frame_state = GOVEX_FRAME_OVERSIZED;
+				close_fd(fd);
+				return 1;
+			}
+			b->data = nd;
+			b->cap = nc;
+		}
+		ssize_t k = read(*fd, b->data + b->len, want > SCRATCH ? SCRATCH : want);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return 0;
+		if (k <= 0) {
+			o->frame_state = b->len == 0 ? GOVEX_FRAME_NONE : GOVEX_FRAME_TRUNCATED;
+			close_fd(fd);
+			return 1;
+		}
+		b->len += (size_t)k;
+	}
+}
+
 static int64_t remaining_ns(uint64_t deadline)
 {
 	uint64_t now = govex__now_ns();
@@ -146,7 +206,8 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 
 	if (s->stdin_fd >= 0 && s->stdin_len == 0)
 		close_fd(&s->stdin_fd);
-	int *fds[] = {&s->stdin_fd, &s->stdout_fd, &s->stderr_fd, &s->report_fd, &s->err_fd};
+	int *fds[] = {&s->stdin_fd, &s->stdout_fd, &s->stderr_fd, &s->report_fd, &s->err_fd,
+		      &s->frame_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			set_nonblock(*fds[i]);
@@ -155,11 +216,17 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 		/* Done when the shim has reported (report pipe at EOF) and both output pipes
 		 * are at EOF: every writer is dead by then, since the shim reaps the whole
 		 * tree before it reports. */
-		if (s->report_fd < 0 && s->stdout_fd < 0 && s->stderr_fd < 0 && s->err_fd < 0)
+		if (s->report_fd < 0 && s->stdout_fd < 0 && s->stderr_fd < 0 && s->err_fd < 0 &&
+		    s->frame_fd < 0)
 			break;
 
-		struct pollfd p[6];
-		int np = 0, i_in = -1, i_out = -1, i_err = -1, i_rep = -1, i_ce = -1, i_can = -1;
+		struct pollfd p[7];
+		int np = 0, i_in = -1, i_out = -1, i_err = -1, i_rep = -1, i_ce = -1, i_can = -1,
+		    i_fr = -1;
+		if (s->frame_fd >= 0) {
+			i_fr = np;
+			p[np++] = (struct pollfd){.fd = s->frame_fd, .events = POLLIN};
+		}
 		if (s->stdin_fd >= 0) {
 			i_in = np;
 			p[np++] = (struct pollfd){.fd = s->stdin_fd, .events = POLLOUT};
@@ -231,6 +298,8 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 					close_fd(&s->stdin_fd);
 			}
 		}
+		if (i_fr >= 0 && p[i_fr].revents)
+			frame_read(&s->frame_fd, o, s->frame_max, scratch);
 		if (i_out >= 0 && p[i_out].revents)
 			drain(&s->stdout_fd, &o->out, s->stdout_max, &o->out_bytes,
 			      &o->out_truncated, scratch);

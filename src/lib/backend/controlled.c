@@ -60,6 +60,7 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 		{GOVEX_CTL_PIDS_AGGREGATE, "no process-count limit without a cgroup"},
 		{GOVEX_CTL_SYSCALL_FILTER, "no seccomp filter in this backend"},
 		{GOVEX_CTL_NO_NEW_PRIVILEGES, "setuid programs keep their privileges"},
+		{GOVEX_CTL_LANDLOCK, "no Landlock ruleset in this backend"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
 		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
@@ -219,6 +220,10 @@ static int controlled_run(void *state, const struct govex__launch *l, struct gov
 			int e = errno;
 			for (size_t k = 0; k < ARRAY_SIZE(all); k++)
 				close_pair(all[k]);
+			if (l->extra_fd >= 0)
+				close(l->extra_fd);
+			if (l->frame_fd >= 0)
+				close(l->frame_fd);
 			o->term = GOVEX_TERM_LAUNCH_FAILED;
 			snprintf(o->failed_step, sizeof(o->failed_step), "pipe");
 			o->failed_errno = e;
@@ -234,6 +239,10 @@ static int controlled_run(void *state, const struct govex__launch *l, struct gov
 		int e = errno;
 		for (size_t k = 0; k < ARRAY_SIZE(all); k++)
 			close_pair(all[k]);
+		if (l->extra_fd >= 0)
+			close(l->extra_fd);
+		if (l->frame_fd >= 0)
+			close(l->frame_fd);
 		o->term = GOVEX_TERM_LAUNCH_FAILED;
 		snprintf(o->failed_step, sizeof(o->failed_step), "fork");
 		o->failed_errno = e;
@@ -248,6 +257,8 @@ static int controlled_run(void *state, const struct govex__launch *l, struct gov
 	close(f.ce[1]);
 	close(f.rep[1]);
 	close(f.kill[0]);
+	if (l->extra_fd >= 0)
+		close(l->extra_fd); /* the child has it now: EOF comes when it is done */
 	struct govex__supervise s = {
 		.stdin_fd = f.in[1],
 		.stdout_fd = f.out[0],
@@ -255,6 +266,8 @@ static int controlled_run(void *state, const struct govex__launch *l, struct gov
 		.report_fd = f.rep[0],
 		.err_fd = f.ce[0],
 		.kill_fd = f.kill[1],
+		.frame_fd = l->frame_fd,
+		.frame_max = l->frame_max,
 		.cancel_fd = l->cancel_fd,
 		.shim_pid = pid,
 		.wall_ms = l->limits->wall_ms,

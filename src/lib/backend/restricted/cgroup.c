@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cgroups: one per run, below govex's own cgroup of each hierarchy (a run never leaves
+ * the caller's limits), for aggregate memory (swap excluded), process count and CPU time
+ * of the whole run, peak memory and OOM detection.
+ *
+ * cgroup v2 where its controllers can be used below us, v1 where that is what the host
+ * has, per resource: a hybrid host may have memory on v1 and CPU accounting on v2.  CPU
+ * time has no kernel limit (cpu.max is a rate): cgroup accounting (cpuacct.usage, or
+ * cpu.stat which v2 has without any controller) is watched by the shim, which kills the
+ * run when the budget is spent.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "restricted.h"
+
+static const char *const v1_ctrl[RCG_N] = {"memory", "pids", "cpuacct"};
+static const char *const res_name[RCG_N] = {"memory", "pids", "cpu"};
+
+/* Does the comma-separated list contain word? */
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchrnul(p, ',');
+		if ((size_t)(e - p) == n && strncmp(p, word, n) == 0)
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+static bool has_space_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; p && *p;) {
+		while (*p == ' ' || *p == '\n')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ' && *e != '\n')
+			e++;
+		if ((size_t)(e - p) == n && strncmp(p, word, n) == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+struct mnt {
+	char point[PATH_MAX];
+	char root[PATH_MAX];
+	bool found;
+};
+
+/* Mount points of the v1 hierarchies of our controllers and of cgroup2. */
+static void find_mounts(struct mnt v1[RCG_N], struct mnt *v2)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root point opts [optional...] - fstype source superopts */
+		char *sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		char root[PATH_MAX], point[PATH_MAX], fstype[64], source[256], sopts[1024];
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+			continue;
+		if (sscanf(sep + 3, "%63s %255s %1023s", fstype, source, sopts) != 3)
+			continue;
+		if (strchr(point, '\\') || strchr(root, '\\'))
+			continue; /* escaped names: not a standard cgroup layout */
+		if (strcmp(fstype, "cgroup2") == 0 && !v2->found) {
+			snprintf(v2->point, sizeof(v2->point), "%s", point);
+			snprintf(v2->root, sizeof(v2->root), "%s", root);
+			v2->found = true;
+		} else if (strcmp(fstype, "cgroup") == 0) {
+			for (int i = 0; i < RCG_N; i++)
+				if (!v1[i].found && has_word(sopts, v1_ctrl[i])) {
+					snprintf(v1[i].point, sizeof(v1[i].point), "%s", point);
+					snprintf(v1[i].root, sizeof(v1[i].root), "%s", root);
+					v1[i].found = true;
+				}
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/* Our own path in the hierarchy with controller ctrl (NULL: the v2 "0::" line). */
+static bool own_path(const char *ctrl, char *ret, size_t cap)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return false;
+	char *line = NULL;
+	size_t lcap = 0;
+	bool ok = false;
+	while (!ok && getline(&line, &lcap, f) > 0) {
+		line[strcspn(line, "\n")] = '\0';
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = '\0';
+		const char *ctrls = c1 + 1, *path = c2 + 1;
+		if (ctrl ? has_word(ctrls, ctrl) : (strncmp(line, "0", 1) == 0 && !*ctrls)) {
+			snprintf(ret, cap, "%s", path);
+			ok = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	return ok;
+}
+
+/* mountpoint + (own path relative to the mount's root). */
+static bool join_cg(const struct mnt *m, const char *own, char *ret, size_t cap)
+{
+	size_t rl = strlen(m->root);
+	const char *rel = own;
+	if (strcmp(m->root, "/") != 0) {
+		if (strncmp(own, m->root, rl) != 0 || (own[rl] != '/' && own[rl] != '\0'))
+			return false; /* our cgroup is not visible in this mount */
+		rel = own + rl;
+	}
+	if (strcmp(rel, "/") == 0)
+		rel = "";
+	return (size_t)snprintf(ret, cap, "%s%s", m->point, rel) < cap;
+}
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, cap - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static int write_str(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, val, strlen(val));
+	int e = errno;
+	close(fd);
+	return n < 0 ? -e : 0;
+}
+
+/* Removes per-run cgroups left by a govex process that died (its name carries its pid). */
+static void sweep_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		unsigned long pid, seq;
+		char tail;
+		if (sscanf(de->d_name, "govex.%lu.%lu%c", &pid, &seq, &tail) != 2)
+			continue;
+		if (pid == 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		char path[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
+			rmdir(path); /* fails harmlessly while something still runs there */
+	}
+	closedir(d);
+}
+
+/* Can we make (and remove) a child cgroup in dir, and write what we need there? */
+static int try_child(const char *dir, int res, int version)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/govex.probe.%d", dir, (int)getpid()) >=
+	    sizeof(path))
+		return -ENAMETOOLONG;
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	int r = 0;
+	const char *file = NULL;
+	if (res == RCG_MEM)
+		file = version == 1 ? "memory.limit_in_bytes" : "memory.max";
+	else if (res == RCG_PIDS)
+		file = "pids.max";
+	if (file) {
+		char fpath[PATH_MAX];
+		int fd = -1;
+		if ((size_t)snprintf(fpath, sizeof(fpath), "%s/%s", path, file) < sizeof(fpath))
+			fd = open(fpath, O_WRONLY | O_CLOEXEC);
+		else
+			errno = ENAMETOOLONG;
+		if (fd < 0)
+			r = -errno;
+		else
+			close(fd);
+	}
+	if (r == 0) {
+		char fpath[PATH_MAX];
+		int fd = -1;
+		if ((size_t)snprintf(fpath, sizeof(fpath), "%s/cgroup.procs", path) < sizeof(fpath))
+			fd = open(fpath, O_WRONLY | O_CLOEXEC);
+		else
+			errno = ENAMETOOLONG;
+		if (fd < 0)
+			r = -errno;
+		else
+			close(fd);
+	}
+	rmdir(path);
+	return r;
+}
+
+void rcg_discover(struct rcg_setup *ret)
+{
+	struct mnt v1[RCG_N], v2;
+	memset(ret, 0, sizeof(*ret));
+	memset(v1, 0, sizeof(v1));
+	memset(&v2, 0, sizeof(v2));
+	find_mounts(v1, &v2);
+
+	char own2[PATH_MAX] = "", dir2[PATH_MAX] = "";
+	bool have2 = v2.found && own_path(NULL, own2, sizeof(own2)) &&
+		     join_cg(&v2, own2, dir2, sizeof(dir2));
+	char subtree[512] = "", avail[512] = "";
+	if (have2) {
+		char p[PATH_MAX + 32];
+		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir2);
+		read_small(p, subtree, sizeof(subtree));
+		snprintf(p, sizeof(p), "%s/cgroup.controllers", dir2);
+		read_small(p, avail, sizeof(avail));
+	}
+
+	for (int i = 0; i < RCG_N; i++) {
+		struct rcg_parent *p = &ret->p[i];
+		char dir[PATH_MAX], own[PATH_MAX];
+		int version = 0;
+		if (v1[i].found) {
+			/* the controller is bound to a v1 hierarchy: it cannot be on v2 */
+			if (!own_path(v1_ctrl[i], own, sizeof(own)) ||
+			    !join_cg(&v1[i], own, dir, sizeof(dir))) {
+				snprintf(p->reason, sizeof(p->reason),
+					 "cgroup v1 %s: our cgroup is not visible", v1_ctrl[i]);
+				continue;
+			}
+			version = 1;
+		} else if (have2) {
+			/* cpu.stat exists in every v2 cgroup; memory and pids need their
+			 * controllers enabled for our children */
+			if (i != RCG_CPU && !has_space_word(subtree, res_name[i])) {
+				snprintf(p->reason, sizeof(p->reason),
+					 "cgroup v2: the %s controller is not enabled below our "
+					 "cgroup%s",
+					 res_name[i],
+					 has_space_word(avail, res_name[i]) ? ""
+									    : " (not delegated)");
+				continue;
+			}
+			snprintf(dir, sizeof(dir), "%s", dir2);
+			version = 2;
+		} else {
+			snprintf(p->reason, sizeof(p->reason), "no cgroup hierarchy with %s",
+				 res_name[i]);
+			continue;
+		}
+		sweep_stale(dir);
+		int r = try_child(dir, i, version);
+		if (r < 0) {
+			snprintf(p->reason, sizeof(p->reason),
+				 "cgroup v%d %s: cannot make a cgroup below ours: %s", version,
+				 res_name[i], strerror(-r));
+			continue;
+		}
+		p->dir = strdup(dir);
+		if (!p->dir) {
+			snprintf(p->reason, sizeof(p->reason), "out of memory");
+			continue;
+		}
+		p->version = version;
+	}
+}
+
+void rcg_setup_free(struct rcg_setup *s)
+{
+	for (int i = 0; i < RCG_N; i++) {
+		free(s->p[i].dir);
+		s->p[i].dir = NULL;
+	}
+}
+
+/* ---- per run ------------------------------------------------------------------------- */
+
+static void rcg_run_init(struct rcg_run *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < RCG_N; i++)
+		r->procs_fd[i] = -1;
+	r->cpu_fd = -1;
+}
+
+int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, struct rcg_run *ret,
+	       struct govex_error *err)
+{
+	static unsigned long seq;
+	unsigned long n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+	struct rcg_run r;
+	rcg_run_init(&r);
+	int e = 0;
+	const char *what = "mkdir";
+
+	for (int i = 0; i < RCG_N; i++) {
+		const struct rcg_parent *p = &s->p[i];
+		if (!p->version)
+			continue;
+		/* v2 resources share one directory */
+		for (int j = 0; j < i; j++)
+			if (r.dir[j] && s->p[j].version == p->version &&
+			    strcmp(s->p[j].dir, p->dir) == 0) {
+				r.dir[i] = r.dir[j];
+				break;
+			}
+		if (!r.dir[i]) {
+			if (asprintf(&r.dir[i], "%s/govex.%d.%lu", p->dir, (int)getpid(), n) < 0) {
+				r.dir[i] = NULL;
+				e = ENOMEM;
+				goto fail;
+			}
+			r.owner[i] = true;
+			if (mkdir(r.dir[i], 0755) < 0) {
+				e = errno;
+				goto fail;
+			}
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/cgroup.procs", r.dir[i]);
+			what = "cgroup.procs";
+			r.procs_fd[i] = open(path, O_WRONLY | O_CLOEXEC);
+			if (r.procs_fd[i] < 0) {
+				e = errno;
+				goto fail;
+			}
+		}
+		char val[32];
+		int w = 0;
+		if (i == RCG_MEM && l->memory_bytes) {
+			snprintf(val, sizeof(val), "%" PRIu64, l->memory_bytes);
+			what = "memory limit";
+			if (p->version == 1) {
+				w = write_str(r.dir[i], "memory.limit_in_bytes", val);
+				/* swap cannot extend the limit: memory+swap gets the same bound */
+				if (w == 0) {
+					int w2 =
+					    write_str(r.dir[i], "memory.memsw.limit_in_bytes", val);
+					if (w2 < 0 && w2 != -ENOENT)
+						w = w2;
+				}
+			} else {
+				w = write_str(r.dir[i], "memory.max", val);
+				if (w == 0) {
+					int w2 = write_str(r.dir[i], "memory.swap.max", "0");
+					if (w2 < 0 && w2 != -ENOENT)
+						w = w2;
+				}
+				if (w == 0)
+					write_str(r.dir[i], "memory.oom.group", "1");
+			}
+		} else if (i == RCG_PIDS && l->processes) {
+			snprintf(val, sizeof(val), "%" PRIu64, l->processes);
+			what = "pids limit";
+			w = write_str(r.dir[i], "pids.max", val);
+		} else if (i == RCG_CPU) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/%s", r.dir[i],
+				 p->version == 1 ? "cpuacct.usage" : "cpu.stat");
+			what = "cpu accounting";
+			r.cpu_fd = open(path, O_RDONLY | O_CLOEXEC);
+			r.cpu_version = p->version;
+			if (r.cpu_fd < 0)
+				w = -errno;
+		}
+		if (w < 0) {
+			e = -w;
+			goto fail;
+		}
+	}
+	*ret = r;
+	return 0;
+fail:
+	rcg_destroy(&r);
+	return govex__err(err, e, e, "cgroup: %s: %s", what, strerror(e));
+}
+
+/* A decimal number at p (async-signal-safe, unlike strtoll in principle). */
+static int64_t parse_u64(const char *p)
+{
+	int64_t v = 0;
+	bool any = false;
+	while (*p == ' ')
+		p++;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*p - '0');
+		any = true;
+	}
+	return any ? v : -1;
+}
+
+static int64_t keyed(const char *buf, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *p = buf; p && *p;) {
+		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+			return parse_u64(p + kl + 1);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+int64_t rcg_cpu_ns(int fd, int version)
+{
+	char buf[1024];
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if (version == 1)
+		return parse_u64(buf);
+	int64_t us = keyed(buf, "usage_usec");
+	return us < 0 ? -1 : us * 1000;
+}
+
+void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom)
+{
+	char buf[2048], path[PATH_MAX];
+	*ret_cpu_us = -1;
+	*ret_peak = -1;
+	*ret_oom = false;
+	if (r->cpu_fd >= 0) {
+		int64_t ns = rcg_cpu_ns(r->cpu_fd, r->cpu_version);
+		if (ns >= 0)
+			*ret_cpu_us = ns / 1000;
+	}
+	if (r->dir[RCG_MEM]) {
+		/* the version is told by the files present */
+		snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", r->dir[RCG_MEM]);
+		if (read_small(path, buf, sizeof(buf)) > 0) {
+			*ret_peak = strtoll(buf, NULL, 10);
+			snprintf(path, sizeof(path), "%s/memory.oom_control", r->dir[RCG_MEM]);
+			if (read_small(path, buf, sizeof(buf)) > 0)
+				*ret_oom = keyed(buf, "oom_kill") > 0;
+		} else {
+			snprintf(path, sizeof(path), "%s/memory.peak", r->dir[RCG_MEM]);
+			if (read_small(path, buf, sizeof(buf)) > 0)
+				*ret_peak = strtoll(buf, NULL, 10);
+			snprintf(path, sizeof(path), "%s/memory.events", r->dir[RCG_MEM]);
+			if (read_small(path, buf, sizeof(buf)) > 0)
+				*ret_oom = keyed(buf, "oom_kill") > 0;
+		}
+	}
+}
+
+/* SIGKILLs every process listed in dir/cgroup.procs; returns how many were listed. */
+static int kill_listed(const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	long pid;
+	int n = 0;
+	while (fscanf(f, "%ld", &pid) == 1) {
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+void rcg_destroy(struct rcg_run *r)
+{
+	for (int i = 0; i < RCG_N; i++) {
+		if (r->procs_fd[i] >= 0)
+			close(r->procs_fd[i]);
+		r->procs_fd[i] = -1;
+	}
+	if (r->cpu_fd >= 0)
+		close(r->cpu_fd);
+	r->cpu_fd = -1;
+	for (int i = 0; i < RCG_N; i++) {
+		if (!r->owner[i] || !r->dir[i])
+			continue;
+		/* Survivors: none should exist (the PID namespace died with the shim), but a
+		 * cgroup is not removed while something runs in it. */
+		write_str(r->dir[i], "cgroup.kill", "1");
+		for (int tries = 0; tries < 200; tries++) {
+			if (rmdir(r->dir[i]) == 0 || errno == ENOENT)
+				break;
+			if (errno != EBUSY)
+				break;
+			kill_listed(r->dir[i]);
+			struct timespec ts = {0, 10 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	for (int i = 0; i < RCG_N; i++) {
+		if (r->owner[i])
+			free(r->dir[i]);
+		r->dir[i] = NULL;
+		r->owner[i] = false;
+	}
+}

@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * govex.restricted-linux/v1: the Linux sandbox backend.  See restricted.h for the
+ * lifecycle and the process layout.
+ *
+ * Identity: as root, the shim stays root (outside any user namespace) to build the
+ * sandbox and the program runs as an unprivileged host uid (opts->sandbox_uid/gid,
+ * default nobody 65534).  As an ordinary user, the shim gets a user namespace in which
+ * the caller's uid and gid are mapped to themselves: the program keeps the caller's ids
+ * (files it creates in a write root belong to the caller) and loses every capability at
+ * execve because it is not uid 0 there.
+ *
+ * Order in the program child (minijail's): cgroup, setsid, stdio, chdir, no_new_privs,
+ * Landlock, ids and capabilities, rlimits, seccomp, execve.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "restricted.h"
+
+#define NOBODY 65534
+/* How often the shim reads the cgroup's CPU time when a CPU budget is set. */
+#define CPU_POLL_MS 20
+
+/* ---- probe ------------------------------------------------------------------------- */
+
+static void unavail(struct govex__report *r, enum govex__control c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void unavail(struct govex__report *r, enum govex__control c, const char *fmt, ...)
+{
+	struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
+	va_list ap;
+	u->control = c;
+	va_start(ap, fmt);
+	vsnprintf(u->reason, sizeof(u->reason), fmt, ap);
+	va_end(ap);
+}
+
+static void restricted_probe(const struct govex_runtime_options *opts, struct govex__report *r)
+{
+	(void)opts;
+	memset(r, 0, sizeof(*r));
+	bool root = geteuid() == 0;
+	char step[32] = "";
+	int e = rns_probe(!root, step, sizeof(step));
+	if (e < 0 && strcmp(step, "seccomp") != 0 && strcmp(step, "no_new_privs") != 0) {
+		/* Without namespaces (or the mount API) there is no sandbox at all. */
+		r->available = false;
+		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason),
+			 "%s unusable: %s: %s", root ? "namespaces" : "user namespaces", step,
+			 strerror(-e));
+		static const enum govex__control sandbox[] = {
+		    GOVEX_CTL_NETWORK_DENY,	  GOVEX_CTL_FS_READ_ALLOWLIST,
+		    GOVEX_CTL_FS_WRITE_ALLOWLIST, GOVEX_CTL_SUBPROCESS_DENY,
+		    GOVEX_CTL_SYSCALL_FILTER,	  GOVEX_CTL_PROCESS_TREE_KILL,
+		};
+		for (size_t i = 0; i < ARRAY_SIZE(sandbox); i++)
+			unavail(r, sandbox[i], "%s", r->unavailable_reason);
+		return;
+	}
+	r->available = true;
+	r->enforced = CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) |
+		      CTL(FRESH_WORKDIR) | CTL(FD_HYGIENE) | CTL(PROCESS_TREE_KILL) |
+		      CTL(NETWORK_DENY) | CTL(FS_READ_ALLOWLIST) | CTL(FS_WRITE_ALLOWLIST) |
+		      CTL(MEMORY_PER_PROCESS) | CTL(CPU_TIME_PER_PROCESS) |
+		      CTL(OPEN_FILES_PER_PROCESS) | CTL(FILE_SIZE_PER_PROCESS);
+	if (e == 0) {
+		r->enforced |= CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) | CTL(NO_NEW_PRIVILEGES);
+	} else {
+		const char *why = strerror(-e);
+		if (strcmp(step, "no_new_privs") == 0)
+			unavail(r, GOVEX_CTL_NO_NEW_PRIVILEGES, "no_new_privs: %s", why);
+		else
+			r->enforced |= CTL(NO_NEW_PRIVILEGES);
+		unavail(r, GOVEX_CTL_SYSCALL_FILTER, "seccomp filters: %s", why);
+		unavail(r, GOVEX_CTL_SUBPROCESS_DENY, "needs a seccomp filter: %s", why);
+	}
+
+	/* Landlock is a second wall over the mount namespace's rules: reported as its own
+	 * control, enforced only when the kernel's ABI covers every right the ruleset
+	 * handles (a partial ruleset does not count). */
+	int abi = rlandlock_abi();
+	if (abi > 0 && rlandlock_complete(abi))
+		r->enforced |= CTL(LANDLOCK);
+	else if (abi > 0)
+		unavail(r, GOVEX_CTL_LANDLOCK,
+			"Landlock ABI %d is partial here (ABI 6 needed for every right): not "
+			"counted",
+			abi);
+	else
+		unavail(r, GOVEX_CTL_LANDLOCK, "the kernel has no Landlock: %s", strerror(-abi));
+
+	struct rcg_setup cg;
+	rcg_discover(&cg);
+	static const struct {
+		int res;
+		enum govex__control c;
+	} agg[] = {
+	    {RCG_MEM, GOVEX_CTL_MEMORY_AGGREGATE},
+	    {RCG_PIDS, GOVEX_CTL_PIDS_AGGREGATE},
+	    {RCG_CPU, GOVEX_CTL_CPU_TIME_AGGREGATE},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(agg); i++) {
+		if (cg.p[agg[i].res].version)
+			r->enforced |= (govex__ctlset)1 << agg[i].c;
+		else
+			unavail(r, agg[i].c, "%s", cg.p[agg[i].res].reason);
+	}
+	rcg_setup_free(&cg);
+}
+
+/* ---- prepare ------------------------------------------------------------------------ */
+
+static void restricted_release(void *state)
+{
+	struct rstate *st = state;
+	if (!st)
+		return;
+	rplan_free(&st->plan);
+	rfilter_free(&st->filter);
+	rcg_setup_free(&st->cg);
+	free(st);
+}
+
+static int restricted_prepare(const struct govex_runtime_options *opts,
+			      const struct govex_policy *p, const struct govex__interp *interp,
+			      void **ret_state, struct govex_error *err)
+{
+	struct rstate *st = calloc(1, sizeof(*st));
+	if (!st)
+		return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");
+	st->userns = geteuid() != 0;
+	if (st->userns) {
+		st->uid = geteuid();
+		st->gid = getegid();
+		snprintf(st->uid_map, sizeof(st->uid_map), "%u %u 1\n", (unsigned)st->uid,
+			 (unsigned)st->uid);
+		snprintf(st->gid_map, sizeof(st->gid_map), "%u %u 1\n", (unsigned)st->gid,
+			 (unsigned)st->gid);
+	} else {
+		st->uid = opts && opts->sandbox_uid ? opts->sandbox_uid : NOBODY;
+		st->gid = opts && opts->sandbox_gid ? opts->sandbox_gid : NOBODY;
+	}
+	st->deny_net = !p->network;
+	st->deny_subprocess = !p->subprocess;
+	int abi = rlandlock_abi();
+	st->landlock_abi = abi > 0 ? abi : 0;
+	int r = rplan_build(p, interp, &st->plan, err);
+	if (r >= 0)
+		r = rfilter_build(st->deny_net, st->deny_subprocess, &st->filter, err);
+	if (r < 0) {
+		restricted_release(st);
+		return r;
+	}
+	rcg_discover(&st->cg);
+	*ret_state = st;
+	return 0;
+}
+
+/* ---- the program child (async-signal-safe) ----------------------------------------- */
+
+struct fds {
+	int in[2], out[2], err[2], ce[2], rep[2], kill[2];
+};
+
+struct run_ctx {
+	const struct rstate *st;
+	const struct govex__launch *l;
+	struct fds f;
+	struct rplan plan;
+	struct rscratch scr;
+	struct rcg_run cg;
+};
+
+static void reset_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
+static int drop_bounding(void)
+{
+	for (int c = 0; c <= 63; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	return 0;
+}
+
+/* Then the ambient set and every other one.  A non-root uid has none after execve
+ * anyway; this makes it so before Landlock and seccomp are even relied upon. */
+static int drop_caps(void)
+{
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
+static __attribute__((noreturn)) void program_child(struct run_ctx *c)
+{
+	const struct rstate *st = c->st;
+	const struct govex__launch *l = c->l;
+	const char *step = "cgroup";
+	int ce = c->f.ce[1], r;
+	errno = 0;
+
+	/* Into the run's cgroups before anything of the program runs. */
+	for (int i = 0; i < RCG_N; i++)
+		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
+			goto fail;
+	step = "setsid"; /* no controlling terminal, own session and group */
+	if (setsid() < 0)
+		goto fail;
+	if (govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, &ce, &step) < 0)
+		goto fail;
+	step = "chdir";
+	if (chdir(l->workdir) < 0)
+		goto fail;
+	step = "no_new_privs";
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		goto fail;
+	r = rlandlock_apply(st->landlock_abi, &c->plan, st->deny_net, &step);
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
+	/* Capabilities and ids.  Raw syscalls: glibc's set*id() would try to reach the
+	 * threads of the host, which this process does not have. */
+	step = "caps";
+	r = drop_bounding();
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
+	if (!st->userns) {
+		/* root: become the sandbox user, keeping nothing of root */
+		step = "setgroups";
+		if (syscall(SYS_setgroups, 0, NULL) < 0)
+			goto fail;
+		step = "setgid";
+		if (syscall(SYS_setresgid, st->gid, st->gid, st->gid) < 0)
+			goto fail;
+		step = "setuid";
+		if (syscall(SYS_setresuid, st->uid, st->uid, st->uid) < 0)
+			goto fail;
+	}
+	step = "caps";
+	r = drop_caps();
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
+	if (govex__child_rlimits(l->limits, &step) < 0)
+		goto fail;
+	reset_signals();
+	step = "seccomp";
+	r = rfilter_load(&st->filter);
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
+	step = "execve";
+	execve(l->argv[0], l->argv, l->envp);
+fail:
+	govex__child_fail(ce, step, errno ? errno : EPERM);
+	_exit(127);
+}
+
+/* ---- the shim (async-signal-safe) ------------------------------------------------- */
+
+extern char **environ;
+
+/* Reads /proc/self/stat fields arg_start, arg_end, env_start, env_end (48..51). */
+static bool stat_ranges(unsigned long ret[4])
+{
+	char buf[2048];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* the command name (field 2) may hold spaces and parentheses: count from the last
+	 * ')' on, which ends field 2 */
+	char *p = NULL;
+	for (char *q = buf; *q; q++)
+		if (*q == ')')
+			p = q;
+	if (!p)
+		return false;
+	int field = 2, got = 0;
+	for (p++; *p && got < 4;) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		field++;
+		unsigned long v = 0;
+		char *s = p;
+		while (*p && *p != ' ')
+			p++;
+		if (field >= 48 && field <= 51) {
+			for (char *d = s; d < p && *d >= '0' && *d <= '9'; d++)
+				v = v * 10 + (unsigned long)(*d - '0');
+			ret[got++] = v;
+		}
+	}
+	return got == 4;
+}
+
+/*
+ * The shim is a copy of the host process: its command line and environment (which may
+ * hold secrets of the host) would be readable as /proc/1/cmdline and /proc/1/environ
+ * inside.  Non-dumpable already protects environ; both are also wiped here (our copy
+ * only).
+ */
+static void wipe_args_env(void)
+{
+	unsigned long r[4];
+	if (stat_ranges(r)) {
+		if (r[1] > r[0] && r[1] - r[0] < (1UL << 24))
+			memset((void *)r[0], 0, r[1] - r[0]);
+		if (r[3] > r[2] && r[3] - r[2] < (1UL << 24))
+			memset((void *)r[2], 0, r[3] - r[2]);
+	}
+	for (char **e = environ; e && *e; e++)
+		memset(*e, 0, strlen(*e));
+}
+
+static void write_report(int fd, const struct govex__shim_report *rep)
+{
+	ssize_t w;
+	do
+		w = write(fd, rep, sizeof(*rep));
+	while (w < 0 && errno == EINTR);
+}
+
+static __attribute__((noreturn)) void shim(struct run_ctx *c)
+{
+	const struct rstate *st = c->st;
+	const struct govex__launch *l = c->l;
+	struct fds *f = &c->f;
+	struct govex__shim_report rep;
+	const char *step = "shim";
+	int r;
+	memset(&rep, 0, sizeof(rep));
+
+	/* Drop every host descriptor we did not make for this run. */
+	{
+		int keep[16], n = 0;
+		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	 f->ce[1],
+			      f->rep[1],	 f->kill[0],	    l->extra_fd, c->cg.procs_fd[0],
+			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd};
+		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+			if (mine[i] >= 0)
+				keep[n++] = mine[i];
+		govex__close_fds_except(3, keep, (size_t)n);
+	}
+	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, &step)) < 0)
+		goto fail;
+	/* The shim is a copy of the host: its memory and /proc entries must not be
+	 * readable from inside (the program has the same uid in a user namespace).  After
+	 * the maps: a non-dumpable process cannot write its own /proc/self files. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	wipe_args_env();
+	step = "hostname";
+	if (sethostname("govex", 5) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if ((r = rmount_apply(&c->plan, &c->scr, &step)) < 0)
+		goto fail;
+
+	/* SIGCHLD through a signalfd: orphans re-parented to us (PID 1) are reaped as they
+	 * die, so zombies do not hold the pids limit. */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	step = "signalfd";
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+
+	step = "fork";
+	pid_t child = rns_clone(0);
+	if (child < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (child == 0)
+		program_child(c);
+	close(f->in[0]);
+	close(f->out[1]);
+	close(f->err[1]);
+	close(f->ce[1]);
+	if (l->extra_fd >= 0)
+		close(l->extra_fd);
+	for (int i = 0; i < RCG_N; i++)
+		if (c->cg.procs_fd[i] >= 0)
+			close(c->cg.procs_fd[i]);
+
+	int64_t cpu_budget_ns = -1;
+	if (c->cg.cpu_fd >= 0 && l->limits->cpu_ms)
+		cpu_budget_ns = (int64_t)l->limits->cpu_ms * 1000000;
+	bool done = false;
+	int status = 0;
+	while (!done) {
+		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
+				      {.fd = sfd, .events = POLLIN}};
+		int n = poll(p, 2, cpu_budget_ns >= 0 ? CPU_POLL_MS : -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			rep.killed = 1; /* the host asked (or died) */
+			break;
+		}
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+		}
+		int wst;
+		pid_t w;
+		while ((w = waitpid(-1, &wst, WNOHANG | __WALL)) > 0)
+			if (w == child) {
+				status = wst;
+				done = true;
+			}
+		if (!done && cpu_budget_ns >= 0 &&
+		    rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version) >= cpu_budget_ns)
+			break; /* the whole run's CPU budget is spent: killed below */
+	}
+	/* Kill everything in the PID namespace (all but us), reap, repeat until none is
+	 * left: a process forked during a round is caught by the next. */
+	for (;;) {
+		int wst;
+		kill(-1, SIGKILL);
+		pid_t w = waitpid(-1, &wst, __WALL);
+		if (w == child && !done) {
+			status = wst;
+			done = true;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	rep.wait_status = status;
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	rep.cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+		     (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	rep.max_rss_kb = ru.ru_maxrss;
+	write_report(f->rep[1], &rep);
+	_exit(0);
+fail:
+	govex__child_fail(f->ce[1], step, -r);
+	_exit(127);
+}
+
+/* ---- run (host side) ---------------------------------------------------------------- */
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+/* A run that cannot start: the launch's call-mode descriptors are ours to close. */
+static int launch_failed(const struct govex__launch *l, struct govex__outcome *o,
+			 struct govex_error *err, const char *step, int e, const char *msg)
+{
+	if (l->extra_fd >= 0)
+		close(l->extra_fd);
+	if (l->frame_fd >= 0)
+		close(l->frame_fd);
+	o->term = GOVEX_TERM_LAUNCH_FAILED;
+	snprintf(o->failed_step, sizeof(o->failed_step), "%s", step);
+	o->failed_errno = e;
+	if (msg)
+		return govex__err(err, e, e, "%s", msg);
+	return govex__err(err, e, e, "restricted: %s: %s", step, strerror(e));
+}
+
+static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
+			  struct govex_error *err)
+{
+	const struct rstate *st = state;
+	struct run_ctx c;
+	int r;
+	memset(&c, 0, sizeof(c));
+	c.st = st;
+	c.l = l;
+	int *all[] = {c.f.in, c.f.out, c.f.err, c.f.ce, c.f.rep, c.f.kill};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		all[i][0] = all[i][1] = -1;
+	for (int i = 0; i < RCG_N; i++)
+		c.cg.procs_fd[i] = -1;
+	c.cg.cpu_fd = -1;
+
+	if (!st) /* prepare() was not called: refuse rather than run unconfined */
+		return launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
+	r = rplan_for_run(&st->plan, l->workdir, &c.plan);
+	if (r < 0)
+		return launch_failed(l, o, err, "plan", -r, NULL);
+	r = rscratch_alloc(&c.scr, c.plan.n);
+	if (r < 0) {
+		rplan_free(&c.plan);
+		return launch_failed(l, o, err, "plan", -r, NULL);
+	}
+	/* As root the program runs as the sandbox user: a fresh workdir (ours) is
+	 * handed to it.  Named directories keep their owners: the host's permissions
+	 * still apply inside. */
+	if (!st->userns && l->workdir_fresh &&
+	    fchownat(AT_FDCWD, l->workdir, st->uid, st->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+		rscratch_free(&c.scr);
+		rplan_free(&c.plan);
+		return launch_failed(l, o, err, "workdir", e, NULL);
+	}
+	struct govex_error cgerr;
+	r = rcg_create(&st->cg, l->limits, &c.cg, &cgerr);
+	if (r < 0) {
+		rscratch_free(&c.scr);
+		rplan_free(&c.plan);
+		return launch_failed(l, o, err, "cgroup", -r, cgerr.message);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (pipe2(all[i], O_CLOEXEC) < 0) {
+			int e = errno;
+			for (size_t k = 0; k < ARRAY_SIZE(all); k++)
+				close_pair(all[k]);
+			rcg_destroy(&c.cg);
+			rscratch_free(&c.scr);
+			rplan_free(&c.plan);
+			return launch_failed(l, o, err, "pipe", e, NULL);
+		}
+	fcntl(c.f.out[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(c.f.err[0], F_SETPIPE_SZ, 1 << 20);
+
+	uint64_t start = govex__now_ns();
+	pid_t pid = rns_clone(rns_flags(st->userns, st->deny_net));
+	if (pid == 0)
+		shim(&c);
+	if (pid < 0) {
+		int e = errno;
+		for (size_t k = 0; k < ARRAY_SIZE(all); k++)
+			close_pair(all[k]);
+		rcg_destroy(&c.cg);
+		rscratch_free(&c.scr);
+		rplan_free(&c.plan);
+		return launch_failed(l, o, err, "clone", e, NULL);
+	}
+	close(c.f.in[0]);
+	close(c.f.out[1]);
+	close(c.f.err[1]);
+	close(c.f.ce[1]);
+	close(c.f.rep[1]);
+	close(c.f.kill[0]);
+	for (int i = 0; i < RCG_N; i++)
+		if (c.cg.procs_fd[i] >= 0) {
+			close(c.cg.procs_fd[i]);
+			c.cg.procs_fd[i] = -1;
+		}
+	if (l->extra_fd >= 0)
+		close(l->extra_fd); /* the program has it now: EOF comes when it is done */
+	struct govex__supervise s = {
+	    .stdin_fd = c.f.in[1],
+	    .stdout_fd = c.f.out[0],
+	    .stderr_fd = c.f.err[0],
+	    .report_fd = c.f.rep[0],
+	    .err_fd = c.f.ce[0],
+	    .kill_fd = c.f.kill[1],
+	    .frame_fd = l->frame_fd,
+	    .frame_max = l->frame_max,
+	    .cancel_fd = l->cancel_fd,
+	    .shim_pid = pid,
+	    .wall_ms = l->limits->wall_ms,
+	    .stdout_max = l->limits->stdout_bytes,
+	    .stderr_max = l->limits->stderr_bytes,
+	    .stdin_data = l->stdin_data,
+	    .stdin_len = l->stdin_len,
+	    .start_ns = start,
+	};
+	struct govex__shim_report rep;
+	bool got = false;
+	r = govex__supervise(&s, o, &rep, &got);
+	/* The whole PID namespace is gone once the shim is reaped (supervise did). */
+	if (r >= 0 && got) {
+		int64_t cpu_us, peak;
+		bool oom;
+		rcg_stats(&c.cg, &cpu_us, &peak, &oom);
+		if (cpu_us >= 0)
+			rep.cpu_us = cpu_us;
+		/* the run's peak; a process's own peak can exceed what the cgroup was
+		 * charged (pages first touched by another cgroup, like shared libraries) */
+		if (peak >= 0 && peak / 1024 > rep.max_rss_kb)
+			rep.max_rss_kb = peak / 1024;
+		rep.cgroup_oom = oom;
+	}
+	rcg_destroy(&c.cg);
+	rscratch_free(&c.scr);
+	rplan_free(&c.plan);
+	if (r < 0)
+		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
+	govex__outcome_from_report(o, l->limits, &rep, got);
+	return 0;
+}
+
+const struct govex__backend_ops govex__restricted_backend = {
+    .name = "restricted",
+    .version = "govex.restricted-linux/v1",
+    .probe = restricted_probe,
+    .prepare = restricted_prepare,
+    .release = restricted_release,
+    .run = restricted_run,
+};

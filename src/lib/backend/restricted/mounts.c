@@ -1,0 +1,633 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's file system: a plan made once per runtime (which host paths, how, with
+ * which Landlock rights) and its application by the shim inside the new mount namespace.
+ *
+ * Plan (host side, may allocate): every path the run needs is resolved component by
+ * component with lstat(); a symlink met on the way is recorded, to be re-created in the
+ * new root, and only real paths are bound.  So /usr/bin/python3 -> python3.11 and
+ * /lib64 -> usr/lib64 work inside while nothing but the named files is visible.
+ *
+ * Apply (shim, async-signal-safe): each source is opened with openat2(RESOLVE_NO_SYMLINKS)
+ * and captured with open_tree(OPEN_TREE_CLONE) as a detached copy whose flags are set
+ * before it is attached: a symlink swapped into a path after planning makes the run fail
+ * instead of redirecting a bind, and nothing is ever writable between bind and remount.
+ * Then a tmpfs becomes the root (pivot_root(".", ".") and a lazy detach of the old root),
+ * and the captured trees are attached at their paths below it.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "restricted.h"
+
+/* The private /tmp: bounded in bytes and inodes so a run cannot fill memory through it
+ * beyond this (its pages are also charged to the run's memory cgroup). */
+#define TMP_OPTS  "size=64m,nr_inodes=16384,mode=1777"
+#define DEV_OPTS  "size=64k,nr_inodes=64,mode=0755"
+#define ROOT_OPTS "size=1m,nr_inodes=4096,mode=0755"
+
+/* ---- plan construction ------------------------------------------------------------- */
+
+void rplan_free(struct rplan *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->m[i].path);
+		free(p->m[i].opts);
+	}
+	free(p->m);
+	p->m = NULL;
+	p->n = 0;
+}
+
+static int plan_add(struct rplan *p, enum rmount_kind kind, const char *path, const char *opts,
+		    uint64_t access)
+{
+	/* the same entry twice (a symlink met by two paths) is kept once */
+	for (size_t i = 0; i < p->n; i++)
+		if (p->m[i].kind == kind && strcmp(p->m[i].path, path) == 0)
+			return 0;
+	struct rmount *nm = realloc(p->m, (p->n + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->m = nm;
+	struct rmount *m = &p->m[p->n];
+	m->kind = kind;
+	m->ll_access = access;
+	m->path = strdup(path);
+	m->opts = opts ? strdup(opts) : NULL;
+	if (!m->path || (opts && !m->opts)) {
+		free(m->path);
+		free(m->opts);
+		return -ENOMEM;
+	}
+	p->n++;
+	return 0;
+}
+
+/* Appends "/" comp to buf (a real path, "" meaning "/"). */
+static int path_join(char *buf, size_t cap, const char *comp, size_t len)
+{
+	size_t n = strlen(buf);
+	if (n + 1 + len + 1 > cap)
+		return -ENAMETOOLONG;
+	buf[n] = '/';
+	memcpy(buf + n + 1, comp, len);
+	buf[n + 1 + len] = '\0';
+	return 0;
+}
+
+/*
+ * Resolves path to a real path in ret (PATH_MAX), recording each symlink met on the way
+ * in the plan.  hops bounds the symlinks followed in all (like the kernel's 40).
+ */
+static int resolve(struct rplan *pl, const char *path, char *ret, int *hops)
+{
+	char cur[PATH_MAX] = "";
+	const char *p = path;
+	if (path[0] != '/')
+		return -EINVAL;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *end = strchrnul(p, '/');
+		size_t len = (size_t)(end - p);
+		if (len == 1 && p[0] == '.') {
+			p = end;
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			char *slash = strrchr(cur, '/');
+			if (slash)
+				*slash = '\0';
+			p = end;
+			continue;
+		}
+		char next[PATH_MAX];
+		snprintf(next, sizeof(next), "%s", cur);
+		int r = path_join(next, sizeof(next), p, len);
+		if (r < 0)
+			return r;
+		struct stat st;
+		if (lstat(next, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode)) {
+			if (++*hops > 40)
+				return -ELOOP;
+			char tgt[PATH_MAX];
+			ssize_t n = readlink(next, tgt, sizeof(tgt) - 1);
+			if (n < 0)
+				return -errno;
+			tgt[n] = '\0';
+			r = plan_add(pl, RM_SYMLINK, next, tgt, 0);
+			if (r < 0)
+				return r;
+			char sub[PATH_MAX];
+			if (tgt[0] == '/')
+				snprintf(sub, sizeof(sub), "%s", tgt);
+			else if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", cur, tgt) >=
+				 sizeof(sub))
+				return -ENAMETOOLONG;
+			r = resolve(pl, sub, cur, hops);
+			if (r < 0)
+				return r;
+			if (strcmp(cur, "/") == 0)
+				cur[0] = '\0';
+		} else {
+			memcpy(cur, next, strlen(next) + 1);
+		}
+		p = end;
+	}
+	snprintf(ret, PATH_MAX, "%s", cur[0] ? cur : "/");
+	return 0;
+}
+
+/* Adds a bind of path (resolved).  A path that does not exist is left out: nothing to
+ * show.  Other failures are errors. */
+static int add_bind(struct rplan *pl, enum rmount_kind kind, const char *path, uint64_t access,
+		    struct govex_error *err)
+{
+	char real[PATH_MAX];
+	int hops = 0;
+	int r = resolve(pl, path, real, &hops);
+	if (r == -ENOENT || r == -ENOTDIR)
+		return 0;
+	if (r < 0)
+		return govex__err(err, -r, -r, "restricted: cannot resolve '%.120s': %s", path,
+				  strerror(-r));
+	return plan_add(pl, kind, real, NULL, access) < 0
+		   ? govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory")
+		   : 0;
+}
+
+/* The program interpreter (PT_INTERP) of an ELF executable, so that execve() finds
+ * /lib64/ld-linux-x86-64.so.2 (usually through a symlink) inside. */
+static int elf_interp(const char *exe, char *ret, size_t cap)
+{
+	_cleanup_close_ int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	Elf64_Ehdr eh;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
+		return -ENOEXEC;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_INTERP)
+			continue;
+		if (ph.p_filesz == 0 || ph.p_filesz >= cap)
+			return -ENOEXEC;
+		if (pread(fd, ret, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+			return -ENOEXEC;
+		ret[ph.p_filesz] = '\0';
+		return ret[0] == '/' ? 1 : -ENOEXEC;
+	}
+	return 0; /* static executable */
+}
+
+/* A prefix that is a whole system tree (/usr) is not bound as such: only the files the
+ * interpreter names are.  A private prefix (pyenv, a venv, /opt/python) is its own. */
+static bool system_tree(const char *p)
+{
+	static const char *const sys[] = {"/",	  "/usr", "/usr/local", "/opt", "/home", "/root",
+					  "/var", "/srv", "/etc",	"/tmp", "/run",	 "/mnt"};
+	for (size_t i = 0; i < ARRAY_SIZE(sys); i++)
+		if (strcmp(p, sys[i]) == 0)
+			return true;
+	return false;
+}
+
+int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, struct rplan *ret,
+		struct govex_error *err)
+{
+	struct rplan pl = {0};
+	int r = 0;
+#define TRY(x)                                                                                     \
+	do {                                                                                       \
+		r = (x);                                                                           \
+		if (r < 0)                                                                         \
+			goto fail;                                                                 \
+	} while (0)
+#define TRYM(x)                                                                                    \
+	do {                                                                                       \
+		if ((x) < 0) {                                                                     \
+			r = govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");          \
+			goto fail;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+	if (pol->platform_defaults && in) {
+		/* The interpreter's own files, read-only. */
+		TRY(add_bind(&pl, RM_BIND_RO, in->path, LL_READ, err));
+		char ld[PATH_MAX];
+		if (elf_interp(in->path, ld, sizeof(ld)) > 0)
+			TRY(add_bind(&pl, RM_BIND_RO, ld, LL_READ, err));
+		const char *prefixes[] = {in->prefix, in->base_prefix};
+		for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+			if (!prefixes[i] || prefixes[i][0] != '/')
+				continue;
+			if (!system_tree(prefixes[i]))
+				TRY(add_bind(&pl, RM_BIND_RO, prefixes[i], LL_READ, err));
+			char cfg[PATH_MAX];
+			if ((size_t)snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", prefixes[i]) <
+			    sizeof(cfg))
+				TRY(add_bind(&pl, RM_BIND_RO, cfg, LL_READ, err));
+		}
+		/* The executable's own directory (/usr/bin) is not the interpreter's: the
+		 * executable itself is bound above. */
+		const char *slash = strrchr(in->path, '/');
+		size_t dlen = slash ? (size_t)(slash - in->path) : 0;
+		for (size_t i = 0; in->paths && in->paths[i]; i++) {
+			if (dlen && strlen(in->paths[i]) == dlen &&
+			    strncmp(in->paths[i], in->path, dlen) == 0)
+				continue;
+			TRY(add_bind(&pl, RM_BIND_RO, in->paths[i], LL_READ, err));
+		}
+		for (size_t i = 0; in->libs && in->libs[i]; i++)
+			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], LL_READ, err));
+		if (pol->network) {
+			/* name resolution and TLS trust, as far as a networked program needs */
+			static const char *const netfiles[] = {
+			    "/etc/resolv.conf", "/etc/hosts",	 "/etc/nsswitch.conf",
+			    "/etc/gai.conf",	"/etc/services", "/etc/protocols",
+			    "/etc/ssl",		"/etc/host.conf"};
+			for (size_t i = 0; i < ARRAY_SIZE(netfiles); i++)
+				TRY(add_bind(&pl, RM_BIND_RO, netfiles[i], LL_READ, err));
+		}
+	}
+	for (size_t i = 0; pol->read_roots && pol->read_roots[i]; i++)
+		TRY(add_bind(&pl, RM_BIND_RO, pol->read_roots[i], LL_READ, err));
+	for (size_t i = 0; pol->write_roots && pol->write_roots[i]; i++)
+		TRY(add_bind(&pl, RM_BIND_RW, pol->write_roots[i], LL_ALL_FS, err));
+
+	/* A private /tmp, unless the policy names /tmp or a directory above it itself. */
+	bool tmp_named = false;
+	char **roots[] = {pol->read_roots, pol->write_roots};
+	for (size_t k = 0; k < ARRAY_SIZE(roots); k++)
+		for (size_t i = 0; roots[k] && roots[k][i]; i++)
+			if (govex__path_under("/tmp", roots[k][i]))
+				tmp_named = true;
+	if (!tmp_named)
+		TRYM(plan_add(&pl, RM_TMPFS, "/tmp", TMP_OPTS, LL_ALL_FS));
+
+	/* A minimal /dev: a few harmless character devices bound from the host's. */
+	TRYM(plan_add(&pl, RM_TMPFS, "/dev", DEV_OPTS, 0));
+	static const char *const devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+					   "/dev/urandom"};
+	for (size_t i = 0; i < ARRAY_SIZE(devs); i++)
+		TRYM(plan_add(&pl, RM_BIND_DEV, devs[i], NULL, LL_FS_READ_FILE | LL_FS_WRITE_FILE));
+	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/fd", "/proc/self/fd", 0));
+	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/stdin", "/proc/self/fd/0", 0));
+	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/stdout", "/proc/self/fd/1", 0));
+	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/stderr", "/proc/self/fd/2", 0));
+	TRYM(plan_add(&pl, RM_PROC, "/proc", NULL, LL_FS_READ_FILE | LL_FS_READ_DIR));
+	/* Listing a directory reveals only names that are already readable. */
+	TRYM(plan_add(&pl, RM_READONLY, "/", NULL, LL_FS_READ_DIR));
+	TRYM(plan_add(&pl, RM_READONLY, "/dev", NULL, 0));
+#undef TRY
+#undef TRYM
+	*ret = pl;
+	return 0;
+fail:
+	rplan_free(&pl);
+	return r;
+}
+
+/* ---- per-run plan -------------------------------------------------------------------- */
+
+static int mount_cmp(const void *a, const void *b)
+{
+	const struct rmount *x = a, *y = b;
+	/* read-only flips come last, after everything beneath them is mounted */
+	bool rx = x->kind == RM_READONLY, ry = y->kind == RM_READONLY;
+	if (rx != ry)
+		return rx ? 1 : -1;
+	int c = strcmp(x->path, y->path);
+	if (c)
+		return c;
+	return (int)x->kind - (int)y->kind;
+}
+
+static bool is_bind(enum rmount_kind k)
+{
+	return k == RM_BIND_RO || k == RM_BIND_RW;
+}
+
+int rplan_for_run(const struct rplan *base, const char *workdir, struct rplan *ret)
+{
+	struct rplan pl = {0};
+	pl.m = calloc(base->n + 1, sizeof(*pl.m));
+	if (!pl.m)
+		return -ENOMEM;
+	for (size_t i = 0; i < base->n; i++) {
+		pl.m[pl.n] = base->m[i];
+		pl.m[pl.n].path = strdup(base->m[i].path);
+		pl.m[pl.n].opts = base->m[i].opts ? strdup(base->m[i].opts) : NULL;
+		pl.n++;
+		if (!pl.m[pl.n - 1].path || (base->m[i].opts && !pl.m[pl.n - 1].opts))
+			goto nomem;
+	}
+	if (workdir) {
+		pl.m[pl.n].kind = RM_BIND_RW;
+		pl.m[pl.n].path = strdup(workdir);
+		pl.m[pl.n].opts = NULL;
+		pl.m[pl.n].ll_access = LL_ALL_FS;
+		pl.n++;
+		if (!pl.m[pl.n - 1].path)
+			goto nomem;
+	}
+	qsort(pl.m, pl.n, sizeof(*pl.m), mount_cmp);
+
+	/*
+	 * Drop what an enclosing mount already provides: a bind inside a bind that grants
+	 * at least as much, a symlink inside a bind (the real one is there), a duplicate.
+	 * The nearest enclosing mount decides: a bind below the private /tmp is kept even
+	 * when "/" is bound too.
+	 */
+	size_t w = 0;
+	for (size_t i = 0; i < pl.n; i++) {
+		struct rmount *m = &pl.m[i];
+		const struct rmount *near = NULL;
+		if (m->kind != RM_READONLY)
+			for (size_t j = 0; j < w; j++) {
+				const struct rmount *a = &pl.m[j];
+				if (a->kind == RM_SYMLINK || a->kind == RM_READONLY)
+					continue;
+				if (!govex__path_under(m->path, a->path))
+					continue;
+				if (!near || strlen(a->path) >= strlen(near->path))
+					near = a;
+			}
+		bool drop = false;
+		if (near && is_bind(near->kind)) {
+			if (m->kind == RM_SYMLINK)
+				drop = true;
+			else if (m->kind == RM_BIND_RO)
+				drop = true;
+			else if (m->kind == RM_BIND_RW && near->kind == RM_BIND_RW)
+				drop = true;
+		}
+		if (near && m->kind == near->kind && strcmp(m->path, near->path) == 0)
+			drop = true;
+		if (drop) {
+			free(m->path);
+			free(m->opts);
+			continue;
+		}
+		pl.m[w++] = *m;
+	}
+	pl.n = w;
+	*ret = pl;
+	return 0;
+nomem:
+	rplan_free(&pl);
+	return -ENOMEM;
+}
+
+/* ---- scratch ------------------------------------------------------------------------ */
+
+int rscratch_alloc(struct rscratch *s, size_t n)
+{
+	s->fd = calloc(n ? n : 1, sizeof(int));
+	s->isdir = calloc(n ? n : 1, 1);
+	if (!s->fd || !s->isdir) {
+		rscratch_free(s);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		s->fd[i] = -1;
+	return 0;
+}
+
+void rscratch_free(struct rscratch *s)
+{
+	free(s->fd);
+	free(s->isdir);
+	s->fd = NULL;
+	s->isdir = NULL;
+}
+
+/* ---- apply (shim side: async-signal-safe only) ------------------------------------------ */
+
+/* mkdir -p of path's parents (and of path itself when self). */
+static int mkdir_parents(const char *path, bool self)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		if (buf[i] == '\0' && !self)
+			break;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+static int make_mountpoint(const char *path, bool dir)
+{
+	int r = mkdir_parents(path, dir);
+	if (r < 0 || dir)
+		return r;
+	if (mknod(path, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir,
+		   const char **ret_step)
+{
+	*ret_step = "bind_open";
+	struct open_how how = {
+	    .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->path, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*ret_isdir = S_ISDIR(st.st_mode);
+	int tree =
+	    open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	int e = errno;
+	close(fd);
+	*ret_step = "open_tree";
+	if (tree < 0)
+		return -e;
+	struct mount_attr attr = {0};
+	switch (m->kind) {
+	case RM_BIND_RO:
+		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		break;
+	case RM_BIND_RW:
+		attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		break;
+	default: /* device nodes: open for writing works on a read-only mount */
+		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		break;
+	}
+	*ret_step = "mount_setattr";
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+		e = errno;
+		close(tree);
+		return -e;
+	}
+	*ret_fd = tree;
+	return 0;
+}
+
+static int new_proc(void)
+{
+	/* Made while the host's /proc is still visible: a user namespace may mount proc only
+	 * where a proc is already fully visible.  Made by PID 1 of the new PID namespace,
+	 * so it shows that namespace. */
+	int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		int e = errno;
+		close(fs);
+		return -e;
+	}
+	int mnt =
+	    fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	int e = errno;
+	close(fs);
+	return mnt < 0 ? -e : mnt;
+}
+
+int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step)
+{
+	/* Nothing we do may propagate back to the host's mounts. */
+	*ret_step = "mount_private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct rmount *m = &plan->m[i];
+		s->fd[i] = -1;
+		if (m->kind == RM_PROC) {
+			*ret_step = "proc";
+			int fd = new_proc();
+			if (fd < 0)
+				return fd;
+			s->fd[i] = fd;
+			s->isdir[i] = 1;
+			continue;
+		}
+		if (!is_bind(m->kind) && m->kind != RM_BIND_DEV)
+			continue;
+		int r = capture(m, &s->fd[i], &s->isdir[i], ret_step);
+		if (r == -ENOENT && m->kind != RM_BIND_DEV && strcmp(*ret_step, "bind_open") == 0)
+			continue; /* gone since planning: nothing to show */
+		if (r < 0)
+			return r;
+	}
+
+	/*
+	 * The new root: a small tmpfs that holds only mount points and symlinks; or, when
+	 * the policy names "/" itself (sorted first), that captured tree: a mount stacked
+	 * on "/" later would never be seen, lookups start below it.  It is attached on the
+	 * old /tmp only to have a mount point to pivot into.
+	 */
+	bool root_bind = plan->n > 0 && is_bind(plan->m[0].kind) &&
+			 strcmp(plan->m[0].path, "/") == 0 && s->fd[0] >= 0;
+	*ret_step = "tmpfs_root";
+	if (root_bind) {
+		if (move_mount(s->fd[0], "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return -errno;
+		close(s->fd[0]);
+		s->fd[0] = -1;
+	} else if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, ROOT_OPTS) < 0) {
+		return -errno;
+	}
+	if (chdir("/tmp") < 0)
+		return -errno;
+	*ret_step = "pivot_root";
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return -errno;
+	/* The old root is now stacked on ".": detach it and everything under it. */
+	if (umount2(".", MNT_DETACH) < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct rmount *m = &plan->m[i];
+		int r = 0;
+		switch (m->kind) {
+		case RM_BIND_RO:
+		case RM_BIND_RW:
+		case RM_BIND_DEV:
+		case RM_PROC:
+			if (s->fd[i] < 0)
+				break;
+			*ret_step = "mountpoint";
+			r = make_mountpoint(m->path, s->isdir[i]);
+			if (r < 0)
+				return r;
+			*ret_step = "move_mount";
+			if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
+			    0)
+				return -errno;
+			close(s->fd[i]);
+			s->fd[i] = -1;
+			break;
+		case RM_TMPFS:
+			*ret_step = "mountpoint";
+			r = make_mountpoint(m->path, true);
+			if (r < 0)
+				return r;
+			*ret_step = "tmpfs";
+			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV, m->opts) < 0)
+				return -errno;
+			break;
+		case RM_SYMLINK:
+			*ret_step = "mountpoint";
+			r = mkdir_parents(m->path, false);
+			if (r < 0)
+				return r;
+			*ret_step = "symlink";
+			if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
+				return -errno;
+			break;
+		case RM_READONLY: {
+			if (root_bind && strcmp(m->path, "/") == 0)
+				break; /* the policy's own root keeps its mode */
+			*ret_step = "remount_ro";
+			struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+			if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
+				return -errno;
+			break;
+		}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * govex.restricted-linux/v1, private interfaces.
+ *
+ * Lifecycle
+ * ---------
+ *   probe()    once per runtime: tries the real thing in throwaway children (namespaces,
+ *              mounts, Landlock, seccomp, a cgroup) and reports what works here.
+ *   prepare()  once per runtime and policy: the mount plan (paths resolved and symlinks
+ *              recorded), the seccomp program (BPF exported by libseccomp), the cgroup
+ *              parents.  The result (struct rstate) is read-only afterwards, so run() is
+ *              thread-safe without locks.
+ *   run()      per run, in the host: copies the plan and adds the workdir, makes the
+ *              run's cgroup, opens pipes, clone()s the shim into new namespaces and
+ *              supervises it; afterwards reads the cgroup's accounting and removes it.
+ *
+ * Between clone() and execve() (the shim and the program child) only async-signal-safe
+ * calls are made: raw syscalls on memory prepared before the clone.  Failures there are
+ * reported as {step, errno} on the CLOEXEC error pipe (govex__child_fail()).
+ *
+ * Process layout:
+ *
+ *   host (run)                      supervise.c: pipes, deadline, cancel
+ *     └─ shim: clone(NEWUSER?|NEWNS|NEWPID|NEWIPC|NEWUTS|NEWNET?)
+ *        PID 1 of the new PID namespace; builds the root and pivots; never execs
+ *          └─ program (fork): joins the cgroup, setsid, chdir, no_new_privs, Landlock,
+ *             drops to the sandbox uid, rlimits, seccomp, execve
+ *
+ * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
+ * mount namespace (with every mount of the run) goes with its last process.
+ */
+#ifndef GOVEX_RESTRICTED_H
+#define GOVEX_RESTRICTED_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../internal.h"
+
+/* ---- mount plan (mounts.c) ---------------------------------------------------------- */
+
+enum rmount_kind {
+	RM_BIND_RO,  /* read-only bind of a host path at the same path */
+	RM_BIND_RW,  /* read-write bind (write roots, the workdir) */
+	RM_BIND_DEV, /* a device node of the host's /dev (null, zero, ...) */
+	RM_TMPFS,    /* a fresh tmpfs; opts = mount options */
+	RM_PROC,     /* proc of the new PID namespace */
+	RM_SYMLINK,  /* a symlink re-created in the new root; opts = target */
+	RM_READONLY, /* last: make this (tmpfs) mount point read-only */
+};
+
+struct rmount {
+	enum rmount_kind kind;
+	char *path;	    /* absolute, normalized; the same inside and outside */
+	char *opts;	    /* RM_TMPFS options, RM_SYMLINK target, else NULL */
+	uint64_t ll_access; /* Landlock rights granted beneath path (masked at run time) */
+};
+
+struct rplan {
+	struct rmount *m;
+	size_t n;
+};
+
+/* Builds the per-runtime plan from the policy and the interpreter probe.  Resolves every
+ * path component by component: a symlink on the way is recorded (re-created inside) and
+ * only real paths are bound.  Paths that do not exist are left out. */
+int rplan_build(const struct govex_policy *p, const struct govex__interp *in, struct rplan *ret,
+		struct govex_error *err);
+/* Copies base, adds the run's workdir (read-write) and orders the result for mounting:
+ * parents first, redundant nested binds dropped. */
+int rplan_for_run(const struct rplan *base, const char *workdir, struct rplan *ret);
+void rplan_free(struct rplan *p);
+
+/* Landlock rights. */
+#define LL_FS_EXECUTE	       (1ULL << 0)
+#define LL_FS_WRITE_FILE       (1ULL << 1)
+#define LL_FS_READ_FILE	       (1ULL << 2)
+#define LL_FS_READ_DIR	       (1ULL << 3)
+#define LL_FS_REMOVE_DIR       (1ULL << 4)
+#define LL_FS_REMOVE_FILE      (1ULL << 5)
+#define LL_FS_MAKE_CHAR	       (1ULL << 6)
+#define LL_FS_MAKE_DIR	       (1ULL << 7)
+#define LL_FS_MAKE_REG	       (1ULL << 8)
+#define LL_FS_MAKE_SOCK	       (1ULL << 9)
+#define LL_FS_MAKE_FIFO	       (1ULL << 10)
+#define LL_FS_MAKE_BLOCK       (1ULL << 11)
+#define LL_FS_MAKE_SYM	       (1ULL << 12)
+#define LL_FS_REFER	       (1ULL << 13) /* ABI 2 */
+#define LL_FS_TRUNCATE	       (1ULL << 14) /* ABI 3 */
+#define LL_FS_IOCTL_DEV	       (1ULL << 15) /* ABI 5 */
+#define LL_NET_BIND_TCP	       (1ULL << 0)  /* ABI 4 */
+#define LL_NET_CONNECT_TCP     (1ULL << 1)  /* ABI 4 */
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)  /* ABI 6 */
+#define LL_SCOPE_SIGNAL	       (1ULL << 1)  /* ABI 6 */
+
+#define LL_READ	  (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+#define LL_ALL_FS ((1ULL << 16) - 1)
+
+/* ---- the shim's work inside the new namespaces (mounts.c), async-signal-safe ---------- */
+
+/* Scratch the shim needs, allocated by the host before clone: one fd per plan entry. */
+struct rscratch {
+	int *fd;
+	unsigned char *isdir;
+};
+int rscratch_alloc(struct rscratch *s, size_t n);
+void rscratch_free(struct rscratch *s);
+
+/* In the shim, in its new mount namespace: captures every source, builds the new root on
+ * a tmpfs, pivots into it and detaches the old root.  Returns 0 or -errno with *ret_step
+ * set. */
+int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step);
+
+/* ---- Landlock (landlock.c) ---------------------------------------------------------- */
+
+/* The kernel's Landlock ABI version, or -errno when Landlock is unavailable. */
+int rlandlock_abi(void);
+/* In the program child: a ruleset over plan's paths (rights masked for abi), network
+ * (ABI >= 4) when deny_net, scopes (ABI >= 6); restrict_self.  Async-signal-safe. */
+int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char **ret_step);
+/* true when abi has every right this backend asks for (else Landlock is only partial). */
+bool rlandlock_complete(int abi);
+
+/* ---- seccomp (seccomp.c) ------------------------------------------------------------ */
+
+struct rfilter {
+	struct sock_filter *insns;
+	unsigned short len;
+};
+/* Builds the filter for a policy with libseccomp and exports it as BPF. */
+int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret,
+		  struct govex_error *err);
+void rfilter_free(struct rfilter *f);
+/* Installs it (async-signal-safe; no_new_privs must be set). */
+int rfilter_load(const struct rfilter *f);
+
+/* ---- cgroups (cgroup.c) ------------------------------------------------------------- */
+
+enum { RCG_MEM, RCG_PIDS, RCG_CPU, RCG_N };
+
+struct rcg_parent {
+	int version;	  /* 1, 2, or 0 when this resource has no usable cgroup */
+	char *dir;	  /* where per-run cgroups are made (below our own) */
+	char reason[120]; /* when version == 0 */
+};
+
+struct rcg_setup {
+	struct rcg_parent p[RCG_N];
+};
+
+/* Finds our own cgroups per resource and checks a child can be made there. */
+void rcg_discover(struct rcg_setup *ret);
+void rcg_setup_free(struct rcg_setup *s);
+
+/* One run's cgroups: up to one directory per resource (several resources may share one
+ * v2 directory). */
+struct rcg_run {
+	char *dir[RCG_N];
+	bool owner[RCG_N];   /* this slot made (and removes) dir */
+	int procs_fd[RCG_N]; /* cgroup.procs, opened for the program child to join */
+	int cpu_fd;	     /* cpuacct.usage (v1) or cpu.stat (v2), for the shim, or -1 */
+	int cpu_version;
+};
+
+/* Makes the run's cgroups with limits l.  Resources without a usable parent are
+ * skipped. */
+int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, struct rcg_run *ret,
+	       struct govex_error *err);
+/* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
+ * happened (each -1 / false when unknown). */
+void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
+/* Kills what is left in the run's cgroups and removes them; closes fds. */
+void rcg_destroy(struct rcg_run *r);
+/* Async-signal-safe: CPU time used so far in nanoseconds from cpu_fd, or -1. */
+int64_t rcg_cpu_ns(int fd, int version);
+
+/* ---- namespaces and probing (ns.c) -------------------------------------------------- */
+
+/* Namespaces a run gets: always mount, PID, IPC, UTS; user when not root; network unless
+ * the policy allows it. */
+int rns_flags(bool userns, bool net);
+/* clone() without CLONE_VM: the child returns 0 like fork(), on a copy of the stack. */
+pid_t rns_clone(int flags);
+/* Writes a single-line identity map for the calling process in its new user namespace
+ * (setgroups denied first).  maps holds "uid uid 1\n" and "gid gid 1\n". */
+int rns_write_maps(const char *uid_map, const char *gid_map, const char **ret_step);
+
+/* Tries namespaces, the new mount API, proc, pivot_root and seccomp in a throwaway
+ * child.  Returns 0, or -errno with *ret_step. */
+int rns_probe(bool userns, char *ret_step, size_t step_len);
+
+/* ---- per-runtime state (launch.c) ------------------------------------------------- */
+
+struct rstate {
+	bool userns; /* not root: the run gets a user namespace */
+	uid_t uid;   /* root: the sandbox uid/gid the program runs as */
+	gid_t gid;
+	char uid_map[32], gid_map[32];
+	bool deny_net, deny_subprocess;
+	int landlock_abi; /* <= 0: none */
+	struct rplan plan;
+	struct rfilter filter;
+	struct rcg_setup cg;
+};
+
+#endif /* GOVEX_RESTRICTED_H */

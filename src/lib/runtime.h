@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/* The runtime's private pieces, shared by runtime.c (runs) and call.c (call mode). */
+#ifndef GOVEX_RUNTIME_H
+#define GOVEX_RUNTIME_H
+
+#include "internal.h"
+
+#define METADATA_MAX 64
+#define METADATA_ITEM_MAX 1024
+
+struct govex_runtime {
+	govex_policy *policy;
+	struct govex_runtime_options opts;
+	char *probe_cache_dir, *backend;
+	pthread_mutex_t lock;
+	pthread_mutex_t audit_lock;
+	struct govex__audit audit;
+	bool probed;
+	int probe_r;
+	struct govex_error probe_err;
+	struct govex__interp interp;
+	struct govex__report reports[8];
+	void *states[8];
+	bool prepared[8];
+};
+
+struct govex_plan {
+	char *canon;
+	size_t len;
+	char digest[72];
+	char *source_path;
+	json_t *doc;
+};
+
+/* What planning decided, beyond the plan document. */
+struct decision {
+	struct govex__limits limits;
+	govex__ctlset required, substituted;
+	size_t backend;
+	char **env; /* NAME=VALUE, final */
+	char *workdir; /* NULL = fresh */
+	unsigned approve; /* permissions needing approval */
+};
+
+
+void govex__decision_release(struct decision *d);
+govex_plan *govex__plan_from_doc(json_t *doc); /* takes doc */
+void govex__run_id_new(char out[33]);
+/* A refusal result carrying the policy digest. */
+govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
+json_t *govex__perms_json(unsigned perms);
+/*
+ * Validates req against the policy, chooses the backend and builds the plan.  job is NULL
+ * for a run; for call mode it is an object whose members replace the run-specific
+ * parts of the plan ("code", "stdin", "request_digest"), and req->code is then the
+ * worker's own source, not checked as user code.  Borrows job.
+ */
+int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
+			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
+			 govex_result **ret_result, struct govex_error *err);
+void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res);
+void govex__audit_received(govex_runtime *rt, const char *run_id, const char *kind,
+			   const struct govex_request *req);
+govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
+				   const govex_plan *fresh);
+int govex__backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err);
+enum govex_status govex__status_of(const struct govex__outcome *o);
+/* Asks the approver when the decision needs it; returns a refusal or NULL. */
+govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
+			     const govex_plan *plan);
+/*
+ * Makes the workdir, runs argv on the decision's backend and removes a fresh workdir.
+ * extra_fd/frame_fd are taken (call mode; -1 otherwise).  On failure before launch,
+ * *ret_result is a launch_failed result.
+ */
+int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
+		  const govex_plan *plan, char *const *argv, const char *stdin_data,
+		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
+		  uint64_t frame_max, struct govex__outcome *ret_o, govex_result **ret_result,
+		  struct govex_error *err);
+/* Diagnostics for how a run ended (timeout, cancel, limits, launch failure). */
+void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
+				const struct govex__limits *l);
+/* Audits the finish event of a result (plan NULL: refused). */
+void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
+			 const govex_plan *plan);
+
+#endif

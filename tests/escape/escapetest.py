@@ -1,0 +1,277 @@
+"""Helpers for the escape tests: run the probe inside the restricted backend.
+
+Builds on the integration suite's govextest (TAP driver, per-test temp dirs, hard
+timeouts, process-group kills).  A skip names the feature this host lacks as
+"feature:<name>", so CI can turn skips of features the machine has into failures.
+"""
+import json
+import os
+import platform
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+sys.dont_write_bytecode = True
+import govextest as g  # noqa: E402,F401
+
+with open(os.path.join(HERE, "probe.py")) as _f:
+    PROBE_SRC = _f.read()
+
+NOBODY = 65534
+_backend_cache = {}
+
+
+def skip(feature, why):
+    raise g.Skip("feature:%s %s" % (feature, why))
+
+
+def restricted_report():
+    if "r" not in _backend_cache:
+        rep = None
+        for b in g.backends():
+            if isinstance(b, dict) and b.get("name") == "restricted":
+                rep = b
+        _backend_cache["r"] = rep
+    return _backend_cache["r"]
+
+
+# The kernel feature a control of the restricted backend rests on, named as CI's
+# GOVEX_REQUIRE_FEATURES names them (userns, landlock, seccomp, cgroup, pidfd).
+FEATURE_OF = {
+    "syscall_filter": "seccomp", "subprocess_deny": "seccomp",
+    "no_new_privileges": "seccomp", "memory_aggregate": "cgroup",
+    "pids_aggregate": "cgroup", "cpu_time_aggregate": "cgroup",
+}
+
+
+def need_restricted(*controls):
+    rep = restricted_report()
+    if not rep or rep.get("available") is not True:
+        skip("userns", "the restricted backend is not available here: %r" % (rep,))
+    missing = [c for c in controls if c not in rep.get("enforced", [])]
+    if missing:
+        skip(FEATURE_OF.get(missing[0], "userns"),
+             "this host cannot enforce %s" % ", ".join(missing))
+
+
+def need_x86_64():
+    if platform.machine() != "x86_64":
+        skip("x86_64", "the probe's raw syscall numbers are x86_64's")
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI (0 when none), read through a tiny C-free probe."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        r = libc.syscall(ctypes.c_long(444), None, ctypes.c_long(0), ctypes.c_long(1))
+        return max(int(r), 0)
+    except Exception:
+        return 0
+
+
+def policy(t, name="p.json", base="strict", limits=None, **changes):
+    """Preset BASE with CHANGES (filesystem/limits dicts merged) written to a file."""
+    pol = g.preset(base)
+    for k, v in changes.items():
+        if isinstance(v, dict) and isinstance(pol.get(k), dict):
+            pol[k] = dict(pol[k], **v)
+        else:
+            pol[k] = v
+    if limits:
+        pol["limits"] = dict(pol["limits"], **limits)
+    pol["backend"] = "restricted"
+    return t.write_json(name, pol)
+
+
+def probe_code(ops, prelude=""):
+    return PROBE_SRC + "\n" + prelude + "\nprobe(%r)\n" % (ops,)
+
+
+def parse_probe(r):
+    doc = r.result()
+    for line in (doc.get("stdout") or "").splitlines():
+        if line.startswith("GOVEX-PROBE "):
+            return doc, json.loads(line[len("GOVEX-PROBE "):])
+    raise g.Failure("the probe printed no result: rc=%r status=%r stdout=%r stderr=%r "
+                    "diagnostics=%r" % (r.returncode, doc.get("status"),
+                                        (doc.get("stdout") or "")[-400:],
+                                        (doc.get("stderr") or "")[-600:],
+                                        doc.get("diagnostics")))
+
+
+def run_probe(t, ops, pol=None, args=(), prelude="", **kw):
+    """Runs the probe with OPS under policy file POL (default: strict pinned to the
+    restricted backend); returns (result document, probe results)."""
+    if pol is None:
+        pol = policy(t)
+    r = t.run(["run", "--policy", pol, "--json"] + list(args) +
+              ["-c", probe_code(ops, prelude)], **kw)
+    doc, res = parse_probe(r)
+    eq(doc["backend"]["name"], "restricted", "backend")
+    return r, doc, res
+
+
+def eq(actual, expected, what):
+    g.eq(actual, expected, what)
+
+
+def denied(res, label, errno_name):
+    got = res.get(label)
+    if got is None:
+        raise g.Failure("probe has no result %r: %r" % (label, res))
+    if got.get("ok") or got.get("errno") != errno_name:
+        raise g.Failure("%s: expected denial with %s, got %r" % (label, errno_name, got))
+
+
+def allowed(res, label):
+    got = res.get(label)
+    if not got or not got.get("ok"):
+        raise g.Failure("%s: expected success, got %r" % (label, got))
+    return got.get("value")
+
+
+# ---------------------------------------------------------------- spawning directly
+
+def spawn(args, *, cwd, env=None, pass_fds=(), preexec=None, timeout=g.HARD_TIMEOUT,
+          during=None, binary=None):
+    """Like govextest.run but passing extra fds and an optional preexec (to change
+    user).  Returns (returncode, stdout, stderr, pid)."""
+    p = subprocess.Popen([binary or g.GOVEX] + list(args), cwd=cwd, env=env,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True,
+                         pass_fds=pass_fds, close_fds=True, preexec_fn=preexec)
+    killer = threading.Timer(timeout, lambda: _killpg(p.pid))
+    killer.daemon = True
+    killer.start()
+    try:
+        if during:
+            during(p)
+        out, err = p.communicate()
+    finally:
+        killer.cancel()
+        _killpg(p.pid)
+    return p.returncode, out, err, p.pid
+
+
+def _killpg(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def result_of(out):
+    try:
+        return json.loads(out.decode("utf-8"))
+    except ValueError as e:
+        raise g.Failure("stdout is not one JSON document (%s): %r" % (e, out[:400]))
+
+
+# ---------------------------------------------------------------- host state
+
+def cgroup_parents():
+    """Our cgroup directories (v1 per controller, v2) where per-run cgroups appear."""
+    dirs = []
+    mounts = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            a, _, b = line.partition(" - ")
+            fs = b.split()
+            if fs and fs[0] in ("cgroup", "cgroup2"):
+                mounts[a.split()[4]] = (fs[0], fs[2].split(","), a.split()[3])
+    with open("/proc/self/cgroup") as f:
+        own = [l.rstrip("\n").split(":", 2) for l in f]
+    for point, (fstype, opts, root) in mounts.items():
+        for hid, ctrls, path in own:
+            names = ctrls.split(",") if ctrls else []
+            match = (fstype == "cgroup2" and hid == "0") or \
+                    (fstype == "cgroup" and any(n in opts for n in names if n))
+            if match:
+                rel = path[len(root):] if root != "/" and path.startswith(root) else path
+                d = point + (rel if rel != "/" else "")
+                if os.path.isdir(d):
+                    dirs.append(d)
+    return sorted(set(dirs))
+
+
+def run_cgroups():
+    found = []
+    for d in cgroup_parents():
+        try:
+            found += [os.path.join(d, n) for n in os.listdir(d)
+                      if n.startswith("govex.") and not n.startswith("govex.probe")]
+        except OSError:
+            pass
+    return found
+
+
+def procs_with_comm(name):
+    out = []
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            try:
+                with open("/proc/%s/comm" % n) as f:
+                    if f.read().strip() == name:
+                        out.append(int(n))
+            except OSError:
+                pass
+    return out
+
+
+# ---------------------------------------------------------------- another user
+
+def nobody_preexec():
+    def fn():
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    return fn
+
+
+def need_unprivileged_sandbox(t):
+    """A directory nobody can use and proof that govex works for nobody here."""
+    if os.geteuid() != 0:
+        skip("root", "switching to another user needs root")
+    try:
+        pwd.getpwuid(NOBODY)
+    except KeyError:
+        skip("nobody", "no user %d" % NOBODY)
+    home = t.path("nobody")
+    os.mkdir(home)
+    os.chmod(home, 0o777)
+    os.chmod(t.tmp, 0o711)
+    # a copy nobody can execute, wherever the build tree is
+    bindir = t.path("bin")
+    os.mkdir(bindir, 0o755)
+    binary = os.path.join(bindir, "govex")
+    shutil.copy2(g.GOVEX, binary)
+    os.chmod(binary, 0o755)
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": home, "LANG": "C.UTF-8"}
+    rc, out, err, _ = spawn(["backends", "--json"], cwd=home, env=env,
+                            preexec=nobody_preexec(), binary=binary)
+    if rc != 0:
+        raise g.Failure("govex backends failed for uid %d: %r" % (NOBODY, err[-400:]))
+    rep = [b for b in json.loads(out) if b.get("name") == "restricted"]
+    if not rep or rep[0].get("available") is not True:
+        skip("userns", "no unprivileged sandbox here (user namespaces?): %r" % (rep,))
+    if not shutil.which("python3", path=env["PATH"]):
+        skip("python3", "no python3 on /usr/bin:/bin for uid %d" % NOBODY)
+    return home, env, binary
+
+
+def wait_until(fn, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.02)
+    return fn()
