@@ -419,6 +419,12 @@ static int finish(govex_policy *p, struct govex_error *err)
 	int r = govex__canon(j, &p->canon, &p->canon_len);
 	if (r < 0)
 		return govex__err(err, -r, 0, "policy: cannot encode");
+	/* the canonical form must itself be a loadable policy (runtimes re-parse it) */
+	if (p->canon_len > POLICY_FILE_MAX)
+		return govex__err(err, GOVEX_EPOLICY, 0,
+				  "document: the canonical form (%zu bytes, defaults filled in) "
+				  "exceeds %u bytes",
+				  p->canon_len, POLICY_FILE_MAX);
 	govex__sha256_digest(p->canon, p->canon_len, p->digest);
 	return 0;
 }

@@ -90,10 +90,10 @@ GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_pl
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
 	if (len > (4u << 20))
 		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "plan: larger than 4 MiB");
-	int r = govex__json_parse(json, len, 0, &doc, ret_err);
+	struct govex_error pe = {0};
+	int r = govex__json_parse(json, len, 0, &doc, &pe);
 	if (r < 0)
-		return govex__err(ret_err, GOVEX_EPLAN, 0, "plan: %s",
-				  ret_err ? ret_err->message : "malformed");
+		return govex__err(ret_err, GOVEX_EPLAN, 0, "plan: %s", pe.message);
 	const char *v = json_string_value(json_object_get(doc, "version"));
 	if (!v || strcmp(v, GOVEX_PLAN_VERSION) != 0) {
 		json_decref(doc);
@@ -149,9 +149,11 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 			found = true;
 	}
 	if (!found) {
+		/* want points into rt: format before freeing */
+		r = govex__err(ret_err, GOVEX_EBACKEND, 0,
+			       "backend '%.60s': not built into this govex", want);
 		govex_runtime_free(rt);
-		return govex__err(ret_err, GOVEX_EBACKEND, 0,
-				  "backend '%.60s': not built into this govex", want);
+		return r;
 	}
 	*ret_runtime = rt;
 	return 0;

@@ -193,6 +193,33 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
 	return n;
 }
 
+/* true when s[0..len) is a proper prefix of a valid UTF-8 sequence */
+static bool utf8_prefix(const unsigned char *s, size_t len)
+{
+	unsigned c = s[0];
+	size_t need = (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
+		    : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+	if (!need || len >= need)
+		return false;
+	if (len >= 2) {
+		unsigned lo = 0x80, hi = 0xbf;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+		else if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+		if (s[1] < lo || s[1] > hi)
+			return false;
+	}
+	for (size_t k = 2; k < len; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return false;
+	return true;
+}
+
 bool govex__utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -223,19 +250,10 @@ size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, siz
 			i += n;
 			continue;
 		}
-		/* A character cut by truncation at the very end is dropped, not replaced. */
-		if (cut && len - i < 4) {
-			bool prefix = true;
-			unsigned c = u[i];
-			size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-			if (!need || len - i >= need)
-				prefix = false;
-			for (size_t k = i + 1; prefix && k < len; k++)
-				if ((u[k] & 0xc0) != 0x80)
-					prefix = false;
-			if (prefix)
-				break;
-		}
+		/* A character cut by truncation at the very end is dropped, not replaced: only
+		 * a true prefix of some valid sequence counts as cut. */
+		if (cut && utf8_prefix(u + i, len - i))
+			break;
 		memcpy(out + o, "\xef\xbf\xbd", 3);
 		o += 3;
 		i++;

@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+/* unit-util: UTF-8, paths, string vectors, rm_rf. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define FFFD "\xef\xbf\xbd"
+
+/* ---- UTF-8 validation ---------------------------------------------------------------------- */
+
+static const struct {
+	const char *s;
+	size_t len;
+	bool valid;
+	const char *what;
+} utf8_cases[] = {
+	{"", 0, true, "empty"},
+	{"plain ascii\n", 12, true, "ascii"},
+	{"a\0b", 3, true, "embedded NUL is a valid code point"},
+	{"\x7f", 1, true, "U+007F"},
+	{"\xc2\x80", 2, true, "U+0080"},
+	{"\xdf\xbf", 2, true, "U+07FF"},
+	{"\xe0\xa0\x80", 3, true, "U+0800"},
+	{"\xed\x9f\xbf", 3, true, "U+D7FF"},
+	{"\xee\x80\x80", 3, true, "U+E000"},
+	{"\xef\xbf\xbf", 3, true, "U+FFFF"},
+	{"\xf0\x90\x80\x80", 4, true, "U+10000"},
+	{"\xf4\x8f\xbf\xbf", 4, true, "U+10FFFF"},
+	{"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, true, "mixed"},
+	/* overlongs */
+	{"\xc0\x80", 2, false, "overlong NUL (2)"},
+	{"\xc0\xaf", 2, false, "overlong '/' (2)"},
+	{"\xc1\xbf", 2, false, "overlong U+007F"},
+	{"\xe0\x80\x80", 3, false, "overlong NUL (3)"},
+	{"\xe0\x9f\xbf", 3, false, "overlong U+07FF (3)"},
+	{"\xf0\x80\x80\x80", 4, false, "overlong NUL (4)"},
+	{"\xf0\x8f\xbf\xbf", 4, false, "overlong U+FFFF (4)"},
+	/* surrogates */
+	{"\xed\xa0\x80", 3, false, "U+D800"},
+	{"\xed\xaf\xbf", 3, false, "U+DBFF"},
+	{"\xed\xb0\x80", 3, false, "U+DC00"},
+	{"\xed\xbf\xbf", 3, false, "U+DFFF"},
+	{"\xed\xa0\xbd\xed\xb8\x80", 6, false, "CESU-8 surrogate pair"},
+	/* beyond U+10FFFF and bytes that never occur */
+	{"\xf4\x90\x80\x80", 4, false, "U+110000"},
+	{"\xf5\x80\x80\x80", 4, false, "lead F5"},
+	{"\xf7\xbf\xbf\xbf", 4, false, "lead F7"},
+	{"\xf8\x88\x80\x80\x80", 5, false, "5-byte form"},
+	{"\xfc\x84\x80\x80\x80\x80", 6, false, "6-byte form"},
+	{"\xfe", 1, false, "FE"},
+	{"\xff", 1, false, "FF"},
+	/* truncated */
+	{"\xc2", 1, false, "truncated 2"},
+	{"\xe0\xa0", 2, false, "truncated 3"},
+	{"\xf0\x90\x80", 3, false, "truncated 4"},
+	{"\xe2\x82" "A", 3, false, "truncated then ASCII"},
+	{"a\xf0\x9f\x98", 4, false, "truncated emoji at end"},
+	{"\xc2\x80", 1, false, "len cuts a valid character"},
+	/* stray continuation bytes */
+	{"\x80", 1, false, "lone continuation"},
+	{"\xbf", 1, false, "lone continuation BF"},
+	{"a\x80" "b", 3, false, "continuation between ASCII"},
+	{"\xc2\x80\x80", 3, false, "extra continuation"},
+	{"\xe2\x28\xa1", 3, false, "bad second byte"},
+	{"\xf0\x9f\x98" "\xc3\xa9", 5, false, "4-byte lead with 2 continuations"},
+};
+
+START_TEST(test_utf8_valid)
+{
+	ck_assert_msg(govex__utf8_valid(utf8_cases[_i].s, utf8_cases[_i].len) ==
+			      utf8_cases[_i].valid,
+		      "%s: want %s", utf8_cases[_i].what,
+		      utf8_cases[_i].valid ? "valid" : "invalid");
+}
+END_TEST
+
+/* ---- UTF-8 sanitizing ---------------------------------------------------------------------- */
+
+static void sanitize_is(const char *in, size_t len, bool cut, const char *want, size_t want_len,
+			uint64_t want_replaced)
+{
+	char *out = NULL;
+	size_t out_len = 0;
+	uint64_t replaced = 99;
+	size_t r = govex__utf8_sanitize(in, len, cut, &out, &out_len, &replaced);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_uint_eq(r, out_len);
+	ck_assert_msg(out_len == want_len && memcmp(out, want, want_len) == 0,
+		      "sanitize(cut=%d): got %zu bytes, want %zu", cut, out_len, want_len);
+	ck_assert_int_eq(out[out_len], '\0');
+	ck_assert_msg(replaced == want_replaced, "replaced %llu, want %llu",
+		      (unsigned long long)replaced, (unsigned long long)want_replaced);
+	ck_assert(govex__utf8_valid(out, out_len));
+	free(out);
+}
+#define SAN(in, cut, want, n) sanitize_is(in, sizeof(in) - 1, cut, want, sizeof(want) - 1, n)
+
+START_TEST(test_sanitize_valid_unchanged)
+{
+	SAN("", false, "", 0);
+	SAN("", true, "", 0);
+	SAN("abc", false, "abc", 0);
+	SAN("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", true, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+	    0);
+	SAN("a\0b", false, "a\0b", 0);
+}
+END_TEST
+
+START_TEST(test_sanitize_replaces_each_byte)
+{
+	SAN("a\xff" "b", false, "a" FFFD "b", 1);
+	SAN("a\xff" "b", true, "a" FFFD "b", 1);
+	SAN("\xc0\x80", false, FFFD FFFD, 2);        /* overlong: both bytes */
+	SAN("\xed\xa0\x80", false, FFFD FFFD FFFD, 3); /* surrogate: three bytes */
+	SAN("\xf4\x90\x80\x80", false, FFFD FFFD FFFD FFFD, 4);
+	SAN("\x80\x80x", false, FFFD FFFD "x", 2);
+	/* a valid character after an invalid lead byte survives */
+	SAN("\xe2\xc3\xa9", false, FFFD "\xc3\xa9", 1);
+	/* a truncated character in the middle is replaced even when cut */
+	SAN("\xe2\x82" "abcd", true, FFFD FFFD "abcd", 2);
+	SAN("\xe2\x82" "ab", true, FFFD FFFD "ab", 2);
+}
+END_TEST
+
+START_TEST(test_sanitize_cut_end)
+{
+	/* not cut: an incomplete character at the end is invalid bytes */
+	SAN("ab\xe2\x82", false, "ab" FFFD FFFD, 2);
+	SAN("ab\xf0\x9f\x98", false, "ab" FFFD FFFD FFFD, 3);
+	SAN("ab\xc3", false, "ab" FFFD, 1);
+	/* cut: dropped, not replaced */
+	SAN("ab\xe2\x82", true, "ab", 0);
+	SAN("ab\xe2", true, "ab", 0);
+	SAN("ab\xf0\x9f\x98", true, "ab", 0);
+	SAN("ab\xf0\x9f", true, "ab", 0);
+	SAN("ab\xf0", true, "ab", 0);
+	SAN("ab\xc3", true, "ab", 0);
+	SAN("\xc3", true, "", 0);
+	/* an invalid byte before a cut character is still counted */
+	SAN("\xff\xe2\x82", true, FFFD, 1);
+	/* a "prefix" broken by a non-continuation byte is not a cut character */
+	SAN("ab\xe2" "A", true, "ab" FFFD "A", 1);
+}
+END_TEST
+
+/* A byte that cannot start any character is invalid even at the very end of a cut
+ * stream: it must be replaced and counted, never dropped silently. */
+START_TEST(test_sanitize_cut_invalid_lead_not_dropped)
+{
+	SAN("ab\xff", true, "ab" FFFD, 1);
+	SAN("ab\xfe", true, "ab" FFFD, 1);
+	SAN("ab\xf8", true, "ab" FFFD, 1);
+	SAN("ab\xf5\x80", true, "ab" FFFD FFFD, 2);
+	SAN("ab\xc0", true, "ab" FFFD, 1);
+	SAN("ab\x80", true, "ab" FFFD, 1);
+}
+END_TEST
+
+/* Likewise a start that no continuation can complete (overlong, surrogate, > U+10FFFF). */
+START_TEST(test_sanitize_cut_impossible_prefix_not_dropped)
+{
+	SAN("ab\xe0\x80", true, "ab" FFFD FFFD, 2);     /* overlong 3-byte */
+	SAN("ab\xed\xa0", true, "ab" FFFD FFFD, 2);     /* surrogate */
+	SAN("ab\xf0\x80\x80", true, "ab" FFFD FFFD FFFD, 3); /* overlong 4-byte */
+	SAN("ab\xf4\x90", true, "ab" FFFD FFFD, 2);     /* > U+10FFFF */
+	/* and the valid prefixes of those ranges are still dropped */
+	SAN("ab\xe0\xa0", true, "ab", 0);
+	SAN("ab\xed\x9f", true, "ab", 0);
+	SAN("ab\xf4\x8f\xbf", true, "ab", 0);
+}
+END_TEST
+
+START_TEST(test_sanitize_bound)
+{
+	/* worst case: every byte replaced, 3x the input */
+	char in[256];
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)(0x80 | (i & 0x3f));
+	char *out = NULL;
+	size_t out_len;
+	uint64_t replaced;
+	ck_assert_uint_eq(govex__utf8_sanitize(in, sizeof(in), false, &out, &out_len, &replaced),
+			  3 * sizeof(in));
+	ck_assert_uint_eq(replaced, sizeof(in));
+	free(out);
+}
+END_TEST
+
+/* ---- paths --------------------------------------------------------------------------------- */
+
+static const struct {
+	const char *p;
+	bool ok;
+} norm_cases[] = {
+	{"/", true},        {"/a", true},       {"/a/b", true},    {"/.a", true},
+	{"/a..b", true},    {"/...", true},     {"/a/.b/..c", true}, {"/a b/c", true},
+	{"", false},        {"a", false},       {"a/b", false},    {"./a", false},
+	{"/a/", false},     {"//", false},      {"//a", false},    {"/a//b", false},
+	{"/.", false},      {"/./a", false},    {"/a/.", false},   {"/a/./b", false},
+	{"/..", false},     {"/a/..", false},   {"/a/../b", false}, {"/a/b/", false},
+	{"///", false},
+};
+
+START_TEST(test_path_normalized)
+{
+	ck_assert_msg(govex__path_normalized(norm_cases[_i].p) == norm_cases[_i].ok, "'%s': want %s",
+		      norm_cases[_i].p, norm_cases[_i].ok ? "normalized" : "not normalized");
+}
+END_TEST
+
+START_TEST(test_path_normalized_null)
+{
+	ck_assert(!govex__path_normalized(NULL));
+}
+END_TEST
+
+START_TEST(test_path_under)
+{
+	ck_assert(govex__path_under("/a/b", "/a"));
+	ck_assert(govex__path_under("/a/b/c", "/a"));
+	ck_assert(govex__path_under("/a", "/a"));
+	ck_assert(govex__path_under("/x", "/"));
+	ck_assert(govex__path_under("/", "/"));
+	ck_assert(!govex__path_under("/ab", "/a"));
+	ck_assert(!govex__path_under("/a", "/a/b"));
+	ck_assert(!govex__path_under("/b", "/a"));
+	ck_assert(!govex__path_under("/", "/a"));
+	ck_assert(!govex__path_under("/tmpfoo/x", "/tmp"));
+	ck_assert(govex__path_under("/tmp/foo", "/tmp"));
+}
+END_TEST
+
+/* ---- string vectors ------------------------------------------------------------------------- */
+
+START_TEST(test_strv)
+{
+	char **v = NULL;
+	ck_assert_uint_eq(govex__strv_len(v), 0);
+	ck_assert(!govex__strv_contains(v, "a"));
+	static const char *const in[] = {"b", "a", "c", "a", "B", "b", "", "a"};
+	for (size_t i = 0; i < ARRAY_SIZE(in); i++)
+		ck_assert_int_eq(govex__strv_push(&v, in[i]), 0);
+	ck_assert_uint_eq(govex__strv_len(v), ARRAY_SIZE(in));
+	ck_assert_ptr_null(v[ARRAY_SIZE(in)]);
+	ck_assert(govex__strv_contains(v, "B"));
+	ck_assert(govex__strv_contains(v, ""));
+	ck_assert(!govex__strv_contains(v, "d"));
+	char **c = govex__strv_copy(v);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(govex__strv_len(c), ARRAY_SIZE(in));
+	ck_assert_ptr_ne(c[0], v[0]);
+	ck_assert_str_eq(c[0], "b");
+
+	govex__strv_sort_uniq(v);
+	/* byte order: "" < "B" < "a" < "b" < "c" */
+	static const char *const want[] = {"", "B", "a", "b", "c"};
+	ck_assert_uint_eq(govex__strv_len(v), ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		ck_assert_str_eq(v[i], want[i]);
+	ck_assert_ptr_null(v[ARRAY_SIZE(want)]);
+
+	json_t *j = govex__strv_json(v);
+	char *s = json_dumps(j, JSON_COMPACT);
+	ck_assert_str_eq(s, "[\"\",\"B\",\"a\",\"b\",\"c\"]");
+	free(s);
+	json_decref(j);
+	j = govex__strv_json(NULL);
+	ck_assert_uint_eq(json_array_size(j), 0);
+	json_decref(j);
+
+	ck_assert_ptr_null(govex__strv_free(v));
+	ck_assert_ptr_null(govex__strv_free(c));
+	ck_assert_ptr_null(govex__strv_free(NULL));
+}
+END_TEST
+
+START_TEST(test_strv_sort_small)
+{
+	char **v = calloc(1, sizeof(char *));
+	govex__strv_sort_uniq(v); /* empty */
+	ck_assert_ptr_null(v[0]);
+	ck_assert_int_eq(govex__strv_push(&v, "x"), 0);
+	govex__strv_sort_uniq(v);
+	ck_assert_str_eq(v[0], "x");
+	ck_assert_ptr_null(v[1]);
+	ck_assert_int_eq(govex__strv_push(&v, "x"), 0);
+	govex__strv_sort_uniq(v);
+	ck_assert_uint_eq(govex__strv_len(v), 1);
+	ck_assert_int_eq(govex__strv_push_take(&v, strdup("a")), 0);
+	govex__strv_sort_uniq(v);
+	ck_assert_str_eq(v[0], "a");
+	ck_assert_str_eq(v[1], "x");
+	ck_assert_int_eq(govex__strv_push_take(&v, NULL), -ENOMEM);
+	ck_assert_uint_eq(govex__strv_len(v), 2);
+	govex__strv_sort_uniq(NULL);
+	govex__strv_free(v);
+	/* all equal */
+	v = NULL;
+	for (int i = 0; i < 10; i++)
+		govex__strv_push(&v, "same");
+	govex__strv_sort_uniq(v);
+	ck_assert_uint_eq(govex__strv_len(v), 1);
+	govex__strv_free(v);
+	v = govex__strv_copy(NULL);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_ptr_null(v[0]);
+	govex__strv_free(v);
+}
+END_TEST
+
+/* ---- rm_rf -------------------------------------------------------------------------------------- */
+
+static void write_file(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	close(fd);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	char *p = NULL;
+	ck_assert_int_ge(asprintf(&p, "%s/%s", a, b), 0);
+	return p;
+}
+
+static bool file_has(const char *path, const char *content)
+{
+	char buf[256];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return strcmp(buf, content) == 0;
+}
+
+static void xmkdir(const char *dir, const char *name, mode_t mode)
+{
+	char *p = path_join(dir, name);
+	ck_assert_msg(mkdir(p, mode) == 0, "mkdir %s: %s", p, strerror(errno));
+	free(p);
+}
+
+static void xchmod(const char *dir, const char *name, mode_t mode)
+{
+	char *p = path_join(dir, name);
+	ck_assert_msg(chmod(p, mode) == 0, "chmod %s: %s", p, strerror(errno));
+	free(p);
+}
+
+static void xsymlink(const char *target, const char *dir, const char *name)
+{
+	char *p = path_join(dir, name);
+	ck_assert_msg(symlink(target, p) == 0, "symlink %s: %s", p, strerror(errno));
+	free(p);
+}
+
+static void xwrite(const char *dir, const char *name, const char *content)
+{
+	char *p = path_join(dir, name);
+	write_file(p, content);
+	free(p);
+}
+
+START_TEST(test_rm_rf_tree)
+{
+	char base[] = "/tmp/govex-unit-rmrf-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	char *outside = path_join(base, "outside");
+	char *outfile = path_join(base, "outside/keep.txt");
+	char *outsub = path_join(base, "outside/sub");
+	char *outsubfile = path_join(base, "outside/sub/keep2.txt");
+	char *tree = path_join(base, "tree");
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	ck_assert_int_eq(mkdir(outsub, 0755), 0);
+	write_file(outfile, "precious");
+	write_file(outsubfile, "precious too");
+	/* the outside files are read-only, as a victim's files might be */
+	ck_assert_int_eq(chmod(outfile, 0444), 0);
+
+	ck_assert_int_eq(mkdir(tree, 0755), 0);
+	xwrite(tree, "file", "x");
+	xmkdir(tree, "sub", 0755);
+	xwrite(tree, "sub/file2", "y");
+	xmkdir(tree, "sub/deeper", 0755);
+	xwrite(tree, "sub/deeper/f", "z");
+	/* a 000 directory with content, inside another 000 directory */
+	xmkdir(tree, "locked", 0755);
+	xmkdir(tree, "locked/inner", 0755);
+	xwrite(tree, "locked/inner/secret", "s");
+	xwrite(tree, "locked/f", "s");
+	xchmod(tree, "locked/inner", 0);
+	xchmod(tree, "locked", 0);
+	/* a read-only (0500) directory */
+	xmkdir(tree, "ro", 0755);
+	xwrite(tree, "ro/f", "r");
+	xchmod(tree, "ro", 0500);
+	/* symlinks pointing outside: to a file, to a directory, and a dangling one */
+	xsymlink(outfile, tree, "link-file");
+	xsymlink(outside, tree, "link-dir");
+	xsymlink(outside, tree, "sub/deeper/link-dir2");
+	xsymlink("/nonexistent/x", tree, "dangling");
+	/* many entries, so that removal during readdir matters */
+	for (int i = 0; i < 300; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "n%03d", i);
+		xwrite(tree, name, "n");
+	}
+
+	ck_assert_int_eq(govex__rm_rf(tree), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(tree, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	/* everything outside survives, unchanged */
+	ck_assert(file_has(outfile, "precious"));
+	ck_assert(file_has(outsubfile, "precious too"));
+	ck_assert_int_eq(stat(outfile, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0444);
+	ck_assert_int_eq(stat(outside, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+
+	/* removing what is gone is fine */
+	ck_assert_int_eq(govex__rm_rf(tree), 0);
+
+	/* a symlink given as the root is not followed */
+	char *rootlink = path_join(base, "rootlink");
+	ck_assert_int_eq(symlink(outside, rootlink), 0);
+	ck_assert_int_lt(govex__rm_rf(rootlink), 0);
+	ck_assert(file_has(outfile, "precious"));
+	ck_assert(file_has(outsubfile, "precious too"));
+	unlink(rootlink);
+
+	chmod(outfile, 0644);
+	ck_assert_int_eq(govex__rm_rf(base), 0);
+	ck_assert_int_eq(lstat(base, &st), -1);
+	free(rootlink);
+	free(outside);
+	free(outfile);
+	free(outsub);
+	free(outsubfile);
+	free(tree);
+}
+END_TEST
+
+/* The same as an unprivileged user, where permissions actually stop unlink/opendir. */
+static SRunner *runner;
+
+START_TEST(test_rm_rf_tree_unprivileged)
+{
+	/* only in a forked test process: never drop the runner's own privileges */
+	if (geteuid() == 0 && srunner_fork_status(runner) != CK_NOFORK) {
+		/* drop to nobody in this forked test process */
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			ck_abort_msg("cannot drop privileges: %s", strerror(errno));
+	}
+	char base[] = "/tmp/govex-unit-rmrf-u-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	char *tree = path_join(base, "tree");
+	char *keep = path_join(base, "keep");
+	write_file(keep, "k");
+	ck_assert_int_eq(mkdir(tree, 0755), 0);
+	xmkdir(tree, "locked", 0755);
+	xmkdir(tree, "locked/inner", 0755);
+	xwrite(tree, "locked/inner/f", "s");
+	xwrite(tree, "locked/g", "s");
+	xchmod(tree, "locked/inner", 0);
+	xchmod(tree, "locked", 0);
+	xmkdir(tree, "ro", 0755);
+	xwrite(tree, "ro/f", "r");
+	xchmod(tree, "ro", 0500);
+	xsymlink(keep, tree, "link");
+	ck_assert_int_eq(chmod(tree, 0500), 0);
+
+	ck_assert_int_eq(govex__rm_rf(tree), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(tree, &st), -1);
+	ck_assert(file_has(keep, "k"));
+	ck_assert_int_eq(govex__rm_rf(base), 0);
+	free(tree);
+	free(keep);
+}
+END_TEST
+
+START_TEST(test_make_workdir)
+{
+	char *wd = NULL;
+	setenv("TMPDIR", "/tmp", 1);
+	ck_assert_int_eq(govex__make_workdir(&wd, NULL), 0);
+	ck_assert_ptr_nonnull(wd);
+	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
+	struct stat st;
+	ck_assert_int_eq(stat(wd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(govex__rm_rf(wd), 0);
+	ck_assert_int_eq(stat(wd, &st), -1);
+	free(wd);
+	/* a relative TMPDIR is ignored */
+	setenv("TMPDIR", "relative", 1);
+	ck_assert_int_eq(govex__make_workdir(&wd, NULL), 0);
+	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
+	govex__rm_rf(wd);
+	free(wd);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------------------------------- */
+
+START_TEST(test_errors)
+{
+	struct govex_error e;
+	ck_assert_int_eq(govex__err(&e, GOVEX_ERANGE, 0, "x: %d", 5), -GOVEX_ERANGE);
+	ck_assert_int_eq(e.code, GOVEX_ERANGE);
+	ck_assert_str_eq(e.message, "x: 5");
+	/* a negative code is normalized */
+	ck_assert_int_eq(govex__err(&e, -ENOENT, ENOENT, "y"), -ENOENT);
+	ck_assert_int_eq(e.code, ENOENT);
+	ck_assert_int_eq(govex__err(NULL, GOVEX_EINVAL, 0, "z"), -GOVEX_EINVAL);
+	/* long messages are cut, never overflow */
+	char big[600];
+	memset(big, 'm', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	govex__err(&e, GOVEX_EINVAL, 0, "%s", big);
+	ck_assert_uint_eq(strlen(e.message), sizeof(e.message) - 1);
+	ck_assert_str_eq(govex_error_name(GOVEX_EPLAN), "GOVEX_EPLAN");
+	ck_assert_str_eq(govex_strerror(GOVEX_EPOLICY), "invalid policy");
+	ck_assert_str_eq(govex_strerror(-GOVEX_EUTF8), "invalid UTF-8");
+	ck_assert_str_eq(govex_error_name(ENOENT), "ENOENT");
+	ck_assert_str_eq(govex_error_name(-EACCES), "EACCES");
+	ck_assert_str_eq(govex_version(), GOVEX_VERSION_STRING);
+}
+END_TEST
+
+static Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("utf8");
+	tcase_add_loop_test(tc, test_utf8_valid, 0, ARRAY_SIZE(utf8_cases));
+	tcase_add_test(tc, test_sanitize_valid_unchanged);
+	tcase_add_test(tc, test_sanitize_replaces_each_byte);
+	tcase_add_test(tc, test_sanitize_cut_end);
+	tcase_add_test(tc, test_sanitize_cut_invalid_lead_not_dropped);
+	tcase_add_test(tc, test_sanitize_cut_impossible_prefix_not_dropped);
+	tcase_add_test(tc, test_sanitize_bound);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("paths");
+	tcase_add_loop_test(tc, test_path_normalized, 0, ARRAY_SIZE(norm_cases));
+	tcase_add_test(tc, test_path_normalized_null);
+	tcase_add_test(tc, test_path_under);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("strv");
+	tcase_add_test(tc, test_strv);
+	tcase_add_test(tc, test_strv_sort_small);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("dirs");
+	tcase_add_test(tc, test_rm_rf_tree);
+	tcase_add_test(tc, test_rm_rf_tree_unprivileged);
+	tcase_add_test(tc, test_make_workdir);
+	tcase_add_test(tc, test_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = runner = srunner_create(util_suite());
+	srunner_set_tap(sr, "-");
+	srunner_run_all(sr, CK_SILENT);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
