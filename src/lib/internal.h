@@ -130,6 +130,8 @@ typedef uint64_t govex__ctlset;
 #define CTL(id) ((govex__ctlset)1 << GOVEX_CTL_##id)
 
 const char *govex__control_name(enum govex__control c);
+/* The control of that name, or -1. */
+int govex__control_from_name(const char *name);
 /* Array of control names, in table order. */
 json_t *govex__ctlset_json(govex__ctlset set);
 
@@ -219,6 +221,9 @@ struct govex__interp {
 	char **libs;       /* shared-library files the interpreter maps at start */
 };
 void govex__interp_free(struct govex__interp *in);
+/* Writes "id\nanswer" to file atomically (temp + rename), making dir (0700) if needed;
+ * best effort: a cache that cannot be written is only slower. */
+void govex__cache_store(const char *dir, const char *file, const char *id, const char *answer);
 /* Probes interpreter (absolute path, or NULL for auto = python3 on the caller's PATH).
  * cache_dir may be NULL. */
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
@@ -256,6 +261,10 @@ struct govex__launch {
 			* backend takes it (closes the host's copy once the child has it) */
 	int frame_fd;  /* call mode: the host's read end of extra_fd's pipe, or -1; taken
 			* by the backend (govex__supervise closes it) */
+	/* Aggregate controls the backend must enforce itself for this run (memory, CPU,
+	 * pids); those the run gets from per-process limits because it is a single
+	 * process (see the plan's aggregate_by_single_process) are not in it. */
+	govex__ctlset aggregate;
 	uint64_t frame_max; /* largest response payload accepted */
 };
 

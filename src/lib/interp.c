@@ -279,7 +279,7 @@ static char *cache_read(const char *file, const char *id)
 	return answer;
 }
 
-static void cache_write(const char *dir, const char *file, const char *id, const char *answer)
+void govex__cache_store(const char *dir, const char *file, const char *id, const char *answer)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return;
@@ -328,6 +328,6 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 	if ((r = decode(answer, ret, err)) < 0)
 		return r;
 	if (cacheable && file)
-		cache_write(cache_dir, file, id, answer);
+		govex__cache_store(cache_dir, file, id, answer);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/utsname.h>
 
 #include "runtime.h"
 
@@ -115,6 +116,125 @@ static char *dup_opt(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/*
+ * Backend reports are probed on this host, which costs a few milliseconds (the
+ * restricted backend test-creates namespaces and cgroups).  With a cache directory they
+ * are cached across processes, keyed by everything they depend on: govex's version, the
+ * effective uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A
+ * stale entry can only be optimistic about a host setting changed since (a sysctl at run
+ * time), and then the run fails closed at the step that needs it.
+ */
+static char *report_cache_key(void)
+{
+	char boot[64] = "", *cg = NULL, *key = NULL;
+	size_t n;
+	struct utsname u;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = '\0';
+		fclose(f);
+	}
+	if (!boot[0] || govex__read_file("/proc/self/cgroup", 65536, &cg, &n, NULL) < 0 ||
+	    uname(&u) < 0) {
+		free(cg);
+		return NULL;
+	}
+	if (asprintf(&key, "govex %s uid %u kernel %s boot %s%s", GOVEX_VERSION_STRING,
+		     (unsigned)geteuid(), u.release, boot, cg) < 0)
+		key = NULL;
+	free(cg);
+	return key;
+}
+
+static json_t *reports_doc(const govex_runtime *rt)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < govex__n_backends; i++) {
+		const struct govex__report *r = &rt->reports[i];
+		json_t *un = json_array();
+		for (size_t k = 0; k < r->n_unavailable; k++)
+			json_array_append_new(un, json_pack("[s, s]",
+							    govex__control_name(r->unavailable[k].control),
+							    r->unavailable[k].reason));
+		json_array_append_new(a, json_pack("{s:s, s:b, s:s, s:o, s:o}", "name",
+						   govex__backends[i]->name, "available",
+						   r->available, "reason", r->unavailable_reason,
+						   "enforced", govex__ctlset_json(r->enforced),
+						   "unavailable", un));
+	}
+	return a;
+}
+
+static bool reports_load(govex_runtime *rt, json_t *a)
+{
+	if (!json_is_array(a) || json_array_size(a) != govex__n_backends)
+		return false;
+	for (size_t i = 0; i < govex__n_backends; i++) {
+		json_t *o = json_array_get(a, i), *e;
+		struct govex__report *r = &rt->reports[i];
+		const char *name = json_string_value(json_object_get(o, "name"));
+		const char *why = json_string_value(json_object_get(o, "reason"));
+		size_t k;
+		memset(r, 0, sizeof(*r));
+		if (!name || strcmp(name, govex__backends[i]->name) != 0 || !why)
+			return false;
+		r->available = json_is_true(json_object_get(o, "available"));
+		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason), "%s", why);
+		json_array_foreach(json_object_get(o, "enforced"), k, e)
+		{
+			int c = govex__control_from_name(json_string_value(e));
+			if (c < 0)
+				return false;
+			r->enforced |= (govex__ctlset)1 << c;
+		}
+		json_array_foreach(json_object_get(o, "unavailable"), k, e)
+		{
+			int c = govex__control_from_name(json_string_value(json_array_get(e, 0)));
+			const char *reason = json_string_value(json_array_get(e, 1));
+			if (c < 0 || !reason || r->n_unavailable >= GOVEX__CTL_COUNT)
+				return false;
+			r->unavailable[r->n_unavailable].control = (enum govex__control)c;
+			snprintf(r->unavailable[r->n_unavailable].reason,
+				 sizeof(r->unavailable[0].reason), "%s", reason);
+			r->n_unavailable++;
+		}
+	}
+	return true;
+}
+
+static void probe_backends(govex_runtime *rt)
+{
+	_cleanup_free_ char *key = NULL, *file = NULL, *data = NULL;
+	size_t len;
+	if (rt->probe_cache_dir && (key = report_cache_key())) {
+		char dg[72];
+		govex__sha256_digest(key, strlen(key), dg);
+		if (asprintf(&file, "%s/backends-v1-%.16s.json", rt->probe_cache_dir, dg + 7) < 0)
+			file = NULL;
+		if (file && govex__read_file(file, 1 << 20, &data, &len, NULL) == 0 &&
+		    len > strlen(key) && memcmp(data, key, strlen(key)) == 0 &&
+		    data[strlen(key)] == '\n') {
+			json_t *a = json_loads(data + strlen(key) + 1, 0, NULL);
+			bool ok = reports_load(rt, a);
+			json_decref(a);
+			if (ok)
+				return;
+		}
+	}
+	for (size_t i = 0; i < govex__n_backends; i++)
+		govex__backends[i]->probe(&rt->opts, &rt->reports[i]);
+	if (!file)
+		return;
+	json_t *a = reports_doc(rt);
+	char *js = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	if (js) {
+		govex__cache_store(rt->probe_cache_dir, file, key, js);
+		free(js);
+	}
+}
+
 GOVEX_API int govex_runtime_new(const govex_policy *policy,
 				const struct govex_runtime_options *opts,
 				govex_runtime **ret_runtime, struct govex_error *ret_err)
@@ -143,11 +263,10 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 					  rt->opts.audit_fd, &rt->audit_lock};
 	const char *want = rt->backend ? rt->backend : rt->policy->backend;
 	bool found = !want;
-	for (size_t i = 0; i < govex__n_backends; i++) {
-		govex__backends[i]->probe(&rt->opts, &rt->reports[i]);
+	probe_backends(rt);
+	for (size_t i = 0; i < govex__n_backends; i++)
 		if (want && strcmp(want, govex__backends[i]->name) == 0)
 			found = true;
-	}
 	if (!found) {
 		/* want points into rt: format before freeing */
 		r = govex__err(ret_err, GOVEX_EBACKEND, 0,
@@ -363,15 +482,14 @@ static govex__ctlset effective(govex__ctlset enforced, govex__ctlset required,
 			       govex__ctlset *ret_substituted)
 {
 	govex__ctlset eff = enforced, sub = 0;
+	/* Preferred even where the backend could make a cgroup: a single process needs
+	 * none, and a cgroup costs milliseconds per run. */
 	if ((required & CTL(SUBPROCESS_DENY)) && (enforced & CTL(SUBPROCESS_DENY))) {
-		if ((required & CTL(MEMORY_AGGREGATE)) && !(enforced & CTL(MEMORY_AGGREGATE)) &&
-		    (enforced & CTL(MEMORY_PER_PROCESS)))
+		if ((required & CTL(MEMORY_AGGREGATE)) && (enforced & CTL(MEMORY_PER_PROCESS)))
 			sub |= CTL(MEMORY_AGGREGATE);
-		if ((required & CTL(CPU_TIME_AGGREGATE)) &&
-		    !(enforced & CTL(CPU_TIME_AGGREGATE)) &&
-		    (enforced & CTL(CPU_TIME_PER_PROCESS)))
+		if ((required & CTL(CPU_TIME_AGGREGATE)) && (enforced & CTL(CPU_TIME_PER_PROCESS)))
 			sub |= CTL(CPU_TIME_AGGREGATE);
-		if ((required & CTL(PIDS_AGGREGATE)) && !(enforced & CTL(PIDS_AGGREGATE)))
+		if (required & CTL(PIDS_AGGREGATE))
 			sub |= CTL(PIDS_AGGREGATE);
 	}
 	*ret_substituted = sub;
@@ -1004,6 +1122,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		.extra_fd = extra_fd,
 		.frame_fd = frame_fd,
 		.frame_max = frame_max,
+		.aggregate = d->required & ~d->substituted &
+			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 	};
 	govex__audit(&rt->audit, run_id, "launch",
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",

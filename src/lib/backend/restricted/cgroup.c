@@ -320,9 +320,15 @@ static void rcg_run_init(struct rcg_run *r)
 	r->cpu_fd = -1;
 }
 
-int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, struct rcg_run *ret,
-	       struct govex_error *err)
+int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, govex__ctlset want,
+	       struct rcg_run *ret, struct govex_error *err)
 {
+	/* the aggregate control each resource's cgroup enforces */
+	static const govex__ctlset by_res[RCG_N] = {
+		[RCG_MEM] = CTL(MEMORY_AGGREGATE),
+		[RCG_PIDS] = CTL(PIDS_AGGREGATE),
+		[RCG_CPU] = CTL(CPU_TIME_AGGREGATE),
+	};
 	static unsigned long seq;
 	unsigned long n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
 	struct rcg_run r;
@@ -332,7 +338,9 @@ int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, struct 
 
 	for (int i = 0; i < RCG_N; i++) {
 		const struct rcg_parent *p = &s->p[i];
-		if (!p->version)
+		/* no cgroup for what the run does not need: creating and removing one
+		 * costs about a millisecond per hierarchy (cgroup v1) */
+		if (!p->version || !(want & by_res[i]))
 			continue;
 		/* v2 resources share one directory */
 		for (int j = 0; j < i; j++)

@@ -132,6 +132,7 @@ static void restricted_release(void *state)
 	rplan_free(&st->plan);
 	rfilter_free(&st->filter);
 	rcg_setup_free(&st->cg);
+	pthread_mutex_destroy(&st->cg_lock);
 	free(st);
 }
 
@@ -142,6 +143,7 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 	struct rstate *st = calloc(1, sizeof(*st));
 	if (!st)
 		return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");
+	pthread_mutex_init(&st->cg_lock, NULL);
 	st->userns = geteuid() != 0;
 	if (st->userns) {
 		st->uid = geteuid();
@@ -165,7 +167,6 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 		restricted_release(st);
 		return r;
 	}
-	rcg_discover(&st->cg);
 	*ret_state = st;
 	return 0;
 }
@@ -549,8 +550,17 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		rplan_free(&c.plan);
 		return launch_failed(l, o, err, "workdir", e, NULL);
 	}
+	if (l->aggregate) {
+		struct rstate *mst = state; /* the one mutable part of the state */
+		pthread_mutex_lock(&mst->cg_lock);
+		if (!mst->cg_discovered) {
+			rcg_discover(&mst->cg);
+			mst->cg_discovered = true;
+		}
+		pthread_mutex_unlock(&mst->cg_lock);
+	}
 	struct govex_error cgerr;
-	r = rcg_create(&st->cg, l->limits, &c.cg, &cgerr);
+	r = rcg_create(&st->cg, l->limits, l->aggregate, &c.cg, &cgerr);
 	if (r < 0) {
 		rscratch_free(&c.scr);
 		rplan_free(&c.plan);

@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <pthread.h>
+
 #include "../../internal.h"
 
 /* ---- mount plan (mounts.c) ---------------------------------------------------------- */
@@ -166,7 +168,8 @@ struct rcg_run {
 
 /* Makes the run's cgroups with limits l.  Resources without a usable parent are
  * skipped. */
-int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, struct rcg_run *ret,
+int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, govex__ctlset want,
+	       struct rcg_run *ret,
 	       struct govex_error *err);
 /* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
  * happened (each -1 / false when unknown). */
@@ -202,6 +205,11 @@ struct rstate {
 	int landlock_abi; /* <= 0: none */
 	struct rplan plan;
 	struct rfilter filter;
+	/* cgroup parents, discovered on the first run that needs a cgroup (discovery
+	 * test-creates a cgroup per hierarchy: milliseconds a run that needs none should
+	 * not pay) */
+	pthread_mutex_t cg_lock;
+	bool cg_discovered;
 	struct rcg_setup cg;
 };
 
