@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Start-up overhead of govex over a bare interpreter, measured side by side.
 
-Interleaves, in one run, `govex run --preset trusted -c 'print(6*7)'` (with the
-interpreter pinned to the real executable, as `auto` resolves it) and
-`python3 -I -S -c 'print(6*7)'`, and prints the median of each and their ratio.
-A benchmark, not a test: it never fails on noise.
+Interleaves, in one run, `govex run --preset P -c 'print(6*7)'` (with the interpreter
+pinned to the real executable, as `auto` resolves it), `python3 -I -S -c 'print(6*7)'`
+and, with --bwrap, bubblewrap running the same interpreter with comparable isolation
+(all namespaces, read-only binds of the interpreter's files, private /tmp, /proc, /dev;
+bwrap has no seccomp filter or Landlock here).  Prints the medians and their ratios to
+python.  A benchmark, not a test: it never fails on noise.
 
-usage: bench/startup.py [--govex build/govex] [--rounds 40] [--preset trusted]
+usage: bench/startup.py [--govex build/govex] [--rounds 40] [--preset trusted|strict]
+                        [--bwrap]
 """
 import argparse
 import json
@@ -32,6 +35,7 @@ def main():
     ap.add_argument('--rounds', type=int, default=40)
     ap.add_argument('--preset', default='trusted')
     ap.add_argument('--python', default=None, help='interpreter (default: python3 on PATH, resolved)')
+    ap.add_argument('--bwrap', action='store_true', help='also time bubblewrap')
     args = ap.parse_args()
     py = args.python or subprocess.run(['python3', '-c', 'import sys; print(sys.executable)'],
                                        capture_output=True, text=True, check=True).stdout.strip()
@@ -43,31 +47,36 @@ def main():
         json.dump(policy, f)
         pfile = f.name
     code = 'print(6*7)'
-    g = [args.govex, 'run', '--policy', pfile, '-c', code]
-    p = [py, '-I', '-S', '-c', code]
+    cmds = [('govex run --preset %s' % args.preset, [args.govex, 'run', '--policy', pfile,
+                                                       '-c', code]),
+            ('python3 -I -S', [py, '-I', '-S', '-c', code])]
+    if args.bwrap:
+        prefix = subprocess.run([py, '-I', '-S', '-c', 'import sys; print(sys.base_prefix)'],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        bw = ['bwrap', '--unshare-all', '--die-with-parent', '--new-session',
+              '--cap-drop', 'ALL', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/lib', '/lib',
+              '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin',
+              '--ro-bind', prefix, prefix, '--proc', '/proc', '--dev', '/dev',
+              '--tmpfs', '/tmp', '--chdir', '/tmp', '--clearenv', py, '-I', '-S', '-c', code]
+        cmds.append(('bwrap (comparable isolation)', bw))
+    times = {name: [] for name, _ in cmds}
     try:
-        for _ in range(3):  # warm caches (including govex's interpreter probe cache)
-            timed(g)
-            timed(p)
-        tg, tp = [], []
+        for _ in range(3):  # warm caches (including govex's probe caches)
+            for _, argv in cmds:
+                timed(argv)
         for i in range(args.rounds):
-            # alternate the order so neither side always runs first
-            if i % 2:
-                tg.append(timed(g))
-                tp.append(timed(p))
-            else:
-                tp.append(timed(p))
-                tg.append(timed(g))
+            # rotate the order so no command always runs first
+            k = i % len(cmds)
+            for name, argv in cmds[k:] + cmds[:k]:
+                times[name].append(timed(argv))
     finally:
         os.unlink(pfile)
-    mg, mp = statistics.median(tg), statistics.median(tp)
+    base = statistics.median(times['python3 -I -S'])
     print('interpreter: %s' % py)
     print('rounds: %d (interleaved)' % args.rounds)
-    print('govex run --preset %s: median %.2f ms' % (args.preset, mg * 1e3))
-    print('python3 -I -S:        median %.2f ms' % (mp * 1e3))
-    print('ratio (median govex / median python): %.3f' % (mg / mp))
-    ratios = sorted(a / b for a, b in zip(tg, tp))
-    print('per-round ratio median: %.3f' % statistics.median(ratios))
+    for name, _ in cmds:
+        m = statistics.median(times[name])
+        print('%-34s median %6.2f ms   ratio to python %.3f' % (name, m * 1e3, m / base))
     return 0
 
 
