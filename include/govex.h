@@ -315,7 +315,8 @@ struct govex_source {
 	size_t len;
 	const char *path;   /* optional absolute path, recorded in plans for re-reading */
 	int notebook;       /* data is an .ipynb document: its code cells are joined in
-			     * order into one Python source (see govex_source_python()) */
+			     * order into one Python source, each ending with a newline; a
+			     * cell with an IPython magic or shell escape is invalid input */
 	const char *module; /* module name; NULL = derived from path ("module" otherwise) */
 };
 
@@ -357,6 +358,40 @@ GOVEX_API int govex_runtime_plan_call(govex_runtime *runtime, const struct govex
  */
 GOVEX_API int govex_runtime_call(govex_runtime *runtime, const govex_plan *plan,
 				 const struct govex_call *call, govex_result **ret_result,
+				 struct govex_error *ret_err);
+
+/* ------------------------------------------------------------------------------------
+ * Process toolkit: run an executable, argv first, under the same policy and backends
+ * ---------------------------------------------------------------------------------- */
+
+/* An exec request.  Zero it, then set fields.  Borrowed for the call. */
+struct govex_exec {
+	/* argv[0] names the executable: a path, or a name searched on the caller's PATH
+	 * before planning.  The plan carries the absolute path and the digest of its
+	 * bytes; a sandbox binds it, its loader and the libraries it loads read-only. */
+	const char *const *argv;
+	/* Or, instead of argv: a command string run as /bin/sh -c STRING, only when the
+	 * policy says shell: allow (else policy_refused naming shell), and approved when
+	 * the policy requires approval for shell.  Nothing else interprets strings. */
+	const char *shell;
+	const char *stdin_data; /* optional */
+	size_t stdin_len;
+	struct govex_limits limits;
+	const char *const *env; /* optional "NAME=VALUE" list (names in environment.allow) */
+	unsigned needs;         /* enum govex_need bits */
+	const char *const *metadata;
+	govex_cancel_token *cancel;
+};
+
+/* Plans an exec without running anything (as govex_runtime_plan()). */
+GOVEX_API int govex_runtime_plan_exec(govex_runtime *runtime, const struct govex_exec *exec,
+				      govex_plan **ret_plan, govex_result **ret_result,
+				      struct govex_error *ret_err);
+
+/* Runs an exec; with plan non-NULL, exactly that plan (a changed executable gives
+ * source_mismatch).  The result is that of a run: status, exit code, output. */
+GOVEX_API int govex_runtime_exec(govex_runtime *runtime, const govex_plan *plan,
+				 const struct govex_exec *exec, govex_result **ret_result,
 				 struct govex_error *ret_err);
 
 /* ------------------------------------------------------------------------------------

@@ -34,6 +34,37 @@ int cmd_run(int argc, char **argv, bool plan_only);
 int cmd_policy(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 
+/* common.c */
+#include <signal.h>
+extern volatile sig_atomic_t cli_caught_signal;
+extern govex_cancel_token *cli_cancel_token;
+/* SIGINT, SIGTERM and SIGHUP cancel cli_cancel_token's runs. */
+void cli_cancel_on_signals(void);
+/* Reads a whole file ("-": stdin) of at most max bytes; -errno on failure. */
+int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
+int cli_write_all(int fd, const char *s, size_t n);
+/* Approvers: an external command (userdata: the command) or the terminal. */
+int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms);
+int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms);
+/* Prints msg on stderr and, with json, a refusal result on stdout; returns 125. */
+int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg);
+/* $XDG_CACHE_HOME/govex or ~/.cache/govex (for the interpreter probe cache), or NULL. */
+char *cli_cache_dir(void);
+/* Loads the policy (file or preset; default strict), opens the audit file and makes the
+ * runtime with the CLI's approver; on failure emits a refusal and returns 125. */
+int cli_make_runtime(const char *policy_file, const char *preset, const char *backend,
+		     const char *audit_file, const char *approver, bool ask, bool json,
+		     govex_runtime **ret_rt, int *ret_audit_fd);
+/* Prints a run's result (--json document, or the program's output) and returns the
+ * exit status: the program's own, 124, 125 or 128+N. */
+int cli_print_run_result(govex_result *res, bool json);
+int cmd_exec(int argc, char **argv);
+
+int cmd_call(int argc, char **argv, bool plan_only);
+/* FILE.py:FUNCTION or FILE.ipynb:FUNCTION */
+bool cli_is_call_target(const char *s);
+int cmd_inspect(int argc, char **argv);
+
 /* Prints "govex: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -5,17 +5,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-extern char **environ;
 
 #define INPUT_MAX (64u << 20)
 
@@ -42,165 +39,6 @@ static const char run_usage[] =
 	"\n"
 	"exit status: the program's own; 124 timeout; 125 refused, invalid or not started;\n"
 	"128+N killed by signal N (or cancelled by signal N to govex)\n";
-
-static volatile sig_atomic_t caught_signal;
-static govex_cancel_token *cancel_token;
-
-static void on_signal(int sig)
-{
-	caught_signal = sig;
-	govex_cancel(cancel_token);
-}
-
-static int read_all(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t cap = 65536, len = 0;
-	char *buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (len == cap) {
-			if (cap > max)
-				break;
-			char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			close(fd);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	if (len > max) {
-		free(buf);
-		return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
-static int write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Approver command: sh -c COMMAND, the plan on its stdin, its stdout sent to our stderr
- * (stdout is reserved for the result); exit 0 approves. */
-static int approve_command(void *ud, const char *plan, size_t len, const char *const *perms)
-{
-	const char *cmd = ud;
-	int in[2];
-	(void)perms;
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return 0;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-	pid_t pid;
-	int r = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	if (r != 0) {
-		close(in[1]);
-		cli_error("approver: cannot start /bin/sh: %s", strerror(r));
-		return 0;
-	}
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
-	sigaction(SIGPIPE, &ign, &old);
-	write_all(in[1], plan, len);
-	sigaction(SIGPIPE, &old, NULL);
-	close(in[1]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-/* --ask: the plan's permissions on the terminal, y/N. */
-static int approve_ask(void *ud, const char *plan, size_t len, const char *const *perms)
-{
-	(void)ud;
-	FILE *tty = fopen("/dev/tty", "r+e");
-	if (!tty)
-		return 0;
-	fprintf(tty, "govex: this run needs approval for:");
-	for (size_t i = 0; perms[i]; i++)
-		fprintf(tty, " %s", perms[i]);
-	fprintf(tty, "\nplan: %.*s", (int)len, plan);
-	fprintf(tty, "approve? [y/N] ");
-	fflush(tty);
-	char line[16] = "";
-	bool ok = fgets(line, sizeof(line), tty) && (line[0] == 'y' || line[0] == 'Y');
-	fclose(tty);
-	return ok;
-}
-
-static int emit_refusal(bool json, enum govex_status st, const char *code, const char *msg)
-{
-	cli_error("%s", msg);
-	if (json) {
-		govex_result *r = NULL;
-		if (govex_result_new_refusal(st, code, msg, &r) == 0) {
-			size_t n;
-			const char *js = govex_result_json(r, &n);
-			write_all(1, js, n);
-			govex_result_free(r);
-		}
-	}
-	return EXIT_REFUSED;
-}
-
-static char *cache_dir(void)
-{
-	const char *x = secure_getenv("XDG_CACHE_HOME");
-	const char *h = secure_getenv("HOME");
-	char *d = NULL;
-	if (x && x[0] == '/') {
-		if (asprintf(&d, "%s/govex", x) < 0)
-			return NULL;
-	} else if (h && h[0] == '/') {
-		char *c = NULL;
-		if (asprintf(&c, "%s/.cache", h) < 0)
-			return NULL;
-		mkdir(c, 0700);
-		if (asprintf(&d, "%s/govex", c) < 0)
-			d = NULL;
-		free(c);
-	}
-	return d;
-}
 
 int cmd_run(int argc, char **argv, bool plan_only)
 {
@@ -236,21 +74,21 @@ int cmd_run(int argc, char **argv, bool plan_only)
 			      : govex_policy_preset(a.preset ? a.preset : "strict", &policy, &ge);
 	if (r < 0) {
 		snprintf(msg, sizeof(msg), "policy: %s", ge.message);
-		rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_policy", msg);
+		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_policy", msg);
 		goto out;
 	}
 
 	if (a.plan_file) {
-		if ((r = read_all(a.plan_file, 4u << 20, &plan_text, &plan_len)) < 0 ||
+		if ((r = cli_read_all(a.plan_file, 4u << 20, &plan_text, &plan_len)) < 0 ||
 		    govex_plan_parse(plan_text, plan_len, &plan, &ge) < 0) {
 			snprintf(msg, sizeof(msg), "plan '%s': %s", a.plan_file,
 				 r < 0 ? strerror(-r) : ge.message);
-			rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
+			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
 			goto out;
 		}
 		if (!a.code && !a.file) {
 			if (!govex_plan_source_path(plan)) {
-				rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "missing_code",
+				rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "missing_code",
 						  "plan: it records no source file; give -c CODE, "
 						  "FILE or -");
 				goto out;
@@ -263,52 +101,52 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		if (!(code = strdup(a.code)))
 			goto oom;
 	} else {
-		if ((r = read_all(a.file, INPUT_MAX, &code, &code_len)) < 0) {
+		if ((r = cli_read_all(a.file, INPUT_MAX, &code, &code_len)) < 0) {
 			snprintf(msg, sizeof(msg), "code '%s': %s", a.file, strerror(-r));
-			rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_code", msg);
+			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_code", msg);
 			goto out;
 		}
 		if (strcmp(a.file, "-") != 0)
 			source_path = realpath(a.file, NULL);
 	}
-	if (a.stdin_file && (r = read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len)) < 0) {
+	if (a.stdin_file && (r = cli_read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len)) < 0) {
 		snprintf(msg, sizeof(msg), "stdin '%s': %s", a.stdin_file, strerror(-r));
-		rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_stdin", msg);
+		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_stdin", msg);
 		goto out;
 	}
 	if (a.audit_file) {
 		audit_fd = open(a.audit_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (audit_fd < 0) {
 			snprintf(msg, sizeof(msg), "audit '%s': %s", a.audit_file, strerror(errno));
-			rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unwritable_audit",
+			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unwritable_audit",
 					  msg);
 			goto out;
 		}
 	}
 
-	cdir = cache_dir();
+	cdir = cli_cache_dir();
 	struct govex_runtime_options o = {
 		.audit_fd = audit_fd,
 		.probe_cache_dir = cdir,
 		.backend = a.backend,
 	};
 	if (a.approver) {
-		o.approve = approve_command;
+		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)a.approver;
 	} else if (a.ask) {
 		if (!isatty(0) && access("/dev/tty", R_OK | W_OK) != 0) {
-			rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
+			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
 					  "--ask: no terminal to ask on");
 			goto out;
 		}
-		o.approve = approve_ask;
+		o.approve = cli_approve_ask;
 	}
 	if ((r = govex_runtime_new(policy, &o, &rt, &ge)) < 0) {
 		snprintf(msg, sizeof(msg), "%s", ge.message);
-		rc = emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_runtime", msg);
+		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_runtime", msg);
 		goto out;
 	}
-	if ((r = govex_cancel_new(&cancel_token)) < 0)
+	if ((r = govex_cancel_new(&cli_cancel_token)) < 0)
 		goto oom;
 
 	struct govex_request req = {
@@ -319,7 +157,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		.stdin_data = stdin_data,
 		.stdin_len = stdin_len,
 		.env = a.n_env ? a.env : NULL,
-		.cancel = cancel_token,
+		.cancel = cli_cancel_token,
 	};
 	req.limits.wall_ms = a.timeout_ms;
 
@@ -331,15 +169,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		if (fresh) {
 			size_t n;
 			const char *c = govex_plan_canonical(fresh, &n);
-			rc = write_all(1, c, n) < 0 ? 1 : 0;
+			rc = cli_write_all(1, c, n) < 0 ? 1 : 0;
 			goto out;
 		}
 	} else {
-		struct sigaction sa = {.sa_handler = on_signal};
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
+		cli_cancel_on_signals();
 		r = plan ? govex_runtime_execute(rt, plan, &req, &res, &ge)
 			 : govex_runtime_run(rt, &req, &res, &ge);
 		if (r < 0) {
@@ -348,21 +182,7 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		}
 	}
 
-	const struct govex_result_view *v = govex_result_view(res);
-	if (a.json) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		write_all(1, js, n);
-	} else {
-		write_all(1, v->stdout_data, v->stdout_len);
-		write_all(2, v->stderr_data, v->stderr_len);
-	}
-	if (v->status != GOVEX_STATUS_SUCCESS &&
-	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED))
-		cli_error("%s", govex_result_summary(res));
-	rc = govex_result_exit_status(res);
-	if (v->status == GOVEX_STATUS_CANCELLED && caught_signal)
-		rc = 128 + caught_signal;
+	rc = cli_print_run_result(res, a.json);
 	goto out;
 oom:
 	cli_error("out of memory");
@@ -373,7 +193,7 @@ out:
 	govex_plan_free(plan);
 	govex_runtime_free(rt);
 	govex_policy_free(policy);
-	cancel_token = govex_cancel_free(cancel_token);
+	cli_cancel_token = govex_cancel_free(cli_cancel_token);
 	if (audit_fd >= 0)
 		close(audit_fd);
 	free(code);

@@ -13,7 +13,10 @@ static const char usage[] =
 	"\n"
 	"commands:\n"
 	"  run       run code under a policy (govex run --help)\n"
-	"  plan      print the canonical plan of a run without running it\n"
+	"  plan      print the canonical plan of a run or call without running it\n"
+	"  call      call one function of a Python file with JSON arguments\n"
+	"  inspect   list a module's functions, signatures and effects (static)\n"
+	"  exec      run an executable, argv first, under a policy\n"
 	"  policy    check, canonicalize, digest or show policies\n"
 	"  backends  list backends and the controls they enforce on this host\n"
 	"  version   print the version\n"
@@ -48,8 +51,19 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc - 1, argv + 1, false);
-	if (strcmp(cmd, "plan") == 0)
+	if (strcmp(cmd, "plan") == 0) {
+		/* a FILE:FUNCTION argument makes it the plan of a call */
+		for (int i = 2; i < argc; i++)
+			if (argv[i][0] != '-' && cli_is_call_target(argv[i]))
+				return cmd_call(argc - 1, argv + 1, true);
 		return cmd_run(argc - 1, argv + 1, true);
+	}
+	if (strcmp(cmd, "call") == 0)
+		return cmd_call(argc - 1, argv + 1, false);
+	if (strcmp(cmd, "inspect") == 0)
+		return cmd_inspect(argc - 1, argv + 1);
+	if (strcmp(cmd, "exec") == 0)
+		return cmd_exec(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "backends") == 0)

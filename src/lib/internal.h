@@ -266,6 +266,9 @@ struct govex__launch {
 	 * process (see the plan's aggregate_by_single_process) are not in it. */
 	govex__ctlset aggregate;
 	uint64_t frame_max; /* largest response payload accepted */
+	/* files the run needs to read besides the runtime's (govex exec: the executable,
+	 * its loader and libraries); a sandbox binds them read-only.  NULL = none. */
+	char *const *extra_ro;
 };
 
 struct govex__buf {

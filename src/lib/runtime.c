@@ -577,15 +577,19 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 		if (!govex__utf8_valid(req->code, req->code_len))
 			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
 			       "code: not valid UTF-8");
+		if (req->source_path && !govex__path_normalized(req->source_path))
+			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
+			       "source_path: must be an absolute normalized path");
+	}
+
+	/* stdin: the program's (a call's request frame is not stdin) */
+	if (!job || strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0) {
 		if (req->stdin_len > p->limits.stdin_bytes)
 			REFUSE(GOVEX_STATUS_INVALID_INPUT, "stdin_too_large", NULL,
 			       "stdin: %zu bytes exceeds limits.stdin_bytes (%llu)", req->stdin_len,
 			       (unsigned long long)p->limits.stdin_bytes);
 		if (req->stdin_len && !req->stdin_data)
 			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_stdin", NULL, "stdin: missing data");
-		if (req->source_path && !govex__path_normalized(req->source_path))
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
-			       "source_path: must be an absolute normalized path");
 	}
 
 	/* limits */
@@ -854,6 +858,9 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			json_object_del(doc, "code");
 			json_object_del(doc, "stdin");
 			json_object_del(doc, "request_digest");
+			/* an exec runs its own executable, not the interpreter */
+			if (strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0)
+				json_object_del(doc, "interpreter");
 			json_object_update(doc, job);
 		}
 		govex_plan *plan = govex__plan_from_doc(doc);
@@ -1083,8 +1090,8 @@ static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, c
 int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
 		  const govex_plan *plan, char *const *argv, const char *stdin_data,
 		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
-		  uint64_t frame_max, struct govex__outcome *o, govex_result **ret_result,
-		  struct govex_error *err)
+		  uint64_t frame_max, char *const *extra_ro, struct govex__outcome *o,
+		  govex_result **ret_result, struct govex_error *err)
 {
 	const struct govex__backend_ops *b = govex__backends[d->backend];
 	void *state = NULL;
@@ -1124,6 +1131,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		.frame_max = frame_max,
 		.aggregate = d->required & ~d->substituted &
 			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
+		.extra_ro = extra_ro,
 	};
 	govex__audit(&rt->audit, run_id, "launch",
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
@@ -1228,7 +1236,7 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	argv[ac++] = code;
 	argv[ac] = NULL;
 	if ((r = govex__launch(rt, run_id, &d, plan, argv, req->stdin_data, req->stdin_len,
-			       req->cancel, -1, -1, 0, &o, &res, err)) < 0)
+			       req->cancel, -1, -1, 0, NULL, &o, &res, err)) < 0)
 		goto oom;
 	if (res)
 		goto finish;

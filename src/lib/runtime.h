@@ -76,8 +76,8 @@ govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct
 int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
 		  const govex_plan *plan, char *const *argv, const char *stdin_data,
 		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
-		  uint64_t frame_max, struct govex__outcome *ret_o, govex_result **ret_result,
-		  struct govex_error *err);
+		  uint64_t frame_max, char *const *extra_ro, struct govex__outcome *ret_o,
+		  govex_result **ret_result, struct govex_error *err);
 /* Diagnostics for how a run ended (timeout, cancel, limits, launch failure). */
 void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
 				const struct govex__limits *l);

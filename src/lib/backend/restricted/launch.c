@@ -532,7 +532,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
-	r = rplan_for_run(&st->plan, l->workdir, &c.plan);
+	r = rplan_for_run(&st->plan, l->workdir, l->extra_ro, &c.plan);
 	if (r < 0)
 		return launch_failed(l, o, err, "plan", -r, NULL);
 	r = rscratch_alloc(&c.scr, c.plan.n);

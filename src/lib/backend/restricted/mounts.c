@@ -328,7 +328,8 @@ static bool is_bind(enum rmount_kind k)
 	return k == RM_BIND_RO || k == RM_BIND_RW;
 }
 
-int rplan_for_run(const struct rplan *base, const char *workdir, struct rplan *ret)
+int rplan_for_run(const struct rplan *base, const char *workdir, char *const *extra_ro,
+		  struct rplan *ret)
 {
 	struct rplan pl = {0};
 	pl.m = calloc(base->n + 1, sizeof(*pl.m));
@@ -350,6 +351,16 @@ int rplan_for_run(const struct rplan *base, const char *workdir, struct rplan *r
 		pl.n++;
 		if (!pl.m[pl.n - 1].path)
 			goto nomem;
+	}
+	/* the run's own read-only files (govex exec: the executable and its libraries),
+	 * resolved like the runtime's */
+	for (size_t i = 0; extra_ro && extra_ro[i]; i++) {
+		struct govex_error e;
+		int r = add_bind(&pl, RM_BIND_RO, extra_ro[i], LL_READ, &e);
+		if (r < 0) {
+			rplan_free(&pl);
+			return r;
+		}
 	}
 	qsort(pl.m, pl.n, sizeof(*pl.m), mount_cmp);
 

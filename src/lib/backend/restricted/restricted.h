@@ -72,7 +72,9 @@ int rplan_build(const struct govex_policy *p, const struct govex__interp *in, st
 		struct govex_error *err);
 /* Copies base, adds the run's workdir (read-write) and orders the result for mounting:
  * parents first, redundant nested binds dropped. */
-int rplan_for_run(const struct rplan *base, const char *workdir, struct rplan *ret);
+/* The plan of one run: base plus the workdir (read-write) and extra_ro (read-only). */
+int rplan_for_run(const struct rplan *base, const char *workdir, char *const *extra_ro,
+		  struct rplan *ret);
 void rplan_free(struct rplan *p);
 
 /* Landlock rights. */

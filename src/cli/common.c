@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* Pieces shared by the CLI's commands. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+volatile sig_atomic_t cli_caught_signal;
+govex_cancel_token *cli_cancel_token;
+
+static void on_signal(int sig)
+{
+	cli_caught_signal = sig;
+	govex_cancel(cli_cancel_token);
+}
+
+void cli_cancel_on_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (len == cap) {
+			if (cap > max)
+				break;
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > max) {
+		free(buf);
+		return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+int cli_write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Approver command: sh -c COMMAND, the plan on its stdin, its stdout sent to our stderr
+ * (stdout is reserved for the result); exit 0 approves. */
+int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms)
+{
+	const char *cmd = ud;
+	int in[2];
+	(void)perms;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return 0;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+	pid_t pid;
+	int r = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	if (r != 0) {
+		close(in[1]);
+		cli_error("approver: cannot start /bin/sh: %s", strerror(r));
+		return 0;
+	}
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
+	cli_write_all(in[1], plan, len);
+	sigaction(SIGPIPE, &old, NULL);
+	close(in[1]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* --ask: the plan's permissions on the terminal, y/N. */
+int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms)
+{
+	(void)ud;
+	FILE *tty = fopen("/dev/tty", "r+e");
+	if (!tty)
+		return 0;
+	fprintf(tty, "govex: this run needs approval for:");
+	for (size_t i = 0; perms[i]; i++)
+		fprintf(tty, " %s", perms[i]);
+	fprintf(tty, "\nplan: %.*s", (int)len, plan);
+	fprintf(tty, "approve? [y/N] ");
+	fflush(tty);
+	char line[16] = "";
+	bool ok = fgets(line, sizeof(line), tty) && (line[0] == 'y' || line[0] == 'Y');
+	fclose(tty);
+	return ok;
+}
+
+int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg)
+{
+	cli_error("%s", msg);
+	if (json) {
+		govex_result *r = NULL;
+		if (govex_result_new_refusal(st, code, msg, &r) == 0) {
+			size_t n;
+			const char *js = govex_result_json(r, &n);
+			cli_write_all(1, js, n);
+			govex_result_free(r);
+		}
+	}
+	return EXIT_REFUSED;
+}
+
+char *cli_cache_dir(void)
+{
+	const char *x = secure_getenv("XDG_CACHE_HOME");
+	const char *h = secure_getenv("HOME");
+	char *d = NULL;
+	if (x && x[0] == '/') {
+		if (asprintf(&d, "%s/govex", x) < 0)
+			return NULL;
+	} else if (h && h[0] == '/') {
+		char *c = NULL;
+		if (asprintf(&c, "%s/.cache", h) < 0)
+			return NULL;
+		mkdir(c, 0700);
+		if (asprintf(&d, "%s/govex", c) < 0)
+			d = NULL;
+		free(c);
+	}
+	return d;
+}
+
+
+/* Loads the policy, opens the audit file and makes the runtime, or emits a refusal. */
+int cli_make_runtime(const char *policy_file, const char *preset, const char *backend,
+		     const char *audit_file, const char *approver, bool ask, bool json,
+		     govex_runtime **ret_rt, int *ret_audit_fd)
+{
+	govex_policy *policy = NULL;
+	struct govex_error ge = {0};
+	char msg[600];
+	int r = policy_file ? govex_policy_load(policy_file, &policy, &ge)
+			    : govex_policy_preset(preset ? preset : "strict", &policy, &ge);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "policy: %s", ge.message);
+		return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "invalid_policy", msg);
+	}
+	int audit_fd = -1;
+	if (audit_file) {
+		audit_fd = open(audit_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (audit_fd < 0) {
+			snprintf(msg, sizeof(msg), "audit '%s': %s", audit_file, strerror(errno));
+			govex_policy_free(policy);
+			return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "unwritable_audit",
+						msg);
+		}
+	}
+	char *cdir = cli_cache_dir();
+	struct govex_runtime_options o = {
+		.audit_fd = audit_fd,
+		.probe_cache_dir = cdir,
+		.backend = backend,
+	};
+	if (approver) {
+		o.approve = cli_approve_command;
+		o.approve_userdata = (void *)approver;
+	} else if (ask) {
+		o.approve = cli_approve_ask;
+	}
+	r = govex_runtime_new(policy, &o, ret_rt, &ge);
+	free(cdir);
+	govex_policy_free(policy);
+	if (r < 0) {
+		if (audit_fd >= 0)
+			close(audit_fd);
+		snprintf(msg, sizeof(msg), "%s", ge.message);
+		return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "invalid_runtime", msg);
+	}
+	*ret_audit_fd = audit_fd;
+	return 0;
+}
+
+
+int cli_print_run_result(govex_result *res, bool json)
+{
+	const struct govex_result_view *v = govex_result_view(res);
+	if (json) {
+		size_t n;
+		const char *js = govex_result_json(res, &n);
+		cli_write_all(1, js, n);
+	} else {
+		cli_write_all(1, v->stdout_data, v->stdout_len);
+		cli_write_all(2, v->stderr_data, v->stderr_len);
+	}
+	if (v->status != GOVEX_STATUS_SUCCESS &&
+	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED))
+		cli_error("%s", govex_result_summary(res));
+	int rc = govex_result_exit_status(res);
+	if (v->status == GOVEX_STATUS_CANCELLED && cli_caught_signal)
+		rc = 128 + cli_caught_signal;
+	return rc;
+}
