@@ -59,6 +59,7 @@ int cli_make_runtime(const char *policy_file, const char *preset, const char *ba
  * exit status: the program's own, 124, 125 or 128+N. */
 int cli_print_run_result(govex_result *res, bool json);
 int cmd_exec(int argc, char **argv);
+int cmd_mcp(int argc, char **argv); /* src/mcp/server.c */
 
 int cmd_call(int argc, char **argv, bool plan_only);
 /* FILE.py:FUNCTION or FILE.ipynb:FUNCTION */

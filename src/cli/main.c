@@ -17,6 +17,7 @@ static const char usage[] =
 	"  call      call one function of a Python file with JSON arguments\n"
 	"  inspect   list a module's functions, signatures and effects (static)\n"
 	"  exec      run an executable, argv first, under a policy\n"
+	"  mcp       serve run_python_snippet and a module's functions as MCP tools (stdio)\n"
 	"  policy    check, canonicalize, digest or show policies\n"
 	"  backends  list backends and the controls they enforce on this host\n"
 	"  version   print the version\n"
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
 		return cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(cmd, "exec") == 0)
 		return cmd_exec(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return cmd_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "backends") == 0)

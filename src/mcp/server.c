@@ -1,0 +1,871 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * govex mcp: the stdio transport (newline-delimited JSON-RPC 2.0; stdout carries protocol
+ * only, logs go to stderr) and the dispatch of both protocol eras:
+ *
+ *   legacy (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25): initialize with version
+ *     negotiation, notifications/initialized, ping, logging/setLevel, tools/list,
+ *     tools/call;
+ *   modern (2026-07-28): every request carries its protocol version and client
+ *     capabilities in params._meta; server/discover, tools/list, tools/call; results
+ *     carry resultType and the server's identity in _meta.
+ *
+ * A request with the modern _meta envelope is served statelessly; anything else follows
+ * the legacy session (the spec's "dual-era" server).  The main thread reads and answers
+ * everything but tools/call, which goes to the pool (calls.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mcp.h"
+
+#define MODERN_VERSION	   "2026-07-28"
+#define LATEST_LEGACY	   "2025-11-25"
+#define META_VERSION	   "io.modelcontextprotocol/protocolVersion"
+#define META_CAPS	   "io.modelcontextprotocol/clientCapabilities"
+#define META_INFO	   "io.modelcontextprotocol/clientInfo"
+#define META_LOGLEVEL	   "io.modelcontextprotocol/logLevel"
+#define META_SERVERINFO	   "io.modelcontextprotocol/serverInfo"
+#define LIST_TTL_MS	   300000
+#define READ_CHUNK	   65536
+#define MAX_CONCURRENT_MAX 256
+#define MODULES_MAX	   64
+
+/* newest first: the order of server/discover and of -32022's "supported" */
+static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18",
+				       "2025-03-26",   "2024-11-05", NULL};
+
+static const char *const log_levels[] = {"debug",    "info",  "notice",	   "warning", "error",
+					 "critical", "alert", "emergency", NULL};
+
+struct mcp_server {
+	pthread_mutex_t out_lock;
+	bool out_broken;
+	govex_policy *policy;
+	govex_runtime *rt;
+	struct mcp_catalog cat;
+	struct mcp_pool *pool;
+	char *instructions;
+	/* the legacy session (main thread only) */
+	bool initialized;
+	char version[16];
+	char *client_name;
+	int log_level; /* logging/setLevel; -1 until set */
+};
+
+static const char usage[] =
+    "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
+    "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
+    "\n"
+    "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
+    "MCP's stdio transport (JSON-RPC 2.0, one message per line; protocol versions\n"
+    "2024-11-05 to 2025-11-25 with initialize, and 2026-07-28 per request).\n"
+    "\n"
+    "  --policy FILE         policy file (govex.policy/v1); default: the strict preset\n"
+    "  --preset NAME         built-in policy: strict, workspace, trusted\n"
+    "  --module FILE         offer FILE's eligible public functions as tools, each call\n"
+    "                        bound to the bytes read now (repeatable)\n"
+    "  --audit FILE          append govex.audit/v1 events (JSON lines) to FILE\n"
+    "  --approver COMMAND    run COMMAND (sh -c) with the plan on stdin when the policy\n"
+    "                        requires approval; exit 0 approves.  Without it, such\n"
+    "                        calls are refused\n"
+    "  --max-concurrent N    calls running at once (default: the number of CPUs)\n"
+    "\n"
+    "Logs go to stderr; stdin's end stops the server and cancels the calls in flight.\n";
+
+/* ---------------------------------------------------------------- output */
+
+void mcp_log(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	fprintf(stderr, "govex mcp: %s\n", line);
+}
+
+void mcp_send(struct mcp_server *srv, json_t *msg)
+{
+	if (!msg) {
+		mcp_log("cannot encode a message (out of memory?)");
+		return;
+	}
+	char *s = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!s) {
+		mcp_log("cannot encode a message");
+		return;
+	}
+	size_t n = strlen(s);
+	s[n] = '\n'; /* the NUL goes; length is kept below */
+	pthread_mutex_lock(&srv->out_lock);
+	const char *p = s;
+	size_t left = n + 1;
+	while (left && !srv->out_broken) {
+		ssize_t w = write(1, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			mcp_log("stdout: %s; replies are dropped from now on", strerror(errno));
+			srv->out_broken = true;
+			break;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	pthread_mutex_unlock(&srv->out_lock);
+	free(s);
+}
+
+int mcp_log_level(const char *name)
+{
+	for (int i = 0; name && log_levels[i]; i++)
+		if (strcmp(name, log_levels[i]) == 0)
+			return i;
+	return -1;
+}
+
+void mcp_notify_log(struct mcp_server *srv, int request_level, const char *level, json_t *data)
+{
+	if (request_level < 0 || mcp_log_level(level) < request_level) {
+		json_decref(data);
+		return;
+	}
+	mcp_send(srv, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "jsonrpc", "2.0", "method",
+				"notifications/message", "params", "level", level, "logger",
+				"govex", "data", data ? data : json_null()));
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", MCP_SERVER_NAME, "title",
+			 "govex: Python under an enforced policy", "version", govex_version());
+}
+
+void mcp_stamp_modern(json_t *result)
+{
+	json_object_set_new(result, "resultType", json_string("complete"));
+	json_t *meta = json_object_get(result, "_meta");
+	if (!json_is_object(meta)) {
+		meta = json_object();
+		json_object_set_new(result, "_meta", meta);
+	}
+	json_object_set_new(meta, META_SERVERINFO, server_info());
+}
+
+static void reply(struct mcp_server *srv, json_t *id, json_t *result)
+{
+	mcp_send(srv, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+}
+
+/* id NULL: JSON null (the request's id could not be read).  Takes data. */
+static void reply_error(struct mcp_server *srv, json_t *id, int code, const char *message,
+			json_t *data)
+{
+	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
+	if (!err) /* a message that is not UTF-8 */
+		err = json_pack("{s:i, s:s}", "code", code, "message", "invalid message");
+	if (data)
+		json_object_set_new(err, "data", data);
+	mcp_send(srv, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+				"error", err));
+}
+
+static void reply_errorf(struct mcp_server *srv, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_errorf(struct mcp_server *srv, json_t *id, int code, const char *fmt, ...)
+{
+	char msg[800];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	reply_error(srv, id, code, msg, NULL);
+}
+
+/* ---------------------------------------------------------------- requests */
+
+struct request {
+	json_t *id;
+	const char *method;
+	json_t *params; /* object or NULL */
+	bool modern;
+	json_t *meta; /* params._meta, object or NULL */
+};
+
+static json_t *capabilities(void)
+{
+	return json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+}
+
+static json_t *supported_versions(void)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; versions[i]; i++)
+		json_array_append_new(a, json_string(versions[i]));
+	return a;
+}
+
+static bool legacy_version(const char *v)
+{
+	for (size_t i = 1; versions[i]; i++)
+		if (strcmp(v, versions[i]) == 0)
+			return true;
+	return false;
+}
+
+static void do_initialize(struct mcp_server *srv, struct request *rq)
+{
+	json_t *pv = json_object_get(rq->params, "protocolVersion");
+	if (!json_is_string(pv)) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "initialize: params.protocolVersion must be a string", NULL);
+		return;
+	}
+	if (srv->initialized) {
+		reply_error(srv, rq->id, RPC_INVALID_REQUEST,
+			    "initialize: the session is already initialized", NULL);
+		return;
+	}
+	/* the client's version when we speak it, else our latest handshake version */
+	const char *want = json_string_value(pv);
+	snprintf(srv->version, sizeof(srv->version), "%s",
+		 legacy_version(want) ? want : LATEST_LEGACY);
+	const char *name =
+	    json_string_value(json_object_get(json_object_get(rq->params, "clientInfo"), "name"));
+	free(srv->client_name);
+	srv->client_name = name ? strndup(name, 100) : NULL;
+	srv->initialized = true;
+	json_t *info = server_info();
+	if (strcmp(srv->version, "2025-06-18") < 0)
+		json_object_del(info, "title");
+	reply(srv, rq->id,
+	      json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", srv->version, "capabilities",
+			capabilities(), "serverInfo", info, "instructions", srv->instructions));
+}
+
+static void do_discover(struct mcp_server *srv, struct request *rq)
+{
+	json_t *r = json_pack("{s:o, s:o, s:s, s:i, s:s}", "supportedVersions",
+			      supported_versions(), "capabilities", capabilities(), "instructions",
+			      srv->instructions, "ttlMs", LIST_TTL_MS, "cacheScope", "private");
+	mcp_stamp_modern(r);
+	reply(srv, rq->id, r);
+}
+
+static void do_tools_list(struct mcp_server *srv, struct request *rq)
+{
+	if (json_object_get(rq->params, "cursor")) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "tools/list: invalid cursor (the list has one page)", NULL);
+		return;
+	}
+	json_t *tools = json_array();
+	for (size_t i = 0; i < srv->cat.n_tools; i++)
+		json_array_append(tools, srv->cat.tools[i].def);
+	json_t *r = json_pack("{s:o}", "tools", tools);
+	if (rq->modern) {
+		/* the list is fixed for the life of the process (modules are bound at start) */
+		json_object_set_new(r, "ttlMs", json_integer(LIST_TTL_MS));
+		json_object_set_new(r, "cacheScope", json_string("private"));
+		mcp_stamp_modern(r);
+	}
+	reply(srv, rq->id, r);
+}
+
+static void do_tools_call(struct mcp_server *srv, struct request *rq)
+{
+	const char *name = json_string_value(json_object_get(rq->params, "name"));
+	if (!name) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "tools/call: params.name must be a string", NULL);
+		return;
+	}
+	const struct mcp_tool *tool = mcp_catalog_find(&srv->cat, name);
+	if (!tool) {
+		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS, "unknown tool '%.200s'", name);
+		return;
+	}
+	json_t *args = json_object_get(rq->params, "arguments");
+	if (args && json_is_null(args))
+		args = NULL;
+	if (args && !json_is_object(args)) {
+		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS,
+			     "tool '%s': arguments must be an object", name);
+		return;
+	}
+	char err[600];
+	if (mcp_check_arguments(&srv->cat, tool, args, err, sizeof(err)) < 0) {
+		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS, "tool '%s': invalid arguments: %s",
+			     name, err);
+		return;
+	}
+	struct mcp_call_ctx ctx = {.modern = rq->modern, .log_level = -1};
+	json_t *pt = json_object_get(rq->meta, "progressToken");
+	if (json_is_string(pt) || json_is_integer(pt))
+		ctx.progress_token = json_incref(pt);
+	if (rq->modern) {
+		ctx.log_level =
+		    mcp_log_level(json_string_value(json_object_get(rq->meta, META_LOGLEVEL)));
+		ctx.client_name = json_string_value(
+		    json_object_get(json_object_get(rq->meta, META_INFO), "name"));
+	} else {
+		ctx.log_level = srv->log_level;
+		ctx.client_name = srv->client_name;
+		ctx.legacy_text_json = srv->initialized && strcmp(srv->version, "2025-06-18") < 0;
+	}
+	json_t *id = json_incref(rq->id);
+	int r =
+	    mcp_pool_submit(srv->pool, id, tool, args ? json_incref(args) : json_object(), &ctx);
+	if (r == -EEXIST)
+		reply_error(srv, rq->id, RPC_INVALID_REQUEST,
+			    "tools/call: a request with this id is still in flight", NULL);
+	else if (r == -EBUSY)
+		reply_error(srv, rq->id, -32000, "server busy: too many calls queued", NULL);
+	else if (r < 0)
+		reply_error(srv, rq->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+	if (r < 0)
+		json_decref(id);
+}
+
+/* The modern envelope: version (checked by the caller), capabilities, identity, log
+ * level.  Returns 0 or -1 after answering. */
+static int check_envelope(struct mcp_server *srv, struct request *rq)
+{
+	json_t *caps = json_object_get(rq->meta, META_CAPS);
+	if (!json_is_object(caps)) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "params._meta: '" META_CAPS "' is required (an object)", NULL);
+		return -1;
+	}
+	json_t *info = json_object_get(rq->meta, META_INFO);
+	if (info && !(json_is_object(info) && json_is_string(json_object_get(info, "name")) &&
+		      json_is_string(json_object_get(info, "version")))) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "params._meta: '" META_INFO "' must be an object with name and version",
+			    NULL);
+		return -1;
+	}
+	json_t *ll = json_object_get(rq->meta, META_LOGLEVEL);
+	if (ll && mcp_log_level(json_string_value(ll)) < 0) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "params._meta: '" META_LOGLEVEL "' is not a logging level", NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void handle_request(struct mcp_server *srv, struct request *rq)
+{
+	json_t *pv = json_object_get(rq->meta, META_VERSION);
+	if (pv && !json_is_string(pv)) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "params._meta: '" META_VERSION "' must be a string", NULL);
+		return;
+	}
+	const char *v = json_string_value(pv);
+	if (v && strcmp(v, MODERN_VERSION) == 0) {
+		rq->modern = true;
+	} else if (v && !legacy_version(v)) {
+		reply_error(
+		    srv, rq->id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+		    json_pack("{s:o, s:s}", "supported", supported_versions(), "requested", v));
+		return;
+	}
+	/* a legacy version in the envelope: served as a legacy request */
+	const char *m = rq->method;
+	if (rq->modern) {
+		if (check_envelope(srv, rq) < 0)
+			return;
+		if (strcmp(m, "server/discover") == 0)
+			do_discover(srv, rq);
+		else if (strcmp(m, "tools/list") == 0)
+			do_tools_list(srv, rq);
+		else if (strcmp(m, "tools/call") == 0)
+			do_tools_call(srv, rq);
+		else
+			reply_errorf(
+			    srv, rq->id, RPC_METHOD_NOT_FOUND,
+			    "method '%.200s' not found in protocol version " MODERN_VERSION, m);
+		return;
+	}
+	if (strcmp(m, "initialize") == 0) {
+		do_initialize(srv, rq);
+	} else if (strcmp(m, "ping") == 0) {
+		reply(srv, rq->id, json_object());
+	} else if (strcmp(m, "tools/list") == 0) {
+		do_tools_list(srv, rq);
+	} else if (strcmp(m, "tools/call") == 0) {
+		do_tools_call(srv, rq);
+	} else if (strcmp(m, "logging/setLevel") == 0) {
+		int lv = mcp_log_level(json_string_value(json_object_get(rq->params, "level")));
+		if (lv < 0) {
+			reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+				    "logging/setLevel: params.level is not a logging level", NULL);
+			return;
+		}
+		srv->log_level = lv;
+		reply(srv, rq->id, json_object());
+	} else if (strcmp(m, "server/discover") == 0) {
+		reply_error(srv, rq->id, RPC_INVALID_PARAMS,
+			    "server/discover: params._meta must name the protocol version "
+			    "('" META_VERSION "')",
+			    json_pack("{s:o}", "supported", supported_versions()));
+	} else {
+		reply_errorf(srv, rq->id, RPC_METHOD_NOT_FOUND, "method '%.200s' not found", m);
+	}
+}
+
+static void handle_notification(struct mcp_server *srv, const char *method, json_t *params)
+{
+	if (strcmp(method, "notifications/cancelled") == 0) {
+		json_t *id = json_object_get(params, "requestId");
+		if (id && mcp_pool_cancel(srv->pool, id)) {
+			char *s = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+			mcp_log("request %s cancelled by the client", s ? s : "?");
+			free(s);
+		}
+	}
+	/* notifications/initialized: the session is usable once initialize was answered;
+	 * anything else (progress, roots/list_changed, unknown): nothing to do */
+}
+
+static bool valid_id(json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id) || json_is_real(id);
+}
+
+static void handle_line(struct mcp_server *srv, const char *line, size_t len)
+{
+	json_error_t e;
+	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
+	if (!msg) {
+		/* jansson's text, unless it quotes invalid UTF-8 (then NULL) */
+		json_t *text = strstr(e.text, "JSON_ALLOW_NUL")
+				   ? json_string("\\u0000 is not allowed in strings")
+				   : json_string(e.text);
+		reply_error(srv, NULL, RPC_PARSE_ERROR, "Parse error",
+			    text ? json_pack("{s:o, s:i}", "detail", text, "column", e.column)
+				 : NULL);
+		return;
+	}
+	if (json_is_array(msg)) {
+		reply_error(srv, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: JSON-RPC batches are not supported", NULL);
+		json_decref(msg);
+		return;
+	}
+	if (!json_is_object(msg)) {
+		reply_error(srv, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: a message must be a JSON object", NULL);
+		json_decref(msg);
+		return;
+	}
+	json_t *id = json_object_get(msg, "id");
+	json_t *method = json_object_get(msg, "method");
+	json_t *params = json_object_get(msg, "params");
+	const char *jv = json_string_value(json_object_get(msg, "jsonrpc"));
+	bool has_id = id != NULL;
+	json_t *rid = has_id && valid_id(id) ? id : NULL;
+	if (!method && has_id &&
+	    (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+		/* a response: this server sends no requests, so there is nothing to match */
+		json_decref(msg);
+		return;
+	}
+	if (!jv || strcmp(jv, "2.0") != 0) {
+		reply_error(srv, rid, RPC_INVALID_REQUEST,
+			    "Invalid Request: \"jsonrpc\" must be \"2.0\"", NULL);
+	} else if (has_id && !rid) {
+		reply_error(srv, NULL, RPC_INVALID_REQUEST,
+			    "Invalid Request: \"id\" must be a string or a number", NULL);
+	} else if (!json_is_string(method)) {
+		reply_error(srv, rid, RPC_INVALID_REQUEST,
+			    "Invalid Request: \"method\" must be a string", NULL);
+	} else if (!has_id) {
+		handle_notification(srv, json_string_value(method),
+				    json_is_object(params) ? params : NULL);
+	} else if (params && !json_is_object(params)) {
+		reply_error(srv, rid, RPC_INVALID_PARAMS, "Invalid params: must be an object",
+			    NULL);
+	} else {
+		json_t *meta = json_object_get(params, "_meta");
+		struct request rq = {
+		    .id = rid,
+		    .method = json_string_value(method),
+		    .params = params,
+		    .meta = json_is_object(meta) ? meta : NULL,
+		};
+		if (meta && !json_is_object(meta))
+			reply_error(srv, rid, RPC_INVALID_PARAMS,
+				    "Invalid params: _meta must be an object", NULL);
+		else
+			handle_request(srv, &rq);
+	}
+	json_decref(msg);
+}
+
+/* ---------------------------------------------------------------- the stdio loop */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* full pipe: a signal is already pending */
+	}
+	errno = saved;
+}
+
+static void too_long(struct mcp_server *srv)
+{
+	char msg[120];
+	snprintf(msg, sizeof(msg), "Invalid Request: message longer than %zu bytes",
+		 (size_t)MCP_LINE_MAX);
+	reply_error(srv, NULL, RPC_INVALID_REQUEST, msg,
+		    json_pack("{s:I}", "limit", (json_int_t)MCP_LINE_MAX));
+	mcp_log("discarding a message longer than %zu bytes", (size_t)MCP_LINE_MAX);
+}
+
+/*
+ * Reads newline-delimited messages from fd 0 with a bounded buffer: a line longer than
+ * MCP_LINE_MAX is answered with -32600 once and the rest of it is discarded unread into
+ * memory.  Returns the signal that stopped it, or 0 at end of input.
+ */
+static int serve(struct mcp_server *srv)
+{
+	size_t cap = READ_CHUNK, len = 0, scanned = 0;
+	char *buf = malloc(cap);
+	bool discarding = false;
+	int stop = 0;
+	if (!buf)
+		return 0;
+	struct pollfd pfd[2] = {{.fd = 0, .events = POLLIN}, {.fd = sig_pipe[0], .events = POLLIN}};
+	for (;;) {
+		int pr = poll(pfd, 2, -1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0) {
+			mcp_log("poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[1].revents & POLLIN) {
+			unsigned char c = 0;
+			if (read(sig_pipe[0], &c, 1) == 1) {
+				stop = c;
+				break;
+			}
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if (cap - len < READ_CHUNK && !discarding) {
+			size_t ncap = cap * 2;
+			if (ncap > MCP_LINE_MAX + READ_CHUNK)
+				ncap = MCP_LINE_MAX + READ_CHUNK;
+			if (ncap > cap) {
+				char *nb = realloc(buf, ncap);
+				if (!nb) {
+					mcp_log("out of memory reading a message");
+					break;
+				}
+				buf = nb;
+				cap = ncap;
+			}
+		}
+		ssize_t n = read(0, buf + len, cap - len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			mcp_log("stdin: %s", strerror(errno));
+			break;
+		}
+		if (n == 0) {
+			if (len && !discarding) /* a last message without its newline */
+				handle_line(srv, buf, len);
+			break;
+		}
+		len += (size_t)n;
+		for (;;) {
+			char *nl = memchr(buf + scanned, '\n', len - scanned);
+			if (!nl) {
+				scanned = len;
+				break;
+			}
+			size_t ll = (size_t)(nl - buf);
+			if (discarding) {
+				discarding = false;
+			} else if (ll > MCP_LINE_MAX) {
+				too_long(srv);
+			} else {
+				size_t tl = ll;
+				if (tl && buf[tl - 1] == '\r')
+					tl--;
+				size_t k = 0;
+				while (k < tl && (buf[k] == ' ' || buf[k] == '\t'))
+					k++;
+				if (k < tl)
+					handle_line(srv, buf, tl);
+			}
+			memmove(buf, nl + 1, len - ll - 1);
+			len -= ll + 1;
+			scanned = 0;
+		}
+		if (len > MCP_LINE_MAX || (discarding && len)) {
+			if (!discarding) {
+				too_long(srv);
+				discarding = true;
+			}
+			len = scanned = 0;
+			/* give the memory back while the rest of the line streams by */
+			if (cap > READ_CHUNK * 4) {
+				char *nb = realloc(buf, READ_CHUNK * 4);
+				if (nb) {
+					buf = nb;
+					cap = READ_CHUNK * 4;
+				}
+			}
+		}
+	}
+	free(buf);
+	return stop;
+}
+
+/* ---------------------------------------------------------------- start-up */
+
+static char *cache_dir(void)
+{
+	const char *x = secure_getenv("XDG_CACHE_HOME");
+	const char *h = secure_getenv("HOME");
+	char *d = NULL;
+	if (x && x[0] == '/') {
+		if (asprintf(&d, "%s/govex", x) < 0)
+			return NULL;
+	} else if (h && h[0] == '/') {
+		char *c = NULL;
+		if (asprintf(&c, "%s/.cache", h) < 0)
+			return NULL;
+		mkdir(c, 0700);
+		if (asprintf(&d, "%s/govex", c) < 0)
+			d = NULL;
+		free(c);
+	}
+	return d;
+}
+
+static char *make_instructions(struct mcp_server *srv)
+{
+	size_t nf = 0;
+	for (size_t i = 0; i < srv->cat.n_tools; i++)
+		nf += srv->cat.tools[i].kind == MCP_TOOL_FUNCTION;
+	char *s = NULL;
+	if (asprintf(&s,
+		     "govex runs Python under an enforced policy (%s). run_python_snippet runs "
+		     "a whole program in a fresh process%s; nothing survives between calls. "
+		     "Every result carries the govex.result/v1 document as structured content: "
+		     "status, exit code, stdout, stderr (with truncation flags), value, "
+		     "diagnostics, usage and the backend's enforced controls.",
+		     govex_policy_digest(srv->policy),
+		     nf ? ", and the module functions run one call each in a fresh worker" : "") <
+	    0)
+		return NULL;
+	return s;
+}
+
+enum { OPT_POLICY = 256, OPT_PRESET, OPT_MODULE, OPT_AUDIT, OPT_APPROVER, OPT_MAXCONC };
+
+static const struct option long_options[] = {
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"preset", required_argument, NULL, OPT_PRESET},
+    {"module", required_argument, NULL, OPT_MODULE},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"approver", required_argument, NULL, OPT_APPROVER},
+    {"max-concurrent", required_argument, NULL, OPT_MAXCONC},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int cmd_mcp(int argc, char **argv)
+{
+	const char *policy_file = NULL, *preset = NULL, *audit = NULL, *approver = NULL;
+	const char *modules[MODULES_MAX];
+	size_t n_modules = 0;
+	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned max_conc = nproc > 0 ? (unsigned)nproc : 1;
+	if (max_conc > MAX_CONCURRENT_MAX)
+		max_conc = MAX_CONCURRENT_MAX;
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_POLICY:
+			policy_file = optarg;
+			break;
+		case OPT_PRESET:
+			preset = optarg;
+			break;
+		case OPT_MODULE:
+			if (n_modules == MODULES_MAX) {
+				mcp_log("at most %d --module options", MODULES_MAX);
+				return 2;
+			}
+			modules[n_modules++] = optarg;
+			break;
+		case OPT_AUDIT:
+			audit = optarg;
+			break;
+		case OPT_APPROVER:
+			approver = optarg;
+			break;
+		case OPT_MAXCONC: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 1 || v > MAX_CONCURRENT_MAX) {
+				mcp_log("--max-concurrent: must be an integer from 1 to %d",
+					MAX_CONCURRENT_MAX);
+				return 2;
+			}
+			max_conc = (unsigned)v;
+			break;
+		}
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			if (optopt)
+				mcp_log("unknown or incomplete option '-%c' (see govex mcp --help)",
+					optopt);
+			else
+				mcp_log("unknown or incomplete option '%s' (see govex mcp --help)",
+					argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		mcp_log("unexpected argument '%s' (see govex mcp --help)", argv[optind]);
+		return 2;
+	}
+	if (policy_file && preset) {
+		mcp_log("--policy and --preset exclude each other");
+		return 2;
+	}
+
+	struct mcp_server srv;
+	memset(&srv, 0, sizeof(srv));
+	srv.log_level = -1;
+	pthread_mutex_init(&srv.out_lock, NULL);
+	int rc = 1, audit_fd = -1;
+	char *cdir = NULL;
+	struct govex_error ge = {0};
+	char err[600];
+	int r = policy_file ? govex_policy_load(policy_file, &srv.policy, &ge)
+			    : govex_policy_preset(preset ? preset : "strict", &srv.policy, &ge);
+	if (r < 0) {
+		mcp_log("policy: %s", ge.message);
+		goto out;
+	}
+	if (mcp_bounds_from_policy(srv.policy, &srv.cat.bounds) < 0) {
+		mcp_log("policy: cannot read its limits");
+		goto out;
+	}
+	if (audit) {
+		audit_fd = open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (audit_fd < 0) {
+			mcp_log("audit '%s': %s", audit, strerror(errno));
+			goto out;
+		}
+	}
+	cdir = cache_dir();
+	struct govex_runtime_options o = {
+	    .audit_fd = audit_fd,
+	    .probe_cache_dir = cdir,
+	};
+	if (approver) {
+		o.approve = mcp_approve_command;
+		o.approve_userdata = (void *)approver;
+	}
+	if (govex_runtime_new(srv.policy, &o, &srv.rt, &ge) < 0) {
+		mcp_log("runtime: %s", ge.message);
+		goto out;
+	}
+	if (mcp_catalog_add_snippet(&srv.cat) < 0) {
+		mcp_log("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n_modules; i++)
+		if (mcp_catalog_add_module(&srv.cat, srv.rt, modules[i], err, sizeof(err)) < 0) {
+			mcp_log("%s", err);
+			goto out;
+		}
+	if (mcp_catalog_finish(&srv.cat, err, sizeof(err)) < 0) {
+		mcp_log("%s", err);
+		goto out;
+	}
+	mcp_catalog_annotate(&srv.cat, srv.policy);
+	srv.instructions = make_instructions(&srv);
+	if (!srv.instructions) {
+		mcp_log("out of memory");
+		goto out;
+	}
+
+	/* A client that goes away must not kill us with SIGPIPE mid-reply; SIGTERM, SIGINT
+	 * and SIGHUP stop the loop like the end of stdin does. */
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, NULL);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		mcp_log("pipe: %s", strerror(errno));
+		goto out;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	if ((r = mcp_pool_new(&srv, srv.rt, &srv.cat, max_conc, &srv.pool)) < 0) {
+		mcp_log("threads: %s", strerror(-r));
+		goto out;
+	}
+	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", srv.cat.n_tools,
+		srv.cat.n_tools == 1 ? "" : "s", govex_policy_digest(srv.policy), max_conc);
+	int sig = serve(&srv);
+	/* the end of input, or a signal: cancel what runs, join, leave */
+	mcp_pool_free(srv.pool);
+	srv.pool = NULL;
+	rc = sig ? 128 + sig : 0;
+out:
+	mcp_pool_free(srv.pool);
+	mcp_catalog_free(&srv.cat);
+	govex_runtime_free(srv.rt);
+	govex_policy_free(srv.policy);
+	if (audit_fd >= 0)
+		close(audit_fd);
+	for (int i = 0; i < 2; i++)
+		if (sig_pipe[i] >= 0) {
+			close(sig_pipe[i]);
+			sig_pipe[i] = -1;
+		}
+	free(cdir);
+	free(srv.instructions);
+	free(srv.client_name);
+	pthread_mutex_destroy(&srv.out_lock);
+	return rc;
+}

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""`govex mcp` behaviour over raw JSON-RPC: snippet semantics (value, INPUTS, tracebacks),
+module tools in call mode, concurrency, cancellation, shutdown, approval, audit, hostile
+runs."""
+import json
+import os
+import signal
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mcptest as m  # noqa: E402
+
+TRUSTED = ["--preset", "trusted"]
+
+
+def server(t, *extra, init=True):
+    s = m.Server(TRUSTED + list(extra), cwd=t)
+    if init:
+        s.initialize()
+    return s
+
+
+def run(s, code, **extra):
+    a = {"code": code}
+    a.update(extra)
+    r = s.call("run_python_snippet", a)
+    return r, m.result_doc(r)
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] not in "ZX"
+
+
+def wait_dead(pid, grace):
+    end = time.monotonic() + grace
+    while pid_alive(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def wait_file(path, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path) as f:
+                s = f.read()
+            if s:
+                return s
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise m.Failure("%s never appeared" % path)
+
+
+def pid_snippet(pidfile, sleep=30):
+    return ("import os, time\nopen(%r, 'w').write(str(os.getpid()))\nos.rename(%r, %r)\n"
+            "time.sleep(%d)\n" % (pidfile + ".tmp", pidfile + ".tmp", pidfile, sleep))
+
+
+# ---------------------------------------------------------------- snippet semantics
+
+def test_value(t):
+    s = server(t)
+    r, d = run(s, "import math\nprint('side')\n{'pi': round(math.pi, 3), 'ok': True, 'n': None}")
+    m.eq(d["status"], "success", "status")
+    m.eq(d["value"], {"pi": 3.142, "ok": True, "n": None}, "value")
+    m.eq(d["stdout"], "side\n", "stdout (the value line is taken out)")
+    m.eq(d["stdout_bytes"], 5, "stdout_bytes")
+    m.check("value: {" in m.text_of(r), "value in the text: " + m.text_of(r))
+    _, d = run(s, "x = 1\nx = 2")
+    m.eq(d["value"], None, "no final expression: no value")
+    _, d = run(s, "{1, 2}")
+    m.eq(d["value"], None, "set value")
+    m.eq([x["code"] for x in d["diagnostics"]], ["value_not_json"], "diagnostic")
+    _, d = run(s, "float('nan')")
+    m.eq([x["code"] for x in d["diagnostics"]], ["value_not_json"], "nan is not finite JSON")
+    _, d = run(s, "import sys\nsys.stdout.write('no newline')\n7")
+    m.eq((d["stdout"], d["value"]), ("no newline", 7), "output without a newline")
+
+
+def test_tracebacks_keep_line_numbers(t):
+    s = server(t)
+    _, d = run(s, "a = 1\n\n\ndef g(x):\n    return {}[x]\n\ng('key')\n")
+    m.eq(d["status"], "execution_failed", "status")
+    m.eq(d["exit_code"], 1, "exit code")
+    err = d["stderr"]
+    m.check('File "<snippet>", line 7, in <module>' in err, "line 7: " + err)
+    m.check('File "<snippet>", line 5, in g' in err, "line 5: " + err)
+    m.check("<string>" not in err and "_govex" not in err, "wrapper frames shown: " + err)
+    _, d = run(s, "x = 1\ny = (\n")
+    m.check('File "<snippet>", line 2' in d["stderr"] and "SyntaxError" in d["stderr"],
+            "syntax error location: " + d["stderr"])
+    m.eq(d["exit_code"], 1, "exit code of a syntax error")
+    _, d = run(s, "import sys\nsys.exit(4)")
+    m.eq((d["status"], d["exit_code"], d["stderr"]), ("execution_failed", 4, ""), "sys.exit")
+
+
+def test_inputs(t):
+    s = server(t)
+    inputs = {"xs": [1, 2, 3], "name": "Zoë", "nested": {"k": [True, None]}}
+    _, d = run(s, "sum(INPUTS['xs']), INPUTS['name'], INPUTS['nested']",
+               inputs=inputs)
+    m.eq(d["value"], None, "a tuple is not JSON")
+    _, d = run(s, "[sum(INPUTS['xs']), INPUTS['name'], INPUTS['nested']]", inputs=inputs)
+    m.eq(d["value"], [6, "Zoë", {"k": [True, None]}], "INPUTS")
+    _, d = run(s, "INPUTS['xs'].append(4)", inputs=inputs)
+    m.check("read-only" in d["stderr"], "INPUTS is read-only: " + d["stderr"])
+    _, d = run(s, "INPUTS['new'] = 1", inputs=inputs)
+    m.check("read-only" in d["stderr"], "INPUTS is read-only: " + d["stderr"])
+    _, d = run(s, "c = dict(INPUTS); c['new'] = 1; sorted(c)", inputs=inputs)
+    m.eq(d["value"], ["name", "nested", "new", "xs"], "a copy is writable")
+    _, d = run(s, "'INPUTS' in globals()")
+    m.eq(d["value"], False, "no INPUTS without inputs")
+    # bounded by the policy's call_input_bytes, as a tool argument
+    pol = m.write(t, "p.json", json.dumps({"version": "govex.policy/v1",
+                                           "limits": {"call_input_bytes": 100},
+                                           "network": "allow", "subprocess": "allow",
+                                           "shell": "allow",
+                                           "filesystem": {"read": ["/"], "write": ["/"]}}))
+    s2 = m.Server(["--policy", pol], cwd=t)
+    r = s2.call("run_python_snippet", {"code": "1", "inputs": {"x": "y" * 200}})
+    m.eq(r.get("error", {}).get("code"), -32602, "inputs over call_input_bytes")
+
+
+def test_large_code_runs_unwrapped(t):
+    s = server(t)
+    big = "x = 0\n" + "x += 1\n" * 9300 + "print(x)\nx"     # ~65 KiB: no room for the wrapper
+    m.check(len(big) <= 65536, "test code too big")
+    _, d = run(s, big)
+    m.eq((d["status"], d["stdout"]), ("success", "9300\n"), "plain run")
+    m.eq(d["value"], None, "no value for an unwrapped program")
+    r = s.call("run_python_snippet", {"code": big, "inputs": {"a": 1}})
+    d = m.result_doc(r)
+    m.eq(d["status"], "invalid_input", "wrapped program over code_bytes")
+    m.eq(d["diagnostics"][0]["code"], "code_too_large", "diagnostic")
+    r = s.call("run_python_snippet", {"code": "x" * 65537})
+    m.eq(r.get("error", {}).get("code"), -32602, "code over code_bytes")
+
+
+def test_stdin_and_truncation(t):
+    s = server(t)
+    _, d = run(s, "import sys\ndata = sys.stdin.read()\nprint(len(data))\ndata.upper()",
+               stdin="abc\n")
+    m.eq((d["stdout"], d["value"]), ("4\n", "ABC\n"), "stdin")
+    r, d = run(s, "print('y' * 100000)")
+    m.check(d["stdout_truncated"], "truncated")
+    m.eq(d["stdout_bytes"], 100001, "bytes produced")
+    text = m.text_of(r)
+    m.check("TRUNCATED" in text and "100001 bytes" in text, "truncation said: " + text[:300])
+    m.check(len(text) < 20000, "the text is bounded (%d)" % len(text))
+
+
+def test_refusals_are_tool_errors(t):
+    # a policy that needs approval, and no approver: refused, isError, a valid document
+    pol = m.write(t, "approve.json", json.dumps({"version": "govex.policy/v1",
+                                                 "approval": ["subprocess"],
+                                                 "subprocess": "allow"}))
+    s = m.Server(["--policy", pol], cwd=t)
+    r = s.call("run_python_snippet", {"code": "print(1)"})
+    d = m.result_doc(r)
+    m.eq(d["status"], "policy_refused", "status")
+    m.eq(r["result"]["isError"], True, "isError")
+    m.check("approval" in m.text_of(r), "reason in the text: " + m.text_of(r))
+    # the default policy is strict: refused where no sandbox backend works, else run
+    s2 = m.Server([], cwd=t)
+    r = s2.call("run_python_snippet", {"code": "print(1)"})
+    d = m.result_doc(r)
+    m.check(d["status"] in ("success", "policy_refused"), "strict: %s" % d["status"])
+
+
+def test_approver(t):
+    pol = m.write(t, "approve.json", json.dumps({"version": "govex.policy/v1",
+                                                 "approval": ["subprocess"],
+                                                 "subprocess": "allow"}))
+    seen = os.path.join(t, "plan-seen")
+    s = m.Server(["--policy", pol, "--approver", "cat > %s; exit 0" % seen], cwd=t)
+    r = s.call("run_python_snippet", {"code": "print('approved')"})
+    d = m.result_doc(r)
+    m.eq(d["status"], "success", "approved run: %s" % d["diagnostics"])
+    plan = json.loads(open(seen).read())
+    m.eq(plan.get("version"), "govex.plan/v1", "the approver got the plan")
+    s2 = m.Server(["--policy", pol, "--approver", "exit 1"], cwd=t)
+    d = m.result_doc(s2.call("run_python_snippet", {"code": "print('denied')"}))
+    m.eq(d["status"], "policy_refused", "denied run")
+
+
+def test_audit(t):
+    log = os.path.join(t, "audit.jsonl")
+    s = server(t, "--audit", log)
+    run(s, "print('audited')")
+    run(s, "raise SystemExit(2)")
+    m.eq(s.close(), 0, "exit")
+    lines = [json.loads(l) for l in open(log) if l.strip()]
+    m.check(len(lines) >= 4, "audit lines: %d" % len(lines))
+    m.check(all(l.get("version") == "govex.audit/v1" for l in lines), "versions")
+    text = open(log).read()
+    m.check("mcp.tool=run_python_snippet" in text or "run_python_snippet" in text,
+            "the tool is named in the audit metadata")
+    m.check("audited" not in text, "no code or output in the audit trail")
+
+
+# ---------------------------------------------------------------- module tools
+
+MODULE = '''"""Functions for the MCP module tests."""
+from typing import Optional
+
+
+def add(a: int, b: int = 2) -> int:
+    """Add two integers.
+
+    Returns a + b."""
+    return a + b
+
+
+async def greet(name: str, excited: Optional[bool] = None) -> str:
+    return "hi " + name + ("!" if excited else "")
+
+
+def stats(xs: list[float], label: str | None = None, meta: dict = {}) -> dict:
+    return {"n": len(xs), "sum": sum(xs), "label": label}
+
+
+def fails(msg: str):
+    raise ValueError(msg)
+
+
+def _hidden(x):
+    return x
+
+
+def gen(n: int):
+    yield n
+
+
+def anything(x, *, y=1):
+    return [x, y]
+'''
+
+
+def test_module_tools(t):
+    mod = m.write(t, "funcs.py", MODULE)
+    s = server(t, "--module", mod)
+    tools = {x["name"]: x for x in s.result("tools/list")["tools"]}
+    m.eq(sorted(tools), ["add", "anything", "fails", "greet", "run_python_snippet", "stats"],
+         "tools (eligible public functions, sorted)")
+    add = tools["add"]
+    m.check(add["description"].startswith("Add two integers."), "docstring: " + add["description"])
+    sch = add["inputSchema"]
+    m.eq((sch["type"], sch["additionalProperties"], sch["required"]),
+         ("object", False, ["a"]), "add schema")
+    m.eq(sch["properties"]["a"]["type"], "integer", "int")
+    m.eq(tools["greet"]["inputSchema"]["properties"]["excited"]["type"], ["boolean", "null"],
+         "Optional[bool]")
+    st = tools["stats"]["inputSchema"]["properties"]
+    m.eq(st["xs"]["type"], "array", "list[float]")
+    m.eq(st["xs"]["items"]["type"], "number", "list[float] items")
+    m.eq(st["label"]["type"], ["string", "null"], "str | None")
+    m.eq(st["meta"]["type"], "object", "dict")
+    m.eq(tools["stats"]["inputSchema"]["required"], ["xs"], "defaults are not required")
+    m.check("type" not in tools["anything"]["inputSchema"]["properties"]["x"],
+            "no annotation: any JSON")
+    m.check("outputSchema" in add, "output schema")
+
+    r = s.call("add", {"a": 40})
+    d = m.result_doc(r)
+    m.eq((d["status"], d["value"]), ("success", 42), "add(40)")
+    m.eq(m.result_doc(s.call("greet", {"name": "ada", "excited": True}))["value"], "hi ada!",
+         "async function")
+    m.eq(m.result_doc(s.call("stats", {"xs": [1, 2.5]}))["value"],
+         {"n": 2, "sum": 3.5, "label": None}, "stats")
+    r = s.call("fails", {"msg": "bad"})
+    d = m.result_doc(r)
+    m.check(r["result"]["isError"] and d["status"] != "success", "a raising function: %s"
+            % d["status"])
+    for args in ({}, {"a": "x"}, {"a": 1, "c": 2}, {"a": 1.5}):
+        e = s.call("add", args)
+        m.eq(e.get("error", {}).get("code"), -32602, "bad arguments %r" % (args,))
+
+
+def test_module_changed_on_disk(t):
+    mod = m.write(t, "funcs.py", MODULE)
+    s = server(t, "--module", mod)
+    m.eq(m.result_doc(s.call("add", {"a": 1}))["value"], 3, "before")
+    with open(mod, "a") as f:
+        f.write("\n# edited after the server started\n")
+    r = s.call("add", {"a": 1})
+    d = m.result_doc(r)
+    m.eq(d["status"], "source_mismatch", "changed module")
+    m.eq(r["result"]["isError"], True, "isError")
+    os.unlink(mod)
+    d = m.result_doc(s.call("add", {"a": 1}))
+    m.eq(d["status"], "source_mismatch", "removed module")
+
+
+def test_module_errors_at_start(t):
+    bad = m.write(t, "bad.py", "def f(:\n")
+    s = m.Server(TRUSTED + ["--module", bad], cwd=t)
+    code = s.p.wait(30)
+    m.check(code != 0, "a module that does not parse stops the server (exit %d)" % code)
+    m.check("bad.py" in s.stderr(), "the message names the module: " + s.stderr())
+    s = m.Server(TRUSTED + ["--module", os.path.join(t, "missing.py")], cwd=t)
+    m.check(s.p.wait(30) != 0, "a missing module stops the server")
+    mod = m.write(t, "funcs.py", MODULE)
+    clash = m.write(t, "clash.py", "def add(a: int) -> int:\n    return a\n")
+    s = m.Server(TRUSTED + ["--module", mod, "--module", clash], cwd=t)
+    m.check(s.p.wait(30) != 0 and "add" in s.stderr(), "two tools with one name")
+
+
+# ---------------------------------------------------------------- concurrency, cancellation
+
+def test_concurrent_overlap(t):
+    s = server(t, "--max-concurrent", "4")
+    t0 = time.monotonic()
+    ids = [s.start("tools/call", {"name": "run_python_snippet",
+                                  "arguments": {"code": "import time\ntime.sleep(1)\n%d" % i}})
+           for i in range(4)]
+    values = [m.result_doc(s.wait_for(i))["value"] for i in ids]
+    el = time.monotonic() - t0
+    m.eq(values, [0, 1, 2, 3], "values")
+    m.check(el < 3.0, "four 1 s calls took %.2f s" % el)
+    # max-concurrent 1 serializes them
+    s1 = server(t, "--max-concurrent", "1")
+    t0 = time.monotonic()
+    ids = [s1.start("tools/call", {"name": "run_python_snippet",
+                                   "arguments": {"code": "import time\ntime.sleep(0.5)"}})
+           for _ in range(3)]
+    for i in ids:
+        m.result_doc(s1.wait_for(i))
+    m.check(time.monotonic() - t0 >= 1.4, "max-concurrent 1 ran calls at once")
+
+
+def test_cancel(t):
+    s = server(t)
+    pidfile = os.path.join(t, "pid")
+    i = s.start("tools/call", {"name": "run_python_snippet",
+                               "arguments": {"code": pid_snippet(pidfile)}})
+    pid = int(wait_file(pidfile))
+    t0 = time.monotonic()
+    s.notify("notifications/cancelled", {"requestId": i, "reason": "test"})
+    m.check(wait_dead(pid, 2.0), "the run survived its cancellation")
+    m.check(time.monotonic() - t0 < 2.0, "slow cancellation")
+    r = s.request("ping", {})
+    m.eq(r.get("result"), {}, "ping after cancel")
+    time.sleep(0.3)
+    if s.stash or not s.q.empty():
+        raise m.Failure("a cancelled request got a reply: %r" % (s.stash or s.q.get()))
+    # a queued call is dropped; a cancel for an unknown id is ignored
+    s1 = server(t, "--max-concurrent", "1")
+    a = s1.start("tools/call", {"name": "run_python_snippet",
+                                "arguments": {"code": "import time\ntime.sleep(0.5)\n'a'"}})
+    b = s1.start("tools/call", {"name": "run_python_snippet", "arguments": {"code": "'b'"}})
+    s1.notify("notifications/cancelled", {"requestId": b})
+    s1.notify("notifications/cancelled", {"requestId": 123456})
+    m.eq(m.result_doc(s1.wait_for(a))["value"], "a", "the running call")
+    m.eq(s1.request("ping").get("result"), {}, "ping")
+    m.check(not s1.stash, "the queued, cancelled call got a reply")
+
+
+def test_duplicate_inflight_id(t):
+    s = server(t)
+    pidfile = os.path.join(t, "pid")
+    s.start("tools/call", {"name": "run_python_snippet",
+                           "arguments": {"code": pid_snippet(pidfile, 2)}}, id="same")
+    wait_file(pidfile)
+    r = s.request("tools/call", {"name": "run_python_snippet", "arguments": {"code": "1"}},
+                  id="same")
+    # the first reply to "same" may be either: the error must come, then the result
+    got = [r] + [s.wait_for("same", 10)]
+    kinds = sorted("error" if "error" in x else "result" for x in got)
+    m.eq(kinds, ["error", "result"], "one error for the duplicate, one result")
+
+
+def test_eof_kills_runs(t):
+    s = server(t)
+    pidfile = os.path.join(t, "pid")
+    s.start("tools/call", {"name": "run_python_snippet",
+                           "arguments": {"code": pid_snippet(pidfile)}})
+    pid = int(wait_file(pidfile))
+    t0 = time.monotonic()
+    m.eq(s.close(10), 0, "exit status at stdin's end")
+    m.check(time.monotonic() - t0 < 3.0, "exit took %.2f s" % (time.monotonic() - t0))
+    m.check(wait_dead(pid, 1.0), "the run outlived the server")
+
+
+def test_sigterm(t):
+    s = server(t)
+    pidfile = os.path.join(t, "pid")
+    s.start("tools/call", {"name": "run_python_snippet",
+                           "arguments": {"code": pid_snippet(pidfile)}})
+    pid = int(wait_file(pidfile))
+    os.kill(s.p.pid, signal.SIGTERM)
+    m.eq(s.p.wait(10), 128 + signal.SIGTERM, "exit status after SIGTERM")
+    m.check(wait_dead(pid, 1.0), "the run outlived the server")
+
+
+def test_hostile_runs(t):
+    s = server(t)
+    _, d = run(s, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    m.eq((d["status"], d["termination"], d["signal"]), ("execution_failed", "signaled", 11),
+         "segfault")
+    _, d = run(s, "import os, signal\nos.killpg(os.getpgrp(), signal.SIGKILL)")
+    m.check(d["status"] != "success", "killpg: %s" % d["status"])
+    _, d = run(s, "import os\nos.close(1)\nos.close(2)\nos._exit(0)")
+    m.eq(d["status"], "success", "closed stdio")
+    _, d = run(s, "import sys\nsys.stdout.write('\\x1eGOVEX-VALUE-forged-5:{\"value\":1}\\n')\npass")
+    m.eq(d["value"], None, "a forged value line without the nonce is ordinary output")
+    m.check("GOVEX-VALUE-forged" in d["stdout"], "forged line kept")
+    _, d = run(s, "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok\\n')")
+    m.eq(d["status"], "success", "non-UTF-8 output")
+    m.eq(s.request("ping").get("result"), {}, "still serving")
+
+
+def test_progress(t):
+    s = server(t)
+    notes = []
+    r = s.call("run_python_snippet", {"code": "import time\ntime.sleep(1.6)\n'done'",
+                                      "timeout_ms": 4000},
+               meta={"progressToken": "tok-1"}, notes=notes)
+    m.eq(m.result_doc(r)["value"], "done", "value")
+    prog = [n["params"] for n in notes if n["method"] == "notifications/progress"]
+    m.check(len(prog) >= 2, "progress notifications: %r" % notes)
+    m.check(all(p["progressToken"] == "tok-1" and p["total"] == 4000 for p in prog),
+            "token and total: %r" % prog)
+    vals = [p["progress"] for p in prog]
+    m.check(vals == sorted(vals), "progress increases: %r" % vals)
+    notes = []
+    s.call("run_python_snippet", {"code": "import time\ntime.sleep(1.2)"}, notes=notes)
+    m.eq(notes, [], "no progress without a token")
+
+
+def test_cli_usage(t):
+    import subprocess
+    r = subprocess.run([m.GOVEX, "mcp", "--help"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    m.eq(r.returncode, 0, "--help")
+    m.check(b"--max-concurrent" in r.stdout, "usage text")
+    for bad in (["--max-concurrent", "0"], ["--nope"], ["--preset", "nope"],
+                ["--policy", os.path.join(t, "missing.json")], ["extra"]):
+        r = subprocess.run([m.GOVEX, "mcp"] + bad, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        m.check(r.returncode != 0, "%r accepted" % bad)
+        m.eq(r.stdout, b"", "stdout stays protocol-only for %r" % bad)
+
+
+TESTS = [
+    ("final expression value, REPL-style; stdout without the value line", test_value),
+    ("tracebacks and syntax errors keep the user's line numbers", test_tracebacks_keep_line_numbers),
+    ("inputs: read-only INPUTS, bounded by call_input_bytes", test_inputs),
+    ("code too large to wrap runs as is; over code_bytes is -32602", test_large_code_runs_unwrapped),
+    ("stdin; truncated output is said in the text", test_stdin_and_truncation),
+    ("refusals are isError results with a valid document", test_refusals_are_tool_errors),
+    ("--approver: exit 0 approves with the plan on stdin, else refused", test_approver),
+    ("--audit appends govex.audit/v1 lines for every call", test_audit),
+    ("module functions become tools with schemas from annotations", test_module_tools),
+    ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
+    ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
+    ("calls overlap up to --max-concurrent", test_concurrent_overlap),
+    ("notifications/cancelled kills the run and sends no reply", test_cancel),
+    ("a duplicate in-flight id is refused", test_duplicate_inflight_id),
+    ("stdin EOF ends the server and the runs in flight", test_eof_kills_runs),
+    ("SIGTERM ends the server and the runs in flight", test_sigterm),
+    ("hostile runs do not take the server down", test_hostile_runs),
+    ("notifications/progress with a progress token", test_progress),
+    ("govex mcp --help and bad command lines", test_cli_usage),
+]
+
+if __name__ == "__main__":
+    sys.exit(m.main(TESTS))
