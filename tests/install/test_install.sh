@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Installed-package smoke test (TAP).
+#
+# Builds a fresh, non-sanitized copy of the tree with --prefix=/usr, installs it into a
+# temporary DESTDIR and checks what a distribution package would ship: the shared
+# library (soname, exported symbols), the header, the pkg-config file, the man pages,
+# a program compiled against the installed header and library (tests/install/smoke.c),
+# and the installed command line.  $GOVEX (the harness's sanitized binary) is ignored.
+#
+#   bash tests/install/test_install.sh        (from anywhere; prints TAP, exits 0)
+#
+# GOVEX_INSTALL_KEEP=1 keeps the temporary directory and prints its path.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/govex-install.XXXXXX") || {
+	echo "1..0 # SKIP cannot make a temporary directory"
+	exit 0
+}
+if [ "${GOVEX_INSTALL_KEEP:-}" = 1 ]; then
+	echo "# keeping $tmp"
+else
+	trap 'rm -rf "$tmp"' EXIT
+fi
+build=$tmp/build
+dest=$tmp/dest
+prefix=/usr
+
+PLAN=28
+echo "1..$PLAN"
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+	n=$((n + 1))
+	echo "not ok $n - $1"
+	shift
+	local line
+	for line in "$@"; do
+		printf '%s\n' "$line" | sed 's/^/#   /'
+	done
+}
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# tail_of FILE: the last lines of a log (not_ok prints them as TAP comments)
+tail_of() { tail -n 30 "$1" 2>/dev/null; }
+
+# ---- build and install -------------------------------------------------------------
+
+built=false
+if meson setup "$build" "$ROOT" --prefix="$prefix" -Dtests=false -Db_sanitize=none \
+	--buildtype=debugoptimized >"$tmp/setup.log" 2>&1; then
+	ok "meson setup of a fresh build (prefix $prefix, tests off, no sanitizer)"
+	if ninja -C "$build" >"$tmp/build.log" 2>&1; then
+		ok "ninja builds it"
+		built=true
+	else
+		not_ok "ninja builds it" "$(tail_of "$tmp/build.log")"
+	fi
+else
+	not_ok "meson setup of a fresh build (prefix $prefix, tests off, no sanitizer)" \
+		"$(tail_of "$tmp/setup.log")"
+	not_ok "ninja builds it" "no build directory"
+fi
+if $built && meson install -C "$build" --destdir "$dest" >"$tmp/install.log" 2>&1; then
+	ok "meson install --destdir"
+else
+	not_ok "meson install --destdir" "$(tail_of "$tmp/install.log")"
+fi
+
+# Locate the installed files: libdir is $prefix/lib, lib64 or lib/<multiarch>; the .pc
+# file is in $libdir/pkgconfig or $prefix/share/pkgconfig.
+find_one() {
+	find "$dest$prefix" -path "$dest$prefix/$1" \( -type f -o -type l \) 2>/dev/null |
+		sort | head -n 1
+}
+soname_file=$(find_one 'lib*/libgovex.so.0')
+devlink=$(find_one 'lib*/libgovex.so')
+pcfile=$(find_one 'lib*/pkgconfig/govex.pc')
+[ -n "$pcfile" ] || pcfile=$(find_one share/pkgconfig/govex.pc)
+header=$dest$prefix/include/govex.h
+cli=$dest$prefix/bin/govex
+libdir=${soname_file%/*}
+
+# ---- the shared library ------------------------------------------------------------
+
+if [ -n "$soname_file" ] && [ -e "$soname_file" ]; then
+	ok "libgovex.so.0 installed (${soname_file#"$dest"})"
+else
+	not_ok "libgovex.so.0 installed" "$(cd "$dest" 2>/dev/null && find . | sort)"
+fi
+if [ -n "$devlink" ] && [ -e "$devlink" ]; then
+	ok "libgovex.so development link installed"
+else
+	not_ok "libgovex.so development link installed"
+fi
+
+soname=$( [ -n "$soname_file" ] && readelf -d "$soname_file" 2>/dev/null |
+	sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+if [ "$soname" = libgovex.so.0 ]; then
+	ok "SONAME is libgovex.so.0"
+else
+	not_ok "SONAME is libgovex.so.0" "SONAME: '${soname}'"
+fi
+
+# Defined dynamic symbols: "ADDR TYPE NAME[@@VERSION]".  The version node itself (GOVEX_0,
+# an absolute symbol) is allowed; everything else must be govex_*, and not govex__*
+# (the library's internal prefix).
+exported=$tmp/exported.txt
+if [ -n "$soname_file" ] && nm -D --defined-only "$soname_file" >"$tmp/nm.txt" 2>&1; then
+	awk '{ name = $NF; sub(/@.*/, "", name); print $(NF-1), name }' "$tmp/nm.txt" |
+		sort -u -k2 >"$tmp/symbols.txt"
+	awk '{ print $2 }' "$tmp/symbols.txt" | grep '^govex_' | sort -u >"$exported"
+	bad=$(awk '!($1 == "A" && $2 ~ /^GOVEX_[0-9]+$/) && !($2 ~ /^govex_[a-z0-9]/)' \
+		"$tmp/symbols.txt")
+	if [ -z "$bad" ] && [ -s "$exported" ]; then
+		ok "exports only govex_* symbols ($(wc -l <"$exported") of them)"
+	else
+		not_ok "exports only govex_* symbols" "unexpected: $bad"
+	fi
+	unversioned=$(grep ' govex_' "$tmp/nm.txt" | grep -v '@@GOVEX_0$' || true)
+	if [ -z "$unversioned" ]; then
+		ok "every exported symbol has the version GOVEX_0"
+	else
+		not_ok "every exported symbol has the version GOVEX_0" "$unversioned"
+	fi
+else
+	: >"$exported"
+	not_ok "exports only govex_* symbols" "$(cat "$tmp/nm.txt" 2>/dev/null)"
+	not_ok "every exported symbol has the version GOVEX_0"
+fi
+
+# ---- the header --------------------------------------------------------------------
+
+if [ -f "$header" ]; then
+	ok "govex.h installed in $prefix/include"
+else
+	not_ok "govex.h installed in $prefix/include"
+fi
+if [ -f "$header" ] && cmp -s "$header" "$ROOT/include/govex.h"; then
+	ok "installed govex.h is include/govex.h"
+else
+	not_ok "installed govex.h is include/govex.h"
+fi
+
+# Every function the header declares (GOVEX_API ... name(...)) must be exported.
+if [ -f "$header" ]; then
+	grep -v '^[[:space:]]*#' "$header" | tr '\n' ' ' | grep -o 'GOVEX_API[^;(]*(' |
+		sed 's/($//; s/.*[ *]//' | sort -u >"$tmp/declared.txt"
+	missing=$(comm -23 "$tmp/declared.txt" "$exported")
+	if [ -s "$tmp/declared.txt" ] && [ -z "$missing" ]; then
+		ok "every function govex.h declares is exported ($(wc -l <"$tmp/declared.txt"))"
+	else
+		not_ok "every function govex.h declares is exported" \
+			"declared in govex.h but not exported: $(tr '\n' ' ' <<<"$missing")"
+	fi
+else
+	not_ok "every function govex.h declares is exported" "no header"
+fi
+
+# ---- pkg-config --------------------------------------------------------------------
+
+if [ -n "$pcfile" ] && [ -f "$pcfile" ]; then
+	ok "govex.pc installed (${pcfile#"$dest"})"
+else
+	not_ok "govex.pc installed"
+fi
+
+# The .pc file says prefix=/usr; PKG_CONFIG_SYSROOT_DIR puts the DESTDIR in front of its
+# -I and -L.  With prefix /usr those are system directories, which pkg-config drops
+# unless told to keep them (then they are sysroot-prefixed, which is what we want).
+pc() {
+	PKG_CONFIG_PATH="${pcfile%/*}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
+	PKG_CONFIG_SYSROOT_DIR="$dest" \
+	PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 \
+		pkg-config "$@"
+}
+cflags='' libs=
+if [ -n "$pcfile" ] && version=$(pc --modversion govex 2>"$tmp/pc.err") &&
+	cflags=$(pc --cflags govex 2>>"$tmp/pc.err") && libs=$(pc --libs govex 2>>"$tmp/pc.err")
+then
+	want_version=$(sed -n "s/^#define GOVEX_VERSION_STRING \"\(.*\)\"/\1/p" "$ROOT/include/govex.h")
+	problems=()
+	[ "$version" = "$want_version" ] || problems+=("version '$version', header says '$want_version'")
+	case " $cflags " in *" -I$dest$prefix/include "*) ;; *) problems+=("cflags lack -I$dest$prefix/include: $cflags") ;; esac
+	case " $libs " in *" -L$libdir "*) ;; *) problems+=("libs lack -L$libdir: $libs") ;; esac
+	case " $libs " in *" -lgovex "*) ;; *) problems+=("libs lack -lgovex: $libs") ;; esac
+	if [ ${#problems[@]} -eq 0 ]; then
+		ok "pkg-config govex: version $version, cflags and libs point into DESTDIR"
+	else
+		not_ok "pkg-config govex: version, cflags and libs point into DESTDIR" "${problems[@]}"
+	fi
+else
+	not_ok "pkg-config govex: version, cflags and libs point into DESTDIR" \
+		"$(cat "$tmp/pc.err" 2>/dev/null)"
+fi
+
+# ---- man pages ---------------------------------------------------------------------
+
+for page in man1/govex.1 man5/govex-policy.5 man3/libgovex.3; do
+	f=$dest$prefix/share/man/$page
+	if [ -f "$f" ] || [ -f "$f.gz" ]; then
+		ok "man page ${page#*/} installed"
+	else
+		not_ok "man page ${page#*/} installed" "no $prefix/share/man/$page (is subdir('docs') in meson.build?)"
+	fi
+done
+
+# libgovex(3)'s EXAMPLE is smoke.c, tabs expanded to 4 and roff-escaped.
+src_page=$ROOT/docs/libgovex.3
+if [ -f "$src_page" ]; then
+	sed -n '/^\.\\" BEGIN tests\/install\/smoke\.c/,/^\.\\" END tests\/install\/smoke\.c/p' "$src_page" |
+		sed '1,/^\.EX$/d; /^\.EE$/,$d' |
+		sed 's/^\\&//; s/\\(aq/'"'"'/g; s/\\(ga/`/g; s/\\-/-/g; s/\\e/\\/g' >"$tmp/example.c"
+	expand -t 4 "$ROOT/tests/install/smoke.c" | sed 's/[[:space:]]*$//' >"$tmp/smoke.expanded"
+	if [ -s "$tmp/example.c" ] && diff -u "$tmp/smoke.expanded" "$tmp/example.c" >"$tmp/example.diff"; then
+		ok "libgovex(3) EXAMPLE is tests/install/smoke.c"
+	else
+		not_ok "libgovex(3) EXAMPLE is tests/install/smoke.c" "$(head -n 40 "$tmp/example.diff")"
+	fi
+else
+	not_ok "libgovex(3) EXAMPLE is tests/install/smoke.c" "no docs/libgovex.3"
+fi
+
+# ---- a program built against the installed package ---------------------------------
+
+smoke=$tmp/smoke
+export_ld="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# shellcheck disable=SC2086  # pkg-config output is a list of words
+if [ -n "$cflags$libs" ] &&
+	${CC:-cc} -std=c99 -Wall -Wextra -Werror -pedantic -o "$smoke" \
+		"$ROOT/tests/install/smoke.c" $cflags $libs >"$tmp/cc.log" 2>&1; then
+	ok "smoke.c compiles against the installed header and library (pkg-config)"
+else
+	not_ok "smoke.c compiles against the installed header and library (pkg-config)" \
+		"$(tail_of "$tmp/cc.log")"
+fi
+
+resolved=$( [ -x "$smoke" ] && LD_LIBRARY_PATH=$export_ld ldd "$smoke" 2>/dev/null |
+	awk '$1 == "libgovex.so.0" { print $3 }')
+if [ -n "$resolved" ] && [ "$(readlink -f "$resolved")" = "$(readlink -f "$soname_file")" ]; then
+	ok "smoke loads libgovex.so.0 from DESTDIR"
+else
+	not_ok "smoke loads libgovex.so.0 from DESTDIR" "resolved to '$resolved'"
+fi
+
+# run_smoke PRESET: ok when it exits 0 having printed the library version line and a
+# result with status success and stdout "42\n" (smoke.c checks both).
+run_smoke() {
+	local preset=$1 out rc
+	out=$(LD_LIBRARY_PATH=$export_ld "$smoke" "$preset" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^libgovex $want_version, header $want_version\$" <<<"$out" &&
+		grep -q '^contract govex.result/v1$' <<<"$out" &&
+		grep -q '"status":"success"' <<<"$out" && grep -q '"stdout":"42\\n"' <<<"$out"; then
+		ok "smoke ($preset preset): govex_version() $want_version, status success, stdout 42"
+	else
+		not_ok "smoke ($preset preset): govex_version(), status success, stdout 42" \
+			"exit $rc" "$out"
+	fi
+}
+want_version=${want_version:-$(sed -n "s/^#define GOVEX_VERSION_STRING \"\(.*\)\"/\1/p" "$ROOT/include/govex.h")}
+if [ -x "$smoke" ]; then
+	run_smoke trusted
+else
+	not_ok "smoke (trusted preset): govex_version(), status success, stdout 42" "not built"
+fi
+
+# ---- the installed command line ----------------------------------------------------
+
+rungovex() { LD_LIBRARY_PATH=$export_ld "$cli" "$@"; }
+
+if [ -x "$cli" ]; then
+	ok "govex installed in $prefix/bin"
+else
+	not_ok "govex installed in $prefix/bin"
+fi
+
+runpath=$( [ -x "$cli" ] && readelf -d "$cli" "${soname_file:-/dev/null}" 2>/dev/null |
+	grep -E 'RPATH|RUNPATH' | grep -F "$tmp" )
+if [ -x "$cli" ] && [ -z "$runpath" ]; then
+	ok "installed binaries carry no RPATH into the build directory"
+else
+	not_ok "installed binaries carry no RPATH into the build directory" "$runpath"
+fi
+
+out=$(rungovex version 2>&1)
+if [ "$out" = "govex $want_version" ]; then
+	ok "govex version prints 'govex $want_version'"
+else
+	not_ok "govex version prints 'govex $want_version'" "$out"
+fi
+
+out=$(rungovex run --preset trusted -c 'print(6*7)' 2>"$tmp/run.err")
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = 42 ]; then
+	ok "govex run --preset trusted -c 'print(6*7)' prints 42, exit 0"
+else
+	not_ok "govex run --preset trusted -c 'print(6*7)' prints 42, exit 0" \
+		"exit $rc, stdout '$out'" "$(cat "$tmp/run.err")"
+fi
+
+# Is the restricted backend available on this host?
+restricted=no
+backends=$(rungovex backends --json 2>"$tmp/backends.err")
+rc=$?
+if [ $rc -eq 0 ] && restricted=$(python3 -c '
+import json, sys
+reports = json.loads(sys.stdin.read())
+assert isinstance(reports, list) and reports
+assert all(r["version"] == "govex.backend/v1" for r in reports)
+print("yes" if any(r["name"] == "restricted" and r["available"] for r in reports) else "no")
+' <<<"$backends" 2>"$tmp/backends.py.err"); then
+	ok "govex backends --json prints govex.backend/v1 reports (restricted available: $restricted)"
+else
+	restricted=no
+	not_ok "govex backends --json prints govex.backend/v1 reports" "exit $rc" \
+		"$(cat "$tmp/backends.err" "$tmp/backends.py.err" 2>/dev/null)"
+fi
+
+if [ "$restricted" = yes ] && [ -x "$smoke" ]; then
+	run_smoke strict
+elif [ "$restricted" = yes ]; then
+	not_ok "smoke (strict preset, the default policy)" "smoke not built"
+else
+	skip "smoke (strict preset, the default policy)" "feature:restricted-backend not built yet"
+fi
+
+if [ "$restricted" = yes ]; then
+	out=$(rungovex run -c 'print(6*7)' 2>"$tmp/strict.err")
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$out" = 42 ]; then
+		ok "govex run -c 'print(6*7)' under the default policy prints 42, exit 0"
+	else
+		not_ok "govex run -c 'print(6*7)' under the default policy prints 42, exit 0" \
+			"exit $rc, stdout '$out'" "$(cat "$tmp/strict.err")"
+	fi
+else
+	skip "govex run under the default policy" "feature:restricted-backend not built yet"
+fi
+
+if [ -x "$cli" ] && rungovex exec --help >/dev/null 2>&1; then
+	out=$(rungovex exec --preset trusted --json -- /bin/echo hi 2>"$tmp/exec.err")
+	rc=$?
+	if [ $rc -eq 0 ] && python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+assert r["version"] == "govex.result/v1", r
+assert r["status"] == "success" and r["exit_code"] == 0, r
+assert r["stdout"] == "hi\n", r
+' <<<"$out" 2>"$tmp/exec.py.err"; then
+		ok "govex exec --preset trusted --json -- /bin/echo hi"
+	else
+		not_ok "govex exec --preset trusted --json -- /bin/echo hi" "exit $rc" "$out" \
+			"$(cat "$tmp/exec.err" "$tmp/exec.py.err" 2>/dev/null)"
+	fi
+else
+	skip "govex exec --preset trusted --json -- /bin/echo hi" "exec not built yet"
+fi
+
+if [ "$n" -ne "$PLAN" ]; then
+	echo "# planned $PLAN tests, ran $n"
+fi
+exit 0
