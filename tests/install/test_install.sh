@@ -28,7 +28,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=28
+PLAN=32
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -323,7 +323,7 @@ if [ "$restricted" = yes ] && [ -x "$smoke" ]; then
 elif [ "$restricted" = yes ]; then
 	not_ok "smoke (strict preset, the default policy)" "smoke not built"
 else
-	skip "smoke (strict preset, the default policy)" "feature:restricted-backend not built yet"
+	skip "smoke (strict preset, the default policy)" "feature:userns the restricted backend is unavailable here"
 fi
 
 if [ "$restricted" = yes ]; then
@@ -336,11 +336,47 @@ if [ "$restricted" = yes ]; then
 			"exit $rc, stdout '$out'" "$(cat "$tmp/strict.err")"
 	fi
 else
-	skip "govex run under the default policy" "feature:restricted-backend not built yet"
+	skip "govex run under the default policy" "feature:userns the restricted backend is unavailable here"
 fi
 
-if [ -x "$cli" ] && rungovex exec --help >/dev/null 2>&1; then
-	out=$(rungovex exec --preset trusted --json -- /bin/echo hi 2>"$tmp/exec.err")
+# the process toolkit through the installed library (smoke_exec.c) and CLI, on both
+# backends where the host has them
+smoke_exec=$tmp/smoke_exec
+if [ -n "$cflags$libs" ] &&
+	${CC:-cc} -std=c99 -Wall -Wextra -Werror -pedantic -o "$smoke_exec" \
+		"$ROOT/tests/install/smoke_exec.c" $cflags $libs >"$tmp/cc_exec.log" 2>&1; then
+	ok "smoke_exec.c compiles against the installed header and library (pkg-config)"
+else
+	not_ok "smoke_exec.c compiles against the installed header and library (pkg-config)" \
+		"$(tail_of "$tmp/cc_exec.log")"
+fi
+run_smoke_exec() {
+	local preset=$1 out rc
+	out=$(LD_LIBRARY_PATH=$export_ld "$smoke_exec" "$preset" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q '"status":"success"' <<<"$out"; then
+		ok "smoke_exec ($preset preset): govex_runtime_exec runs echo"
+	else
+		not_ok "smoke_exec ($preset preset): govex_runtime_exec runs echo" "exit $rc" "$out"
+	fi
+}
+if [ -x "$smoke_exec" ]; then
+	run_smoke_exec trusted
+	if [ "$restricted" = yes ]; then
+		run_smoke_exec strict
+	else
+		skip "smoke_exec (strict preset)" "feature:userns the restricted backend is unavailable here"
+	fi
+else
+	not_ok "smoke_exec (trusted preset)" "not built"
+	not_ok "smoke_exec (strict preset)" "not built"
+fi
+
+# exec_cli PRESET-ARGS...: govex exec --json -- /bin/echo hi prints hi
+exec_cli() {
+	local what=$1 out rc
+	shift
+	out=$(rungovex exec "$@" --json -- /bin/echo hi 2>"$tmp/exec.err")
 	rc=$?
 	if [ $rc -eq 0 ] && python3 -c '
 import json, sys
@@ -349,13 +385,17 @@ assert r["version"] == "govex.result/v1", r
 assert r["status"] == "success" and r["exit_code"] == 0, r
 assert r["stdout"] == "hi\n", r
 ' <<<"$out" 2>"$tmp/exec.py.err"; then
-		ok "govex exec --preset trusted --json -- /bin/echo hi"
+		ok "installed govex exec $what -- /bin/echo hi"
 	else
-		not_ok "govex exec --preset trusted --json -- /bin/echo hi" "exit $rc" "$out" \
+		not_ok "installed govex exec $what -- /bin/echo hi" "exit $rc" "$out" \
 			"$(cat "$tmp/exec.err" "$tmp/exec.py.err" 2>/dev/null)"
 	fi
+}
+exec_cli "--preset trusted" --preset trusted
+if [ "$restricted" = yes ]; then
+	exec_cli "(default policy, restricted)"
 else
-	skip "govex exec --preset trusted --json -- /bin/echo hi" "exec not built yet"
+	skip "installed govex exec under the default policy" "feature:userns the restricted backend is unavailable here"
 fi
 
 if [ "$n" -ne "$PLAN" ]; then
