@@ -96,8 +96,13 @@ int cli_write_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
-/* Approver command: sh -c COMMAND, the plan on its stdin, its stdout sent to our stderr
- * (stdout is reserved for the result); exit 0 approves. */
+/*
+ * --approver COMMAND: sh -c COMMAND with the canonical plan on its stdin; exit 0
+ * approves.  Its stdout goes to our stderr (stdout is reserved for the result or, in
+ * govex mcp, the protocol).  The govex binary ignores SIGPIPE (main.c), so a command that
+ * does not read gives EPIPE here; the command gets default dispositions and an empty
+ * signal mask (govex mcp's pool threads block signals).  Thread-safe.
+ */
 int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms)
 {
 	const char *cmd = ud;
@@ -106,27 +111,34 @@ int cli_approve_command(void *ud, const char *plan, size_t len, const char *cons
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return 0;
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL};
 	pid_t pid;
-	int r = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+	int r = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	close(in[0]);
 	if (r != 0) {
 		close(in[1]);
 		cli_error("approver: cannot start /bin/sh: %s", strerror(r));
 		return 0;
 	}
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
-	sigaction(SIGPIPE, &ign, &old);
 	cli_write_all(in[1], plan, len);
-	sigaction(SIGPIPE, &old, NULL);
 	close(in[1]);
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return 0;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 

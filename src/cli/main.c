@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* govex: command dispatch. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +38,9 @@ void cli_error(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
+	/* a closed pipe is an error to report (EPIPE), not a reason to die: writing the
+	 * result, feeding an approver, speaking MCP */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;

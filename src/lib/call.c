@@ -44,12 +44,7 @@ static void source_release(struct source *s)
 
 static bool identifier(const char *s, size_t n)
 {
-	if (n == 0 || n > 200 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-			return false;
-	return true;
+	return govex__identifier(s, n, 200);
 }
 
 static govex_result *invalid(govex_runtime *rt, const char *code, const char *fmt, ...)
@@ -287,7 +282,6 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, const struct d
 		return 0;
 	}
 
-	const struct govex__backend_ops *b = govex__backends[d->backend];
 	enum govex_status st = govex__status_of(&o);
 	json_t *resp = NULL;
 	const char *problem = NULL;
@@ -322,17 +316,13 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, const struct d
 	o.out.len = o.err.len = 0;
 	o.out_truncated = o.err_truncated = false;
 
-	res = govex__result_new(st, o.term);
+	enum govex_termination term = o.term;
+	res = govex__run_result(rt, d, plan, &o);
 	if (!res) {
 		json_decref(resp);
-		govex__outcome_release(&o);
 		return govex__err(err, ENOMEM, ENOMEM, "call: out of memory");
 	}
-	govex__result_take_outcome(res, &o);
-	govex__result_set_digests(res, rt->policy->digest, plan->digest);
-	govex__result_set_backend(res, b->name, b->version,
-				  rt->reports[d->backend].enforced | d->substituted);
-	govex__outcome_diagnostics(res, &o, &d->limits);
+	govex__result_set_status(res, st, term);
 	if (problem) {
 		govex__result_diag(res, "worker_failed", NULL, "%s", problem);
 		json_decref(resp);
@@ -352,7 +342,6 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, const struct d
 		json_decref(resp);
 		resp = NULL;
 	}
-	govex__outcome_release(&o);
 	*ret_response = resp;
 	*ret_result = res;
 	return 0;

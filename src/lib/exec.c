@@ -37,32 +37,13 @@ static int resolve_exe(const char *name, char **ret)
 		*ret = r;
 		return 0;
 	}
-	const char *path = secure_getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = path; *p;) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n > 0 && p[0] == '/') {
-			char *cand = NULL;
-			if (asprintf(&cand, "%.*s/%s", (int)n, p, name) < 0)
-				return -ENOMEM;
-			struct stat st;
-			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
-				char *r = realpath(cand, NULL);
-				free(cand);
-				if (!r)
-					return -errno;
-				*ret = r;
-				return 0;
-			}
-			free(cand);
-		}
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return -ENOENT;
+	char *found = NULL;
+	int r = govex__find_in_path(name, &found);
+	if (r < 0)
+		return r;
+	*ret = realpath(found, NULL);
+	free(found);
+	return *ret ? 0 : -errno;
 }
 
 /* "sha256:<hex>" of a file's bytes, streamed. */
@@ -380,20 +361,8 @@ static int exec_internal(govex_runtime *rt, const govex_plan *given, const struc
 	if ((r = govex__launch(rt, run_id, &d, plan, t.argv, x->stdin_data, x->stdin_len,
 			       x->cancel, -1, -1, 0, t.binds, &o, &res, err)) < 0)
 		goto oom;
-	if (!res) {
-		const struct govex__backend_ops *b = govex__backends[d.backend];
-		res = govex__result_new(govex__status_of(&o), o.term);
-		if (!res) {
-			govex__outcome_release(&o);
-			goto oom;
-		}
-		govex__result_take_outcome(res, &o);
-		govex__outcome_release(&o);
-		govex__result_set_digests(res, rt->policy->digest, plan->digest);
-		govex__result_set_backend(res, b->name, b->version,
-					  rt->reports[d.backend].enforced | d.substituted);
-		govex__outcome_diagnostics(res, &o, &d.limits);
-	}
+	if (!res && !(res = govex__run_result(rt, &d, plan, &o)))
+		goto oom;
 	if (govex__result_finish(res) < 0)
 		goto oom;
 	govex__audit_finish(rt, run_id, res, plan);

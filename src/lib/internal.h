@@ -72,6 +72,12 @@ char **govex__strv_copy(char *const *v);
 bool govex__strv_contains(char *const *v, const char *s);
 void govex__strv_sort_uniq(char **v);
 json_t *govex__strv_json(char *const *v); /* a JSON array of the strings */
+/* An ASCII identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max bytes: environment variable
+ * names, Python module, function and type names. */
+bool govex__identifier(const char *s, size_t n, size_t max);
+/* The first regular executable file NAME in the caller's PATH (absolute entries only;
+ * default /usr/local/bin:/usr/bin:/bin).  -ENOENT when there is none. */
+int govex__find_in_path(const char *name, char **ret);
 
 /* Valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF) */
 bool govex__utf8_valid(const char *s, size_t len);
@@ -360,6 +366,29 @@ struct govex__supervise {
 };
 int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 		     struct govex__shim_report *ret_report, bool *ret_got_report);
+
+/* The pipes of one run, host and child ends ([0] read, [1] write), all close-on-exec:
+ * stdin, stdout, stderr, the child's setup-error pipe, the shim's report, the kill
+ * request. */
+struct govex__pipes {
+	int in[2], out[2], err[2], ce[2], rep[2], kill[2];
+};
+/* Opens them all (-errno on failure, nothing left open). */
+int govex__pipes_open(struct govex__pipes *p);
+void govex__pipes_close(struct govex__pipes *p);
+/* A run that could not start: fills the outcome with the step and errno, closes the
+ * launch's call-mode descriptors (the backend owns them) and returns -e with err set. */
+int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o,
+			 struct govex_error *err, const char *step, int e, const char *msg);
+/*
+ * The host side of a run once the shim exists: closes the child's ends of p and the
+ * launch's extra_fd, supervises the run to its end (govex__supervise), lets the backend
+ * amend the shim's report (cgroup accounting; amend may be NULL) and interprets it.
+ */
+int govex__supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
+			 uint64_t start_ns, struct govex__outcome *o,
+			 void (*amend)(void *ctx, struct govex__shim_report *rep), void *ctx,
+			 struct govex_error *err);
 
 /* Fills the outcome's termination, exit code, signal and usage from a shim report (the
  * kill reason and launch failures set by govex__supervise() take precedence). */

@@ -57,33 +57,6 @@ void govex__interp_free(struct govex__interp *in)
 	memset(in, 0, sizeof(*in));
 }
 
-static int find_in_path(const char *name, char **ret)
-{
-	const char *path = secure_getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = path; *p;) {
-		const char *e = strchr(p, ':');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n > 0 && p[0] == '/') {
-			char *cand = NULL;
-			if (asprintf(&cand, "%.*s/%s", (int)n, p, name) < 0)
-				return -ENOMEM;
-			struct stat st;
-			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
-			    access(cand, X_OK) == 0) {
-				*ret = cand;
-				return 0;
-			}
-			free(cand);
-		}
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return -ENOENT;
-}
-
 static bool is_elf(const char *path)
 {
 	char m[4];
@@ -309,7 +282,7 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 	const char *exe = interpreter;
 	int r;
 	if (!exe) {
-		if ((r = find_in_path("python3", &found)) < 0)
+		if ((r = govex__find_in_path("python3", &found)) < 0)
 			return govex__err(err, GOVEX_EINTERP, -r,
 					  "interpreter: no python3 on PATH");
 		exe = found;

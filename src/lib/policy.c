@@ -6,7 +6,6 @@
  * re-encoded from the struct, so the canonical bytes can only say what the struct holds.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -169,12 +168,7 @@ static int get_path(const json_t *v, const char *path, char **ret, struct govex_
 
 static bool env_name_ok(const char *s)
 {
-	if (!s[0] || strlen(s) > 255 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (const char *c = s; *c; c++)
-		if (!(isalnum((unsigned char)*c) || *c == '_'))
-			return false;
-	return true;
+	return govex__identifier(s, strlen(s), 255);
 }
 
 /* An array of strings, each one of names[] (when names) or checked by fn. */

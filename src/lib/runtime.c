@@ -5,7 +5,6 @@
  * events for every step.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -368,16 +367,6 @@ static int probe_interp(govex_runtime *rt, struct govex_error *err)
 	return r;
 }
 
-static bool env_name_valid(const char *s, size_t n)
-{
-	if (n == 0 || n > 255 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* Sets *ret_env to the final environment: inherited names, then the request's values,
  * then the policy's fixed values (which win). */
 static int build_env(const govex_policy *p, const struct govex_request *req, char ***ret_env,
@@ -390,7 +379,7 @@ static int build_env(const govex_policy *p, const struct govex_request *req, cha
 	for (size_t i = 0; req->env && req->env[i]; i++, n_req++) {
 		const char *kv = req->env[i];
 		const char *eq = strchr(kv, '=');
-		if (n_req >= ENV_ITEMS_MAX || !eq || !env_name_valid(kv, (size_t)(eq - kv))) {
+		if (n_req >= ENV_ITEMS_MAX || !eq || !govex__identifier(kv, (size_t)(eq - kv), 255)) {
 			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
 			govex__result_diag(r, "invalid_environment", NULL,
 					   "env[%zu]: must be NAME=VALUE with a valid name", i);
@@ -1172,6 +1161,22 @@ void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *re
 			       (json_int_t)v->stderr_bytes, "plan_digest", plan->digest));
 }
 
+govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
+				const govex_plan *plan, struct govex__outcome *o)
+{
+	const struct govex__backend_ops *b = govex__backends[d->backend];
+	govex_result *res = govex__result_new(govex__status_of(o), o->term);
+	if (res) {
+		govex__result_take_outcome(res, o);
+		govex__result_set_digests(res, rt->policy->digest, plan->digest);
+		govex__result_set_backend(res, b->name, b->version,
+					  rt->reports[d->backend].enforced | d->substituted);
+		govex__outcome_diagnostics(res, o, &d->limits);
+	}
+	govex__outcome_release(o);
+	return res;
+}
+
 /* Diagnostics for how a run ended (shared by runs and calls). */
 void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
 				const struct govex__limits *l)
@@ -1241,18 +1246,8 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	if (res)
 		goto finish;
 
-	const struct govex__backend_ops *b = govex__backends[d.backend];
-	res = govex__result_new(govex__status_of(&o), o.term);
-	if (!res) {
-		govex__outcome_release(&o);
+	if (!(res = govex__run_result(rt, &d, plan, &o)))
 		goto oom;
-	}
-	govex__result_take_outcome(res, &o);
-	govex__outcome_release(&o);
-	govex__result_set_digests(res, rt->policy->digest, plan->digest);
-	govex__result_set_backend(res, b->name, b->version,
-				  rt->reports[d.backend].enforced | d.substituted);
-	govex__outcome_diagnostics(res, &o, &d.limits);
 
 finish:
 	if ((r = govex__result_finish(res)) < 0)

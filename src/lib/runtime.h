@@ -81,6 +81,10 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 /* Diagnostics for how a run ended (timeout, cancel, limits, launch failure). */
 void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
 				const struct govex__limits *l);
+/* The result of a finished run: status from the outcome, its output and usage (taken
+ * from o, which is released), digests, the backend and its controls, diagnostics. */
+govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
+				const govex_plan *plan, struct govex__outcome *o);
 /* Audits the finish event of a result (plan NULL: refused). */
 void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
 			 const govex_plan *plan);

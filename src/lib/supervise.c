@@ -405,3 +405,97 @@ void govex__outcome_from_report(struct govex__outcome *o, const struct govex__li
 		snprintf(o->failed_step, sizeof(o->failed_step), "wait");
 	}
 }
+
+/* ---- shared by the backends -------------------------------------------------------- */
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0) {
+			close(p[i]);
+			p[i] = -1;
+		}
+}
+
+void govex__pipes_close(struct govex__pipes *p)
+{
+	int *all[] = {p->in, p->out, p->err, p->ce, p->rep, p->kill};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		close_pair(all[i]);
+}
+
+int govex__pipes_open(struct govex__pipes *p)
+{
+	int *all[] = {p->in, p->out, p->err, p->ce, p->rep, p->kill};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		all[i][0] = all[i][1] = -1;
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+		if (pipe2(all[i], O_CLOEXEC) < 0) {
+			int e = errno;
+			govex__pipes_close(p);
+			return -e;
+		}
+	/* larger output pipes: fewer wake-ups when the program floods its output */
+	fcntl(p->out[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(p->err[0], F_SETPIPE_SZ, 1 << 20);
+	return 0;
+}
+
+int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o,
+			 struct govex_error *err, const char *step, int e, const char *msg)
+{
+	if (l->extra_fd >= 0)
+		close(l->extra_fd);
+	if (l->frame_fd >= 0)
+		close(l->frame_fd);
+	o->term = GOVEX_TERM_LAUNCH_FAILED;
+	snprintf(o->failed_step, sizeof(o->failed_step), "%s", step);
+	o->failed_errno = e;
+	if (msg)
+		return govex__err(err, e, e, "%s", msg);
+	return govex__err(err, e, e, "launch: %s: %s", step, strerror(e));
+}
+
+int govex__supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
+			 uint64_t start_ns, struct govex__outcome *o,
+			 void (*amend)(void *ctx, struct govex__shim_report *rep), void *ctx,
+			 struct govex_error *err)
+{
+	close(p->in[0]);
+	close(p->out[1]);
+	close(p->err[1]);
+	close(p->ce[1]);
+	close(p->rep[1]);
+	close(p->kill[0]);
+	p->out[1] = p->err[1] = p->ce[1] = p->rep[1] = p->kill[0] = p->in[0] = -1;
+	if (l->extra_fd >= 0)
+		close(l->extra_fd); /* the child has it now: EOF comes when it is done */
+	struct govex__supervise s = {
+		.stdin_fd = p->in[1],
+		.stdout_fd = p->out[0],
+		.stderr_fd = p->err[0],
+		.report_fd = p->rep[0],
+		.err_fd = p->ce[0],
+		.kill_fd = p->kill[1],
+		.frame_fd = l->frame_fd,
+		.frame_max = l->frame_max,
+		.cancel_fd = l->cancel_fd,
+		.shim_pid = shim,
+		.wall_ms = l->limits->wall_ms,
+		.stdout_max = l->limits->stdout_bytes,
+		.stderr_max = l->limits->stderr_bytes,
+		.stdin_data = l->stdin_data,
+		.stdin_len = l->stdin_len,
+		.start_ns = start_ns,
+	};
+	struct govex__shim_report rep;
+	bool got = false;
+	/* govex__supervise takes (closes) every host end */
+	int r = govex__supervise(&s, o, &rep, &got);
+	if (r < 0)
+		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
+	if (got && amend)
+		amend(ctx, &rep);
+	govex__outcome_from_report(o, l->limits, &rep, got);
+	return 0;
+}

@@ -505,3 +505,47 @@ int govex__make_workdir(char **ret_path, struct govex_error *err)
 	*ret_path = p;
 	return 0;
 }
+
+int govex__find_in_path(const char *name, char **ret)
+{
+	const char *path = secure_getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		const char *e = strchr(p, ':');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		/* relative PATH entries are ignored: the result must not depend on the cwd */
+		if (n > 0 && p[0] == '/') {
+			char *cand = NULL;
+			if (asprintf(&cand, "%.*s/%s", (int)n, p, name) < 0)
+				return -ENOMEM;
+			struct stat st;
+			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+				*ret = cand;
+				return 0;
+			}
+			free(cand);
+		}
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return -ENOENT;
+}
+
+static bool ident_char(char c, bool first)
+{
+	/* ASCII only, whatever the host's locale says isalpha() means */
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+	       (!first && c >= '0' && c <= '9');
+}
+
+bool govex__identifier(const char *s, size_t n, size_t max)
+{
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!ident_char(s[i], i == 0))
+			return false;
+	return true;
+}

@@ -9,7 +9,7 @@
  *   calls.c    the worker pool: one thread and one cancel token per running call,
  *              progress, cancellation, tool results
  *   snippet.c  the Python wrapper that gives a snippet INPUTS and a REPL-style value
- *   approve.c  --approver: sh -c COMMAND with the plan on stdin
+ *   (--approver uses the CLI's cli_approve_command: the same contract as govex run)
  */
 #ifndef GOVEX_MCP_H
 #define GOVEX_MCP_H
@@ -133,12 +133,6 @@ void mcp_program_free(struct mcp_program *p);
 /* Takes the value line of a wrapped program out of the result document's stdout
  * (adjusting stdout and stdout_bytes) and sets "value" from it. */
 void mcp_program_extract_value(const struct mcp_program *p, json_t *doc);
-
-/* ---------------------------------------------------------------- approve.c */
-
-/* A govex_approve_fn: userdata is the command string. */
-int mcp_approve_command(void *userdata, const char *plan, size_t len,
-			const char *const *permissions);
 
 /* ---------------------------------------------------------------- server.c */
 

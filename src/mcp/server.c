@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../cli/cli.h" /* cli_cache_dir(): the one probe cache of the govex binary */
 #include "mcp.h"
 
 #define MODERN_VERSION	   "2026-07-28"
@@ -648,26 +649,6 @@ static int serve(struct mcp_server *srv)
 
 /* ---------------------------------------------------------------- start-up */
 
-static char *cache_dir(void)
-{
-	const char *x = secure_getenv("XDG_CACHE_HOME");
-	const char *h = secure_getenv("HOME");
-	char *d = NULL;
-	if (x && x[0] == '/') {
-		if (asprintf(&d, "%s/govex", x) < 0)
-			return NULL;
-	} else if (h && h[0] == '/') {
-		char *c = NULL;
-		if (asprintf(&c, "%s/.cache", h) < 0)
-			return NULL;
-		mkdir(c, 0700);
-		if (asprintf(&d, "%s/govex", c) < 0)
-			d = NULL;
-		free(c);
-	}
-	return d;
-}
-
 static char *make_instructions(struct mcp_server *srv)
 {
 	size_t nf = 0;
@@ -792,13 +773,13 @@ int cmd_mcp(int argc, char **argv)
 			goto out;
 		}
 	}
-	cdir = cache_dir();
+	cdir = cli_cache_dir();
 	struct govex_runtime_options o = {
 	    .audit_fd = audit_fd,
 	    .probe_cache_dir = cdir,
 	};
 	if (approver) {
-		o.approve = mcp_approve_command;
+		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)approver;
 	}
 	if (govex_runtime_new(srv.policy, &o, &srv.rt, &ge) < 0) {

@@ -84,12 +84,8 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-struct fds {
-	int in[2], out[2], err[2], ce[2], rep[2], kill[2];
-};
-
 static __attribute__((noreturn)) void program_child(const struct govex__launch *l,
-						    const struct fds *f)
+						    const struct govex__pipes *f)
 {
 	const char *step = "setpgid";
 	int e = 0, ce = f->ce[1];
@@ -111,7 +107,7 @@ fail:
 	_exit(127);
 }
 
-static __attribute__((noreturn)) void shim(const struct govex__launch *l, const struct fds *f)
+static __attribute__((noreturn)) void shim(const struct govex__launch *l, const struct govex__pipes *f)
 {
 	struct govex__shim_report rep;
 	memset(&rep, 0, sizeof(rep));
@@ -198,92 +194,24 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 	_exit(0);
 }
 
-static void close_pair(int p[2])
-{
-	for (int i = 0; i < 2; i++)
-		if (p[i] >= 0) {
-			close(p[i]);
-			p[i] = -1;
-		}
-}
-
 static int controlled_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
 			  struct govex_error *err)
 {
 	(void)state;
-	struct fds f;
-	int *all[] = {f.in, f.out, f.err, f.ce, f.rep, f.kill};
-	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-		all[i][0] = all[i][1] = -1;
-	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-		if (pipe2(all[i], O_CLOEXEC) < 0) {
-			int e = errno;
-			for (size_t k = 0; k < ARRAY_SIZE(all); k++)
-				close_pair(all[k]);
-			if (l->extra_fd >= 0)
-				close(l->extra_fd);
-			if (l->frame_fd >= 0)
-				close(l->frame_fd);
-			o->term = GOVEX_TERM_LAUNCH_FAILED;
-			snprintf(o->failed_step, sizeof(o->failed_step), "pipe");
-			o->failed_errno = e;
-			return govex__err(err, e, e, "launch: pipe: %s", strerror(e));
-		}
-	/* Larger pipes: fewer wake-ups when the program floods its output. */
-	fcntl(f.out[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(f.err[0], F_SETPIPE_SZ, 1 << 20);
-
+	struct govex__pipes f;
+	int r = govex__pipes_open(&f);
+	if (r < 0)
+		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
 	uint64_t start = govex__now_ns();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
-		for (size_t k = 0; k < ARRAY_SIZE(all); k++)
-			close_pair(all[k]);
-		if (l->extra_fd >= 0)
-			close(l->extra_fd);
-		if (l->frame_fd >= 0)
-			close(l->frame_fd);
-		o->term = GOVEX_TERM_LAUNCH_FAILED;
-		snprintf(o->failed_step, sizeof(o->failed_step), "fork");
-		o->failed_errno = e;
-		return govex__err(err, e, e, "launch: fork: %s", strerror(e));
+		govex__pipes_close(&f);
+		return govex__launch_failed(l, o, err, "fork", e, NULL);
 	}
 	if (pid == 0)
 		shim(l, &f);
-
-	close(f.in[0]);
-	close(f.out[1]);
-	close(f.err[1]);
-	close(f.ce[1]);
-	close(f.rep[1]);
-	close(f.kill[0]);
-	if (l->extra_fd >= 0)
-		close(l->extra_fd); /* the child has it now: EOF comes when it is done */
-	struct govex__supervise s = {
-		.stdin_fd = f.in[1],
-		.stdout_fd = f.out[0],
-		.stderr_fd = f.err[0],
-		.report_fd = f.rep[0],
-		.err_fd = f.ce[0],
-		.kill_fd = f.kill[1],
-		.frame_fd = l->frame_fd,
-		.frame_max = l->frame_max,
-		.cancel_fd = l->cancel_fd,
-		.shim_pid = pid,
-		.wall_ms = l->limits->wall_ms,
-		.stdout_max = l->limits->stdout_bytes,
-		.stderr_max = l->limits->stderr_bytes,
-		.stdin_data = l->stdin_data,
-		.stdin_len = l->stdin_len,
-		.start_ns = start,
-	};
-	struct govex__shim_report rep;
-	bool got;
-	int r = govex__supervise(&s, o, &rep, &got);
-	if (r < 0)
-		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
-	govex__outcome_from_report(o, l->limits, &rep, got);
-	return 0;
+	return govex__supervise_run(l, &f, pid, start, o, NULL, NULL, err);
 }
 
 const struct govex__backend_ops govex__controlled_backend = {

@@ -173,14 +173,10 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 
 /* ---- the program child (async-signal-safe) ----------------------------------------- */
 
-struct fds {
-	int in[2], out[2], err[2], ce[2], rep[2], kill[2];
-};
-
 struct run_ctx {
 	const struct rstate *st;
 	const struct govex__launch *l;
-	struct fds f;
+	struct govex__pipes f;
 	struct rplan plan;
 	struct rscratch scr;
 	struct rcg_run cg;
@@ -367,7 +363,7 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 {
 	const struct rstate *st = c->st;
 	const struct govex__launch *l = c->l;
-	struct fds *f = &c->f;
+	struct govex__pipes *f = &c->f;
 	struct govex__shim_report rep;
 	const char *step = "shim";
 	int r;
@@ -489,29 +485,20 @@ fail:
 
 /* ---- run (host side) ---------------------------------------------------------------- */
 
-static void close_pair(int p[2])
+/* The cgroup's accounting, added to the shim's report before it is interpreted. */
+static void amend_report(void *ctx, struct govex__shim_report *rep)
 {
-	for (int i = 0; i < 2; i++)
-		if (p[i] >= 0) {
-			close(p[i]);
-			p[i] = -1;
-		}
-}
-
-/* A run that cannot start: the launch's call-mode descriptors are ours to close. */
-static int launch_failed(const struct govex__launch *l, struct govex__outcome *o,
-			 struct govex_error *err, const char *step, int e, const char *msg)
-{
-	if (l->extra_fd >= 0)
-		close(l->extra_fd);
-	if (l->frame_fd >= 0)
-		close(l->frame_fd);
-	o->term = GOVEX_TERM_LAUNCH_FAILED;
-	snprintf(o->failed_step, sizeof(o->failed_step), "%s", step);
-	o->failed_errno = e;
-	if (msg)
-		return govex__err(err, e, e, "%s", msg);
-	return govex__err(err, e, e, "restricted: %s: %s", step, strerror(e));
+	const struct rcg_run *cg = ctx;
+	int64_t cpu_us, peak;
+	bool oom;
+	rcg_stats(cg, &cpu_us, &peak, &oom);
+	if (cpu_us >= 0)
+		rep->cpu_us = cpu_us;
+	/* the run's peak; a process's own peak can exceed what the cgroup was charged
+	 * (pages first touched by another cgroup, like shared libraries) */
+	if (peak >= 0 && peak / 1024 > rep->max_rss_kb)
+		rep->max_rss_kb = peak / 1024;
+	rep->cgroup_oom = oom;
 }
 
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
@@ -523,22 +510,19 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	memset(&c, 0, sizeof(c));
 	c.st = st;
 	c.l = l;
-	int *all[] = {c.f.in, c.f.out, c.f.err, c.f.ce, c.f.rep, c.f.kill};
-	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-		all[i][0] = all[i][1] = -1;
 	for (int i = 0; i < RCG_N; i++)
 		c.cg.procs_fd[i] = -1;
 	c.cg.cpu_fd = -1;
 
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
-		return launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
+		return govex__launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
 	r = rplan_for_run(&st->plan, l->workdir, l->extra_ro, &c.plan);
 	if (r < 0)
-		return launch_failed(l, o, err, "plan", -r, NULL);
+		return govex__launch_failed(l, o, err, "plan", -r, NULL);
 	r = rscratch_alloc(&c.scr, c.plan.n);
 	if (r < 0) {
 		rplan_free(&c.plan);
-		return launch_failed(l, o, err, "plan", -r, NULL);
+		return govex__launch_failed(l, o, err, "plan", -r, NULL);
 	}
 	/* As root the program runs as the sandbox user: a fresh workdir (ours) is
 	 * handed to it.  Named directories keep their owners: the host's permissions
@@ -548,7 +532,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		int e = errno;
 		rscratch_free(&c.scr);
 		rplan_free(&c.plan);
-		return launch_failed(l, o, err, "workdir", e, NULL);
+		return govex__launch_failed(l, o, err, "workdir", e, NULL);
 	}
 	if (l->aggregate) {
 		struct rstate *mst = state; /* the one mutable part of the state */
@@ -564,20 +548,14 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (r < 0) {
 		rscratch_free(&c.scr);
 		rplan_free(&c.plan);
-		return launch_failed(l, o, err, "cgroup", -r, cgerr.message);
+		return govex__launch_failed(l, o, err, "cgroup", -r, cgerr.message);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-		if (pipe2(all[i], O_CLOEXEC) < 0) {
-			int e = errno;
-			for (size_t k = 0; k < ARRAY_SIZE(all); k++)
-				close_pair(all[k]);
-			rcg_destroy(&c.cg);
-			rscratch_free(&c.scr);
-			rplan_free(&c.plan);
-			return launch_failed(l, o, err, "pipe", e, NULL);
-		}
-	fcntl(c.f.out[0], F_SETPIPE_SZ, 1 << 20);
-	fcntl(c.f.err[0], F_SETPIPE_SZ, 1 << 20);
+	if ((r = govex__pipes_open(&c.f)) < 0) {
+		rcg_destroy(&c.cg);
+		rscratch_free(&c.scr);
+		rplan_free(&c.plan);
+		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
+	}
 
 	uint64_t start = govex__now_ns();
 	pid_t pid = rns_clone(rns_flags(st->userns, st->deny_net));
@@ -585,67 +563,23 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		shim(&c);
 	if (pid < 0) {
 		int e = errno;
-		for (size_t k = 0; k < ARRAY_SIZE(all); k++)
-			close_pair(all[k]);
+		govex__pipes_close(&c.f);
 		rcg_destroy(&c.cg);
 		rscratch_free(&c.scr);
 		rplan_free(&c.plan);
-		return launch_failed(l, o, err, "clone", e, NULL);
+		return govex__launch_failed(l, o, err, "clone", e, NULL);
 	}
-	close(c.f.in[0]);
-	close(c.f.out[1]);
-	close(c.f.err[1]);
-	close(c.f.ce[1]);
-	close(c.f.rep[1]);
-	close(c.f.kill[0]);
 	for (int i = 0; i < RCG_N; i++)
 		if (c.cg.procs_fd[i] >= 0) {
 			close(c.cg.procs_fd[i]);
 			c.cg.procs_fd[i] = -1;
 		}
-	if (l->extra_fd >= 0)
-		close(l->extra_fd); /* the program has it now: EOF comes when it is done */
-	struct govex__supervise s = {
-	    .stdin_fd = c.f.in[1],
-	    .stdout_fd = c.f.out[0],
-	    .stderr_fd = c.f.err[0],
-	    .report_fd = c.f.rep[0],
-	    .err_fd = c.f.ce[0],
-	    .kill_fd = c.f.kill[1],
-	    .frame_fd = l->frame_fd,
-	    .frame_max = l->frame_max,
-	    .cancel_fd = l->cancel_fd,
-	    .shim_pid = pid,
-	    .wall_ms = l->limits->wall_ms,
-	    .stdout_max = l->limits->stdout_bytes,
-	    .stderr_max = l->limits->stderr_bytes,
-	    .stdin_data = l->stdin_data,
-	    .stdin_len = l->stdin_len,
-	    .start_ns = start,
-	};
-	struct govex__shim_report rep;
-	bool got = false;
-	r = govex__supervise(&s, o, &rep, &got);
-	/* The whole PID namespace is gone once the shim is reaped (supervise did). */
-	if (r >= 0 && got) {
-		int64_t cpu_us, peak;
-		bool oom;
-		rcg_stats(&c.cg, &cpu_us, &peak, &oom);
-		if (cpu_us >= 0)
-			rep.cpu_us = cpu_us;
-		/* the run's peak; a process's own peak can exceed what the cgroup was
-		 * charged (pages first touched by another cgroup, like shared libraries) */
-		if (peak >= 0 && peak / 1024 > rep.max_rss_kb)
-			rep.max_rss_kb = peak / 1024;
-		rep.cgroup_oom = oom;
-	}
+	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
+	r = govex__supervise_run(l, &c.f, pid, start, o, amend_report, &c.cg, err);
 	rcg_destroy(&c.cg);
 	rscratch_free(&c.scr);
 	rplan_free(&c.plan);
-	if (r < 0)
-		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
-	govex__outcome_from_report(o, l->limits, &rep, got);
-	return 0;
+	return r;
 }
 
 const struct govex__backend_ops govex__restricted_backend = {
