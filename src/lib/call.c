@@ -362,8 +362,63 @@ static void inspection_release(struct inspection *in)
 	memset(in, 0, sizeof(*in));
 }
 
-/* Plans and runs an inspection worker.  On success in->doc is set; otherwise
- * *ret_result says why. */
+static char *inspection_key(const struct source *s)
+{
+	char *k = NULL;
+	if (asprintf(&k, "%s %s", s->digest, s->module) < 0)
+		return NULL;
+	return k;
+}
+
+/* A cached inspection of this source, into in; false when there is none. */
+static bool inspection_cached(govex_runtime *rt, const struct source *s, struct inspection *in)
+{
+	_cleanup_free_ char *key = inspection_key(s);
+	bool found = false;
+	if (!key)
+		return false;
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < ARRAY_SIZE(rt->inspections) && !found; i++) {
+		if (!rt->inspections[i].key || strcmp(rt->inspections[i].key, key) != 0)
+			continue;
+		in->canon = strndup(rt->inspections[i].canon, rt->inspections[i].len);
+		in->len = rt->inspections[i].len;
+		found = in->canon != NULL;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	if (found) {
+		in->doc = json_loadb(in->canon, in->len, 0, NULL);
+		govex__sha256_digest(in->canon, in->len, in->digest);
+		if (!in->doc) {
+			free(in->canon);
+			in->canon = NULL;
+			return false;
+		}
+	}
+	return found;
+}
+
+static void inspection_store(govex_runtime *rt, const struct source *s,
+			     const struct inspection *in)
+{
+	char *key = inspection_key(s), *canon = strndup(in->canon, in->len);
+	if (!key || !canon) {
+		free(key);
+		free(canon);
+		return;
+	}
+	pthread_mutex_lock(&rt->lock);
+	size_t i = rt->inspections_next++ % ARRAY_SIZE(rt->inspections);
+	free(rt->inspections[i].key);
+	free(rt->inspections[i].canon);
+	rt->inspections[i].key = key;
+	rt->inspections[i].canon = canon;
+	rt->inspections[i].len = in->len;
+	pthread_mutex_unlock(&rt->lock);
+}
+
+/* Plans and runs an inspection worker (or finds the inspection in the runtime's
+ * cache).  On success in->doc is set; otherwise *ret_result says why. */
 static int inspect_internal(govex_runtime *rt, const char *run_id, const struct govex_call *call,
 			    const struct source *s, struct inspection *in,
 			    govex_result **ret_result, struct govex_error *err)
@@ -375,6 +430,8 @@ static int inspect_internal(govex_runtime *rt, const char *run_id, const struct 
 	json_t *resp = NULL;
 	memset(in, 0, sizeof(*in));
 	*ret_result = NULL;
+	if (inspection_cached(rt, s, in))
+		return 0;
 
 	json_t *job = json_pack("{s:s, s:o}", "kind", "inspect", "source", source_json(s));
 	int r = govex__plan_internal(rt, &req, run_id, job, &plan, &d, &res, err);
@@ -421,6 +478,7 @@ static int inspect_internal(govex_runtime *rt, const char *run_id, const struct 
 		} else {
 			in->doc = json_incref(doc);
 			govex__sha256_digest(in->canon, in->len, in->digest);
+			inspection_store(rt, s, in);
 			govex_result_free(res);
 			res = NULL;
 		}

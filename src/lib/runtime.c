@@ -284,6 +284,10 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
 	for (size_t i = 0; i < govex__n_backends; i++)
 		if (rt->prepared[i] && govex__backends[i]->release)
 			govex__backends[i]->release(rt->states[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(rt->inspections); i++) {
+		free(rt->inspections[i].key);
+		free(rt->inspections[i].canon);
+	}
 	govex__interp_free(&rt->interp);
 	govex_policy_free(rt->policy);
 	free(rt->probe_cache_dir);

@@ -22,6 +22,15 @@ struct govex_runtime {
 	struct govex__report reports[8];
 	void *states[8];
 	bool prepared[8];
+	/* call mode: inspections by source digest and module name (an inspection depends
+	 * on nothing else but the interpreter, which is the runtime's), so that a server
+	 * calling the same module again starts one worker per call, not two */
+	struct {
+		char *key;
+		char *canon;
+		size_t len;
+	} inspections[16];
+	size_t inspections_next;
 };
 
 struct govex_plan {
