@@ -128,8 +128,43 @@ def test_nothing_left_after_cancel(t):
     _check_clean(t, before, marker, tmpdir)
 
 
+FORKER = r'''
+import ctypes, os, time
+ctypes.CDLL(None).prctl(15, ctypes.c_char_p(%(marker)r.encode()), 0, 0, 0)
+for _ in range(3):
+    if os.fork() == 0:
+        time.sleep(60)
+        os._exit(0)
+%(tail)s
+'''
+
+
+def test_nothing_left_after_ten_runs(t):
+    # ten runs that end every way (exit, error, timeout, signal, memory limit), with
+    # children still running and cgroups made (subprocesses allowed): afterwards no
+    # process, cgroup, mount or temp dir of theirs is left
+    e.need_restricted("pids_aggregate")
+    rw, tmpdir = _setup(t)
+    marker = _marker()
+    before = _state()
+    pol = e.policy(t, filesystem={"write": [rw]}, subprocess="allow",
+                   limits={"wall_ms": 1500, "memory_bytes": 256 << 20, "processes": 32,
+                           "cpu_ms": 5000})
+    tails = ["print('done')", "raise SystemExit(3)", "time.sleep(30)",
+             "os.kill(os.getpid(), 9)", "b = bytearray(1 << 30)"]
+    ends = []
+    for i in range(10):
+        code = FORKER % {"marker": marker, "tail": tails[i % len(tails)]}
+        r = t.run(["run", "--policy", pol, "--json", "-c", code],
+                  extra_env={"TMPDIR": tmpdir})
+        ends.append(r.result()["termination"])
+    g.check({"exited", "timeout", "signaled"} <= set(ends), "run endings: %r" % ends)
+    _check_clean(t, before, marker, tmpdir)
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
+        ("nothing is left after ten runs that end every way", test_nothing_left_after_ten_runs),
         ("a setsid + double-fork daemon does not survive", test_daemon_dies_with_run),
         ("closing stdout/stderr does not hold the deadline off", test_closed_output_then_sleep),
         ("nothing is left after a timeout", test_nothing_left_after_timeout),
