@@ -603,6 +603,79 @@ out:
 	return r;
 }
 
+/* The JSON path of the first string (value or member name) holding mark, into path. */
+static bool find_mark(const json_t *j, const char *mark, char *path, size_t cap)
+{
+	size_t n = strlen(path);
+	const char *k;
+	json_t *v;
+	size_t i;
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		return strstr(json_string_value(j), mark) != NULL;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)j, k, v)
+		{
+			snprintf(path + n, cap - n, "%s%s", n ? "." : "", k);
+			if (strstr(k, mark) || find_mark(v, mark, path, cap))
+				return true;
+			path[n] = '\0';
+		}
+		return false;
+	case JSON_ARRAY:
+		json_array_foreach(j, i, v)
+		{
+			snprintf(path + n, cap - n, "[%zu]", i);
+			if (find_mark(v, mark, path, cap))
+				return true;
+			path[n] = '\0';
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Invalid UTF-8 refused naming the field: the invalid bytes are replaced by a
+ * noncharacter (U+10FFFF) that cannot otherwise stand in a policy's names and paths, the
+ * copy is parsed, and the first string holding it is the field.
+ */
+static int utf8_error(const char *json, size_t len, struct govex_error *err)
+{
+	static const char mark[] = "\xf4\x8f\xbf\xbf";
+	char path[200] = "";
+	char *copy = malloc(len * 4 + 1);
+	size_t o = 0;
+	if (copy) {
+		for (size_t i = 0; i < len;) {
+			size_t k = 1;
+			while (k <= 4 && i + k <= len && !govex__utf8_valid(json + i, k))
+				k++;
+			if (k <= 4 && i + k <= len) {
+				memcpy(copy + o, json + i, k);
+				o += k;
+				i += k;
+			} else {
+				memcpy(copy + o, mark, 4);
+				o += 4;
+				i++;
+			}
+		}
+		json_t *doc = json_loadb(copy, o, JSON_ALLOW_NUL, NULL);
+		if (!doc || !find_mark(doc, mark, path, sizeof(path)))
+			path[0] = '\0';
+		json_decref(doc);
+		free(copy);
+	}
+	/* the path may itself hold the mark (in a member name): show it as U+FFFD */
+	for (char *p = strstr(path, mark); p; p = strstr(p, mark)) {
+		memcpy(p, "\xef\xbf\xbd", 3);
+		memmove(p + 3, p + 4, strlen(p + 4) + 1);
+	}
+	return govex__err(err, GOVEX_EPOLICY, 0, "%s: invalid UTF-8", path[0] ? path : "document");
+}
+
 GOVEX_API int govex_policy_parse(const char *json, size_t len, govex_policy **ret_policy,
 				 struct govex_error *ret_err)
 {
@@ -612,6 +685,8 @@ GOVEX_API int govex_policy_parse(const char *json, size_t len, govex_policy **re
 		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "policy: larger than %u bytes",
 				  POLICY_FILE_MAX);
 	_cleanup_json_ json_t *doc = NULL;
+	if (!govex__utf8_valid(json, len))
+		return utf8_error(json, len, ret_err);
 	/* NUL is let through the parser so that get_string() refuses it naming the field */
 	int r = govex__json_parse(json, len, JSON_ALLOW_NUL, &doc, ret_err);
 	if (r < 0) {

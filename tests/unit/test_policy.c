@@ -106,17 +106,26 @@ START_TEST(test_duplicate_key)
 }
 END_TEST
 
+/* Invalid UTF-8 is refused naming the field that holds it (a member name included). */
 START_TEST(test_invalid_utf8)
 {
-	static const char *const docs[] = {
-		"{" V ",\"environment\":{\"set\":{\"A\":\"\xff\"}}}",
-		"{" V ",\"environment\":{\"set\":{\"A\":\"\xc0\xaf\"}}}",     /* overlong */
-		"{" V ",\"environment\":{\"set\":{\"A\":\"\xed\xa0\x80\"}}}", /* surrogate */
-		"{" V ",\"filesystem\":{\"read\":[\"/\xe2\x82\"]}}",          /* truncated */
-		"{" V ",\"\xf4\x90\x80\x80\":1}",                             /* > U+10FFFF */
+	static const struct {
+		const char *doc, *msg;
+	} cases[] = {
+		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xff\"}}}",
+		 "environment.set.A: invalid UTF-8"},
+		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xc0\xaf\"}}}", /* overlong */
+		 "environment.set.A: invalid UTF-8"},
+		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xed\xa0\x80\"}}}", /* surrogate */
+		 "environment.set.A: invalid UTF-8"},
+		{"{" V ",\"filesystem\":{\"read\":[\"/ok\",\"/\xe2\x82\"]}}", /* truncated */
+		 "filesystem.read[1]: invalid UTF-8"},
+		{"{" V ",\"\xf4\x90\x80\x80\":1}", /* > U+10FFFF, in a member name */
+		 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd: invalid UTF-8"},
+		{"{" V "}\xff", "document: invalid UTF-8"}, /* outside any string */
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(docs); i++)
-		reject(docs[i], "document: invalid UTF-8");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		reject(cases[i].doc, cases[i].msg);
 }
 END_TEST
 
