@@ -305,10 +305,9 @@ GOVEX_API const govex_policy *govex_runtime_policy(const govex_runtime *rt)
 
 static json_t *report_json(const struct govex__backend_ops *b, const struct govex__report *r)
 {
+	/* an unavailable backend lists every control it would have enforced, each with the
+	 * reason (every entry names a real control) */
 	json_t *un = json_array();
-	if (!r->available)
-		json_array_append_new(un, json_pack("{s:s, s:s}", "control", "*", "reason",
-						    r->unavailable_reason));
 	for (size_t i = 0; i < r->n_unavailable; i++)
 		json_array_append_new(un, json_pack("{s:s, s:s}", "control",
 						    govex__control_name(r->unavailable[i].control),
