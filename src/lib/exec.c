@@ -24,6 +24,8 @@
 
 #define ARGV_MAX 4096
 #define ARG_BYTES_MAX (1u << 20)
+/* the kernel's limit on one argument (MAX_ARG_STRLEN, 32 pages) */
+#define ARG_ONE_MAX (128u * 1024 - 1)
 #define LDD_TIMEOUT_MS 5000
 
 extern char **environ;
@@ -239,16 +241,23 @@ static int target_prepare(govex_runtime *rt, const struct govex_exec *x, struct 
 		return -ENOMEM;
 	size_t total = 0;
 	if (x->shell) {
+		if (strlen(x->shell) > ARG_ONE_MAX) {
+			*ret_refusal = refuse(rt, GOVEX_STATUS_INVALID_INPUT, "argv_too_large",
+					      "shell: the command string exceeds 131071 bytes, the "
+					      "largest single argument the kernel passes");
+			return 0;
+		}
 		if (govex__strv_push(&t->argv, t->exe) < 0 || govex__strv_push(&t->argv, "-c") < 0 ||
 		    govex__strv_push(&t->argv, x->shell) < 0)
 			return -ENOMEM;
-		total = strlen(x->shell);
 	} else {
 		for (size_t i = 0; x->argv[i]; i++) {
-			total += strlen(x->argv[i]) + 1;
-			if (i >= ARGV_MAX || total > ARG_BYTES_MAX) {
+			size_t n = strlen(x->argv[i]);
+			total += n + 1;
+			if (i >= ARGV_MAX || total > ARG_BYTES_MAX || n > ARG_ONE_MAX) {
 				*ret_refusal = refuse(rt, GOVEX_STATUS_INVALID_INPUT, "argv_too_large",
-						      "argv: more than 4096 arguments or 1 MiB");
+						      "argv: more than 4096 arguments, 1 MiB in all, or "
+						      "one argument over 131071 bytes");
 				return 0;
 			}
 			if (!govex__utf8_valid(x->argv[i], strlen(x->argv[i]))) {

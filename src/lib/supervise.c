@@ -53,28 +53,23 @@ static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, b
 {
 	/* Bounded work per call so one flooding stream cannot starve the loop. */
 	for (int rounds = 0; rounds < 64; rounds++) {
-		char *dst;
-		size_t room;
-		if (b->len < max) {
-			if (b->cap < max) {
-				size_t nc = b->cap ? b->cap * 2 : 4096;
-				if (nc > max)
-					nc = (size_t)max;
-				char *nd = realloc(b->data, nc + 1);
-				if (nd) {
-					b->data = nd;
-					b->cap = nc;
-				}
+		/* keep up to max bytes in b (grown by doubling); the rest is read into the
+		 * scratch buffer and only counted, as is what a failed growth could not keep */
+		if (b->len < max && b->len == b->cap) {
+			size_t nc = b->cap ? b->cap * 2 : 4096;
+			if (nc > max)
+				nc = (size_t)max;
+			char *nd = realloc(b->data, nc + 1);
+			if (nd) {
+				b->data = nd;
+				b->cap = nc;
 			}
+		}
+		char *dst = scratch;
+		size_t room = SCRATCH;
+		if (b->len < max && b->cap > b->len) {
 			dst = b->data + b->len;
 			room = b->cap - b->len;
-			if (!b->data || room == 0) {
-				dst = scratch;
-				room = SCRATCH;
-			}
-		} else {
-			dst = scratch;
-			room = SCRATCH;
 		}
 		ssize_t n = read(*fd, dst, room);
 		if (n < 0) {
@@ -90,21 +85,10 @@ static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, b
 			return 1;
 		}
 		*total += (uint64_t)n;
-		if (dst == scratch) {
-			/* keep what still fits (scratch used when the buffer could not grow) */
-			size_t keep = 0;
-			if (b->data && b->len < max && b->len < b->cap) {
-				keep = b->cap - b->len;
-				if (keep > (size_t)n)
-					keep = (size_t)n;
-				memcpy(b->data + b->len, scratch, keep);
-				b->len += keep;
-			}
-			if (keep < (size_t)n)
-				*truncated = true;
-		} else {
+		if (dst == scratch)
+			*truncated = true;
+		else
 			b->len += (size_t)n;
-		}
 	}
 	return 0;
 }

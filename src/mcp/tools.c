@@ -779,7 +779,7 @@ static int check(json_t *schema, json_t *v, const char *path, int depth, char *e
 		size_t i;
 		json_t *x;
 		bool ok = false;
-		char sub[256];
+		char sub[256] = "an empty anyOf";
 		json_array_foreach(any, i, x)
 		{
 			if (check(x, v, path, depth + 1, sub, sizeof(sub)) == 0) {
