@@ -58,18 +58,10 @@ int cli_parse_run_args(int argc, char **argv, struct run_args *a, char *err, siz
 		case OPT_JSON:
 			a->json = true;
 			break;
-		case OPT_TIMEOUT: {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || v == 0) {
-				snprintf(err, errlen,
-					 "--timeout-ms: '%s' is not a positive integer", optarg);
+		case OPT_TIMEOUT:
+			if (cli_parse_ms("--timeout-ms", optarg, &a->timeout_ms, err, errlen) < 0)
 				return -1;
-			}
-			a->timeout_ms = v;
 			break;
-		}
 		case OPT_STDIN:
 			a->stdin_file = optarg;
 			break;

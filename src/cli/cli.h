@@ -48,6 +48,9 @@ int cli_approve_command(void *ud, const char *plan, size_t len, const char *cons
 int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms);
 /* Prints msg on stderr and, with json, a refusal result on stdout; returns 125. */
 int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg);
+/* A positive integer option value (--timeout-ms); -1 with a message naming opt. */
+int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
+		 size_t errlen);
 /* $XDG_CACHE_HOME/govex or ~/.cache/govex (for the interpreter probe cache), or NULL. */
 char *cli_cache_dir(void);
 /* Loads the policy (file or preset; default strict), opens the audit file and makes the

@@ -86,18 +86,10 @@ static int parse(int argc, char **argv, struct call_args *a, char *err, size_t e
 		case O_JSON:
 			a->json = true;
 			break;
-		case O_TIMEOUT: {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || v == 0) {
-				snprintf(err, errlen, "--timeout-ms: '%s' is not a positive integer",
-					 optarg);
+		case O_TIMEOUT:
+			if (cli_parse_ms("--timeout-ms", optarg, &a->timeout_ms, err, errlen) < 0)
 				return -1;
-			}
-			a->timeout_ms = v;
 			break;
-		}
 		case O_BACKEND:
 			a->backend = optarg;
 			break;

@@ -68,17 +68,12 @@ int cmd_exec(int argc, char **argv)
 		case O_JSON:
 			json = true;
 			break;
-		case O_TIMEOUT: {
-			char *end;
-			errno = 0;
-			timeout_ms = strtoull(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-' || timeout_ms == 0) {
-				cli_error("exec: --timeout-ms: '%s' is not a positive integer",
-					  optarg);
+		case O_TIMEOUT:
+			if (cli_parse_ms("--timeout-ms", optarg, &timeout_ms, msg, sizeof(msg)) < 0) {
+				cli_error("exec: %s", msg);
 				return EXIT_REFUSED;
 			}
 			break;
-		}
 		case O_STDIN:
 			stdin_file = optarg;
 			break;

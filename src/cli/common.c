@@ -266,3 +266,17 @@ int cli_print_run_result(govex_result *res, bool json)
 		rc = 128 + cli_caught_signal;
 	return rc;
 }
+
+int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
+		 size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (errno || *end || !*arg || arg[0] == '-' || v == 0) {
+		snprintf(err, errlen, "%s: '%s' is not a positive integer", opt, arg);
+		return -1;
+	}
+	*ret = v;
+	return 0;
+}

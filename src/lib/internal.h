@@ -409,6 +409,8 @@ void govex__shim_sweep(pid_t pgid);
  * other fd but *errpipe, which is moved above 10 first (and updated).  Async-signal-safe. */
 int govex__child_stdio(int in, int out, int err, int extra, int *errpipe,
 		       const char **ret_step);
+/* In a child: default signal dispositions and an empty mask (async-signal-safe). */
+void govex__child_reset_signals(void);
 /* Closes every fd >= lowfd except those listed (async-signal-safe). */
 void govex__close_fds_except(int lowfd, const int *keep, size_t nkeep);
 

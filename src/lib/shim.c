@@ -236,3 +236,18 @@ int govex__child_stdio(int in, int out, int err, int extra, int *errpipe, const 
 	govex__close_fds_except(extra >= 0 ? 4 : 3, keep, 1);
 	return 0;
 }
+
+void govex__child_reset_signals(void)
+{
+	/* default dispositions and an empty mask: a host may ignore SIGPIPE or block
+	 * SIGINT, and the program should see a normal process state */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}

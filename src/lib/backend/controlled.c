@@ -69,21 +69,6 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 	}
 }
 
-/* Restores default dispositions and an empty mask (a host may ignore SIGPIPE or block
- * SIGINT; the program should see a normal process state). */
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &sa, NULL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static __attribute__((noreturn)) void program_child(const struct govex__launch *l,
 						    const struct govex__pipes *f)
 {
@@ -98,7 +83,7 @@ static __attribute__((noreturn)) void program_child(const struct govex__launch *
 		goto fail;
 	if (govex__child_rlimits(l->limits, &step) < 0)
 		goto fail;
-	reset_signals();
+	govex__child_reset_signals();
 	step = "execve";
 	execve(l->argv[0], l->argv, l->envp);
 fail:
@@ -119,7 +104,7 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
 	}
 	/* The host's signal handlers are no business of the shim's. */
-	reset_signals();
+	govex__child_reset_signals();
 	/* Own group: a terminal's SIGINT to the host's group must not kill the shim and
 	 * orphan the program. */
 	setpgid(0, 0);

@@ -182,19 +182,6 @@ struct run_ctx {
 	struct rcg_run cg;
 };
 
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &sa, NULL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
 static int drop_bounding(void)
 {
@@ -274,7 +261,7 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 	}
 	if (govex__child_rlimits(l->limits, &step) < 0)
 		goto fail;
-	reset_signals();
+	govex__child_reset_signals();
 	step = "seccomp";
 	r = rfilter_load(&st->filter);
 	if (r < 0) {
