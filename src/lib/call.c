@@ -13,6 +13,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -171,17 +172,42 @@ static int frame_encode(json_t *payload, char **ret, size_t *ret_len)
 	return 0;
 }
 
-/* The worker's argv; the source is NUL-terminated by the embed. */
-static void worker_argv(govex_runtime *rt, char *argv[8])
+/* The inspection worker's text: the inspection part, then the worker (whose last line
+ * runs main()).  Made once per process. */
+static char *inspection_worker;
+static pthread_once_t inspection_worker_once = PTHREAD_ONCE_INIT;
+
+static void make_inspection_worker(void)
+{
+	size_t a = govex__worker_inspection_py_len, b = govex__worker_py_len;
+	char *t = malloc(a + 1 + b + 1);
+	if (!t)
+		return;
+	memcpy(t, govex__worker_inspection_py, a);
+	t[a] = '\n';
+	memcpy(t + a + 1, govex__worker_py, b + 1); /* with its NUL */
+	inspection_worker = t;
+}
+
+/* The worker's argv: a call's worker does not compile the inspection part.  Returns
+ * -ENOMEM when the inspection text could not be made. */
+static int worker_argv(govex_runtime *rt, bool inspect, char *argv[8])
 {
 	size_t ac = 0;
+	const char *text = (const char *)govex__worker_py;
+	if (inspect) {
+		pthread_once(&inspection_worker_once, make_inspection_worker);
+		if (!(text = inspection_worker))
+			return -ENOMEM;
+	}
 	argv[ac++] = rt->interp.path;
 	argv[ac++] = "-I";
 	if (!rt->policy->site)
 		argv[ac++] = "-S";
 	argv[ac++] = "-c";
-	argv[ac++] = (char *)govex__worker_py;
+	argv[ac++] = (char *)text;
 	argv[ac] = NULL;
+	return 0;
 }
 
 /* A synthetic request for planning a worker run: limits, metadata and cancellation of the
@@ -245,7 +271,8 @@ static enum govex_status status_named(const char *s, bool *ok)
  * from the outcome or the response frame) and, when the response said ok, *ret_response
  * is its payload (caller decrefs).
  */
-static int worker_exchange(govex_runtime *rt, const char *run_id, const struct decision *d,
+static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
+			   const struct decision *d,
 			   const govex_plan *plan, const struct govex_call *call, json_t *request,
 			   uint64_t frame_max, json_t **ret_response, govex_result **ret_result,
 			   struct govex_error *err)
@@ -270,9 +297,10 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, const struct d
 					   frame_len);
 		return 0;
 	}
+	if (worker_argv(rt, inspect, argv) < 0)
+		return govex__err(err, ENOMEM, ENOMEM, "call: out of memory");
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return govex__err(err, errno, errno, "call: pipe: %s", strerror(errno));
-	worker_argv(rt, argv);
 	r = govex__launch(rt, run_id, d, plan, argv, frame, frame_len, call->cancel, p[1], p[0],
 			  frame_max, NULL, &o, &res, err);
 	if (r < 0)
@@ -459,8 +487,8 @@ static int inspect_internal(govex_runtime *rt, const char *run_id, const struct 
 				    GOVEX_FRAME_VERSION, "op", "inspect", "source", s->text, s->len,
 				    "source_digest", s->digest, "module", s->module, "filename",
 				    s->filename);
-	r = worker_exchange(rt, run_id, &d, plan, call, request, INSPECTION_FRAME_MAX, &resp, &res,
-			    err);
+	r = worker_exchange(rt, run_id, true, &d, plan, call, request, INSPECTION_FRAME_MAX, &resp,
+			    &res, err);
 	json_decref(request);
 	if (r < 0)
 		goto out;
@@ -848,7 +876,7 @@ GOVEX_API int govex_runtime_call(govex_runtime *rt, const govex_plan *given,
 		r = govex__err(ret_err, ENOMEM, ENOMEM, "call: out of memory");
 		goto done;
 	}
-	r = worker_exchange(rt, run_id, &d, plan, call, request,
+	r = worker_exchange(rt, run_id, false, &d, plan, call, request,
 			    d.limits.call_output_bytes + ENVELOPE_SLACK, &resp, &res, ret_err);
 	if (r < 0 || !resp)
 		goto done;

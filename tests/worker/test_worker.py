@@ -1158,6 +1158,16 @@ def frame_truncated_and_trailing(py):
 
 
 @test
+def call_worker_has_no_inspection(py):
+    # a call's worker is started without src/worker/inspection.py: an inspect request to
+    # it is refused plainly, and a call through it works
+    core = W.worker_text(inspection=False)
+    expect_failure(W.run_worker(py, W.frame(W.inspect_request("x = 1\n")), text=core),
+                   "worker_failed", "bad_request")
+    expect_value(do_call(py, CALLS, "add", {"a": 2, "b": 3}), 5)
+
+
+@test
 def frame_garbage(py):
     bad = [b"not json", b"[1, 2]", b"\xff\xfe{}", b'"str"', b'{"a": NaN}',
            b'{"version": "govex.frame/v1", "version": "govex.frame/v1"}',

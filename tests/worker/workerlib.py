@@ -13,13 +13,20 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER_PATH = os.path.join(ROOT, "src", "worker", "worker.py")
+INSPECTION_PATH = os.path.join(ROOT, "src", "worker", "inspection.py")
 FRAME_VERSION = "govex.frame/v1"
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
-def worker_text():
+def worker_text(inspection=True):
+    """The worker as the C side starts it: for an inspection, src/worker/inspection.py
+    followed by src/worker/worker.py; for a call, worker.py alone."""
     with open(WORKER_PATH, encoding="utf-8") as f:
-        return f.read()
+        core = f.read()
+    if not inspection:
+        return core
+    with open(INSPECTION_PATH, encoding="utf-8") as f:
+        return f.read() + "\n" + core
 
 
 def find_pythons():
@@ -78,9 +85,20 @@ class Run:
         return unframe(self.raw)
 
 
+def _op_of(request_bytes):
+    """The op of a well-formed request frame (the C side starts a call's worker without
+    the inspection part), else None."""
+    try:
+        doc = json.loads(request_bytes[8:].decode("utf-8"))
+        return doc.get("op") if isinstance(doc, dict) else None
+    except (ValueError, UnicodeError):
+        return None
+
+
 def run_worker(python, request_bytes, timeout=120, text=None, env=None, cwd=None):
     """Runs the worker like the C side: argv [python, -I, -S, -c, TEXT]; fd 3 = a pipe."""
-    text = text if text is not None else worker_text()
+    if text is None:
+        text = worker_text(inspection=_op_of(request_bytes) != "call")
     r, w = os.pipe()
     os.set_inheritable(w, True)
     tmp = None
