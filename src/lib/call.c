@@ -565,8 +565,10 @@ GOVEX_API int govex_runtime_inspect(govex_runtime *rt, const struct govex_source
 	govex__run_id_new(run_id);
 	int r = source_prepare(rt, src, &s, &res);
 	audit_received_call(rt, run_id, "inspect", &call, r == 0 && !res ? &s : NULL);
-	if (r < 0)
+	if (r < 0) {
+		source_release(&s);
 		return govex__err(ret_err, ENOMEM, ENOMEM, "inspect: out of memory");
+	}
 	if (!res && (r = inspect_internal(rt, run_id, &call, &s, &in, &res, ret_err)) < 0) {
 		source_release(&s);
 		return r;
