@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <dlfcn.h>
 
 #include "runtime.h"
 
@@ -118,8 +120,8 @@ static char *dup_opt(const char *s)
 /*
  * Backend reports are probed on this host, which costs a few milliseconds (the
  * restricted backend test-creates namespaces and cgroups).  With a cache directory they
- * are cached across processes, keyed by everything they depend on: govex's version, the
- * effective uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A
+ * are cached across processes, keyed by everything they depend on: this build of govex,
+ * the effective uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A
  * stale entry can only be optimistic about a host setting changed since (a sysctl at run
  * time), and then the run fails closed at the step that needs it.
  */
@@ -139,8 +141,18 @@ static char *report_cache_key(void)
 		free(cg);
 		return NULL;
 	}
-	if (asprintf(&key, "govex %s uid %u kernel %s boot %s%s", GOVEX_VERSION_STRING,
-		     (unsigned)geteuid(), u.release, boot, cg) < 0)
+	/* this very build of govex: the file holding this code (the library, or a binary
+	 * it is linked into), by identity, so that a rebuilt probe never reads an old entry */
+	Dl_info dl;
+	struct stat st;
+	if (!dladdr((void *)report_cache_key, &dl) || !dl.dli_fname || stat(dl.dli_fname, &st) < 0) {
+		free(cg);
+		return NULL;
+	}
+	if (asprintf(&key, "govex %s build %llu:%llu:%lld.%09ld uid %u kernel %s boot %s%s",
+		     GOVEX_VERSION_STRING, (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,
+		     st.st_mtim.tv_nsec, (unsigned)geteuid(), u.release, boot, cg) < 0)
 		key = NULL;
 	free(cg);
 	return key;

@@ -37,15 +37,24 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 		      CTL(FRESH_WORKDIR) | CTL(FD_HYGIENE) | CTL(MEMORY_PER_PROCESS) |
 		      CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
 		      CTL(FILE_SIZE_PER_PROCESS);
-	/* The shim needs PR_SET_CHILD_SUBREAPER (Linux 3.4). */
+	/* The shim needs PR_SET_CHILD_SUBREAPER (Linux 3.4) and, to find the descendants
+	 * re-parented to it, /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN): without
+	 * it a daemon that escaped the group could not be found. */
 	int sub = 0;
-	if (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0) {
+	char children[64];
+	snprintf(children, sizeof(children), "/proc/self/task/%d/children", (int)gettid());
+	const char *why = NULL;
+	int e = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) < 0)
+		why = "no child subreaper", e = errno;
+	else if (access(children, R_OK) < 0)
+		why = "no /proc/<pid>/task/<tid>/children", e = errno;
+	if (!why) {
 		r->enforced |= CTL(PROCESS_TREE_KILL);
 	} else {
 		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
 		u->control = GOVEX_CTL_PROCESS_TREE_KILL;
-		snprintf(u->reason, sizeof(u->reason), "no child subreaper: %s",
-			 strerror(errno));
+		snprintf(u->reason, sizeof(u->reason), "%s: %s", why, strerror(e));
 	}
 	static const struct {
 		enum govex__control c;
