@@ -9,7 +9,10 @@ bwrap has no seccomp filter or Landlock here).  Prints the medians and their rat
 python.  A benchmark, not a test: it never fails on noise.
 
 usage: bench/startup.py [--govex build/govex] [--rounds 40] [--preset trusted|strict]
-                        [--bwrap]
+                        [--bwrap] [--compare OTHER_GOVEX]
+
+--compare times a second govex binary (an earlier build, say) with the same policy in the
+same interleaved run, so that before and after are measured side by side.
 """
 import argparse
 import json
@@ -36,6 +39,7 @@ def main():
     ap.add_argument('--preset', default='trusted')
     ap.add_argument('--python', default=None, help='interpreter (default: python3 on PATH, resolved)')
     ap.add_argument('--bwrap', action='store_true', help='also time bubblewrap')
+    ap.add_argument('--compare', default=None, help='another govex binary, timed alongside')
     args = ap.parse_args()
     py = args.python or subprocess.run(['python3', '-c', 'import sys; print(sys.executable)'],
                                        capture_output=True, text=True, check=True).stdout.strip()
@@ -50,6 +54,9 @@ def main():
     cmds = [('govex run --preset %s' % args.preset, [args.govex, 'run', '--policy', pfile,
                                                        '-c', code]),
             ('python3 -I -S', [py, '-I', '-S', '-c', code])]
+    if args.compare:
+        cmds.insert(1, ('%s (compared)' % os.path.basename(os.path.dirname(
+            os.path.abspath(args.compare))), [args.compare, 'run', '--policy', pfile, '-c', code]))
     if args.bwrap:
         prefix = subprocess.run([py, '-I', '-S', '-c', 'import sys; print(sys.base_prefix)'],
                                 capture_output=True, text=True, check=True).stdout.strip()
