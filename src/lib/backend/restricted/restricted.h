@@ -165,7 +165,7 @@ void rcg_setup_free(struct rcg_setup *s);
 struct rcg_run {
 	char *dir[RCG_N];
 	bool owner[RCG_N];   /* this run made (and removes) dir */
-	int procs_fd[RCG_N]; /* cgroup.procs, opened for the program child to join */
+	int procs_fd[RCG_N]; /* v1 tasks, v2 cgroup.procs: for the program child to join */
 	int cpu_fd;	     /* cpuacct.usage (v1) or cpu.stat (v2), for the shim, or -1 */
 	int cpu_version;
 };
