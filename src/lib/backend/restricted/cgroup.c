@@ -235,7 +235,7 @@ static int try_child(const char *dir, int res, int version)
 	return r;
 }
 
-void rcg_discover(struct rcg_setup *ret)
+void rcg_discover(struct rcg_setup *ret, bool test)
 {
 	struct mnt v1[RCG_N], v2;
 	memset(ret, 0, sizeof(*ret));
@@ -288,7 +288,7 @@ void rcg_discover(struct rcg_setup *ret)
 			continue;
 		}
 		sweep_stale(dir);
-		int r = try_child(dir, i, version);
+		int r = test ? try_child(dir, i, version) : 0;
 		if (r < 0) {
 			snprintf(p->reason, sizeof(p->reason),
 				 "cgroup v%d %s: cannot make a cgroup below ours: %s", version,
@@ -389,6 +389,13 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 				if (errno != EEXIST) {
 					e = errno;
 					r.owner[i] = false;
+					if (!(need & by_res[i])) {
+						/* not needed by this run: it goes without
+						 * this resource's accounting */
+						free(r.dir[i]);
+						r.dir[i] = NULL;
+						continue;
+					}
 					goto fail;
 				}
 				/* left by a run of this slot that died: ours now (we hold the

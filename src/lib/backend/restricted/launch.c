@@ -116,7 +116,7 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 		unavail(r, GOVEX_CTL_LANDLOCK, "the kernel has no Landlock: %s", strerror(-abi));
 
 	struct rcg_setup cg;
-	rcg_discover(&cg);
+	rcg_discover(&cg, true);
 	static const struct {
 		int res;
 		enum govex__control c;
@@ -568,12 +568,12 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return govex__launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
 
-	/* cgroup parents: once per runtime (discovery test-creates a cgroup) */
+	/* cgroup parents: once per runtime */
 	{
 		struct rstate *mst = state; /* the one mutable part of the state */
 		pthread_mutex_lock(&mst->cg_lock);
 		if (!mst->cg_discovered) {
-			rcg_discover(&mst->cg);
+			rcg_discover(&mst->cg, false);
 			mst->cg_discovered = true;
 		}
 		pthread_mutex_unlock(&mst->cg_lock);

@@ -156,8 +156,10 @@ struct rcg_setup {
 	struct rcg_parent p[RCG_N];
 };
 
-/* Finds our own cgroups per resource and checks a child can be made there. */
-void rcg_discover(struct rcg_setup *ret);
+/* Finds our own cgroups per resource; with test, checks a child can be made there (the
+ * probe does; a run does not: it makes its own and fails when a cgroup it needs
+ * cannot be made). */
+void rcg_discover(struct rcg_setup *ret, bool test);
 void rcg_setup_free(struct rcg_setup *s);
 
 /* One run's cgroups: one directory per resource whose hierarchy is usable (several
