@@ -324,9 +324,7 @@ static void rcg_run_init(struct rcg_run *r)
 
 static int kill_listed(const char *dir);
 
-/* Removes dir, a cgroup: kills what runs there first (a dead run's leftovers, or this
- * run's survivors).  Returns 0 when it is gone. */
-static int remove_cg(const char *dir)
+int rcg_remove(const char *dir)
 {
 	/* none should be left in a finished run (the PID namespace died with the shim),
 	 * but a cgroup is not removed while something runs in it */
@@ -401,7 +399,7 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 				/* left by a run of this slot that died: ours now (we hold the
 				 * slot's lock), reclaimed */
 				what = "reclaim";
-				int rr = remove_cg(r.dir[i]);
+				int rr = rcg_remove(r.dir[i]);
 				if (rr < 0) {
 					r.owner[i] = false; /* not ours to remove again */
 					e = -rr;
@@ -587,7 +585,7 @@ void rcg_destroy(struct rcg_run *r)
 	r->cpu_fd = -1;
 	for (int i = 0; i < RCG_N; i++)
 		if (r->owner[i] && r->dir[i])
-			remove_cg(r->dir[i]);
+			rcg_remove(r->dir[i]);
 	for (int i = 0; i < RCG_N; i++) {
 		if (r->owner[i])
 			free(r->dir[i]);

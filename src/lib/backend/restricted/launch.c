@@ -575,6 +575,8 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		if (!mst->cg_discovered) {
 			rcg_discover(&mst->cg, false);
 			mst->cg_discovered = true;
+			/* what runs killed with their govex left in slots nobody took since */
+			rslot_sweep(l->opts ? l->opts->probe_cache_dir : NULL, &mst->cg);
 		}
 		pthread_mutex_unlock(&mst->cg_lock);
 	}

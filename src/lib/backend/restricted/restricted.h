@@ -185,6 +185,9 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 void rcg_destroy(struct rcg_run *r);
 /* Async-signal-safe: CPU time used so far in nanoseconds from cpu_fd, or -1. */
 int64_t rcg_cpu_ns(int fd, int version);
+/* Removes the cgroup dir, killing what runs there first (a dead run's leftovers, or a
+ * run's survivors).  Returns 0 once it is gone, or -errno. */
+int rcg_remove(const char *dir);
 
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
@@ -199,6 +202,9 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		  size_t why_len);
 /* Releases the lock: only once the run's teardown is complete. */
 void rslot_release(struct rslot *s);
+/* Reclaims the cgroups of every slot below s's parents whose lock is free (their run
+ * died; nobody took that slot since).  Best effort, once per runtime. */
+void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
 
 /* ---- namespaces and probing (ns.c) -------------------------------------------------- */
 

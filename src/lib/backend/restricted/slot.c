@@ -17,6 +17,7 @@
  * the euid, without group or other write permission; else it is not used.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -115,6 +116,19 @@ static int open_lock_dir(const char *cache_dir, char *where, size_t where_len)
 	return open_chain("/tmp", rel);
 }
 
+/* The name of slot n's cgroups.  As root the lock directory is the host's one; an
+ * unprivileged caller may have several (XDG_RUNTIME_DIR differs between sessions): its
+ * names carry the lock directory's identity, so that two lock directories never hand
+ * out the same name (and never reclaim each other's runs). */
+static void slot_name(char *buf, size_t len, uint32_t n, const struct stat *dir)
+{
+	if (geteuid() == 0)
+		snprintf(buf, len, "govex.slot-%u", (unsigned)n);
+	else
+		snprintf(buf, len, "govex.slot-%u.%llx.%llx", (unsigned)n,
+			 (unsigned long long)dir->st_dev, (unsigned long long)dir->st_ino);
+}
+
 int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char *why,
 		  size_t why_len)
 {
@@ -128,7 +142,12 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		return dfd;
 	}
 	struct stat dst;
-	fstat(dfd, &dst);
+	if (fstat(dfd, &dst) < 0) {
+		int e = errno;
+		close(dfd);
+		snprintf(why, why_len, "slot lock directory %s: %s", where, strerror(e));
+		return -e;
+	}
 	int e = EAGAIN;
 	for (uint32_t n = 0; n < count; n++) {
 		char name[32];
@@ -148,16 +167,7 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			ret->n = (int)n;
 			ret->fd = fd;
-			/* as root the lock directory is the host's one; an unprivileged caller
-			 * may have several (XDG_RUNTIME_DIR differs between sessions): its
-			 * cgroup names carry the directory's identity so that two lock
-			 * directories never hand out the same name */
-			if (geteuid() == 0)
-				snprintf(ret->id, sizeof(ret->id), "govex.slot-%u", n);
-			else
-				snprintf(ret->id, sizeof(ret->id), "govex.slot-%u.%llx.%llx", n,
-					 (unsigned long long)dst.st_dev,
-					 (unsigned long long)dst.st_ino);
+			slot_name(ret->id, sizeof(ret->id), n, &dst);
 			close(dfd);
 			return 0;
 		}
@@ -180,4 +190,66 @@ void rslot_release(struct rslot *s)
 		close(s->fd); /* releases the lock */
 	s->fd = -1;
 	s->n = -1;
+}
+
+void rslot_sweep(const char *cache_dir, const struct rcg_setup *s)
+{
+	char where[PATH_MAX];
+	int dfd = open_lock_dir(cache_dir, where, sizeof(where));
+	if (dfd < 0)
+		return;
+	struct stat dst;
+	if (fstat(dfd, &dst) < 0) {
+		close(dfd);
+		return;
+	}
+	for (int i = 0; i < RCG_N; i++) {
+		if (!s->p[i].version || !s->p[i].dir)
+			continue;
+		bool seen = false; /* v2 resources share a directory */
+		for (int j = 0; j < i; j++)
+			seen |= s->p[j].dir && strcmp(s->p[j].dir, s->p[i].dir) == 0;
+		if (seen)
+			continue;
+		DIR *d = opendir(s->p[i].dir);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			static const char pre[] = "govex.slot-";
+			if (strncmp(de->d_name, pre, sizeof(pre) - 1) != 0)
+				continue;
+			const char *num = de->d_name + sizeof(pre) - 1;
+			if (*num < '0' || *num > '9')
+				continue;
+			unsigned long n = strtoul(num, NULL, 10);
+			if (n > UINT32_MAX)
+				continue;
+			char want[80];
+			slot_name(want, sizeof(want), (uint32_t)n, &dst);
+			if (strcmp(want, de->d_name) != 0)
+				continue; /* another lock directory's (or not a slot) */
+			char lock[32];
+			snprintf(lock, sizeof(lock), "%lu.lock", n);
+			int fd = openat(dfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (fd < 0)
+				continue;
+			struct stat st;
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+			    flock(fd, LOCK_EX | LOCK_NB) == 0) {
+				/* free: its run is gone; what it left is removed in every
+				 * hierarchy while we hold the slot */
+				for (int k = 0; k < RCG_N; k++) {
+					char path[PATH_MAX];
+					if (s->p[k].version && s->p[k].dir &&
+					    (size_t)snprintf(path, sizeof(path), "%s/%s", s->p[k].dir,
+							     de->d_name) < sizeof(path))
+						rcg_remove(path);
+				}
+			}
+			close(fd);
+		}
+		closedir(d);
+	}
+	close(dfd);
 }
