@@ -255,8 +255,11 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
 			goto fail;
 	step = "cgroupns";
-	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0)
+	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
+	 * which hides nothing any control relies on */
+	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0 && errno != EINVAL)
 		goto fail;
+	errno = 0;
 	step = "setsid"; /* no controlling terminal, own session and group */
 	if (setsid() < 0)
 		goto fail;
