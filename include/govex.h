@@ -230,9 +230,17 @@ struct govex_runtime_options {
 				      * cached across processes (keyed by the executable's
 				      * identity); NULL = cache in the runtime only */
 	const char *backend;   /* optional: force this backend (overrides policy.backend) */
-	uint32_t sandbox_uid;  /* restricted backend run as root: host uid of the code;
-				* 0 = the default (nobody, 65534) */
+	/* Restricted backend run as root: each concurrent run has a slot N (taken with a
+	 * lock in /run/govex/slots) and its code runs as host uid sandbox_uid + N and gid
+	 * sandbox_gid + N, N < sandbox_uid_count: concurrent runs never share an identity
+	 * (nor per-user kernel limits).  Give govex a range no user or group of the host
+	 * uses.  0 = the defaults: sandbox_uid 0x7ffe0000 (2147352576), sandbox_gid = the
+	 * uid base, sandbox_uid_count 65536 (the range is cut short below uid 2^32-1).
+	 * Not root: the code keeps the caller's ids (in a user namespace); these are
+	 * unused. */
+	uint32_t sandbox_uid;
 	uint32_t sandbox_gid;
+	uint32_t sandbox_uid_count;
 };
 
 /*

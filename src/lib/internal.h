@@ -211,7 +211,7 @@ bool govex__path_under(const char *path, const char *root);
 /* {"wall_ms": ..., ...} with null for unlimited nullable limits. */
 json_t *govex__limits_json(const struct govex__limits *l);
 
-/* Controls the policy requires (without the single-process substitutions). */
+/* Controls the policy requires. */
 govex__ctlset govex__policy_required(const struct govex_policy *p);
 
 /* ---- interpreter probing -------------------------------------------------------------- */
@@ -267,9 +267,8 @@ struct govex__launch {
 			* backend takes it (closes the host's copy once the child has it) */
 	int frame_fd;  /* call mode: the host's read end of extra_fd's pipe, or -1; taken
 			* by the backend (govex__supervise closes it) */
-	/* Aggregate controls the backend must enforce itself for this run (memory, CPU,
-	 * pids); those the run gets from per-process limits because it is a single
-	 * process (see the plan's aggregate_by_single_process) are not in it. */
+	/* Aggregate controls this run requires (memory, CPU, pids): the backend enforces
+	 * them with an aggregate mechanism (a cgroup) or fails the launch. */
 	govex__ctlset aggregate;
 	uint64_t frame_max; /* largest response payload accepted */
 	/* files the run needs to read besides the runtime's (govex exec: the executable,

@@ -478,28 +478,6 @@ json_t *govex__perms_json(unsigned perms)
 	return a;
 }
 
-/* Effective controls of a backend report for a run that requires `required`: when the
- * backend enforces subprocess denial and the run denies subprocesses, the run is one
- * process, so per-process memory and CPU limits bound the whole run, and the process
- * count is bounded by the denial itself. */
-static govex__ctlset effective(govex__ctlset enforced, govex__ctlset required,
-			       govex__ctlset *ret_substituted)
-{
-	govex__ctlset eff = enforced, sub = 0;
-	/* Preferred even where the backend could make a cgroup: a single process needs
-	 * none, and a cgroup costs milliseconds per run. */
-	if ((required & CTL(SUBPROCESS_DENY)) && (enforced & CTL(SUBPROCESS_DENY))) {
-		if ((required & CTL(MEMORY_AGGREGATE)) && (enforced & CTL(MEMORY_PER_PROCESS)))
-			sub |= CTL(MEMORY_AGGREGATE);
-		if ((required & CTL(CPU_TIME_AGGREGATE)) && (enforced & CTL(CPU_TIME_PER_PROCESS)))
-			sub |= CTL(CPU_TIME_AGGREGATE);
-		if (required & CTL(PIDS_AGGREGATE))
-			sub |= CTL(PIDS_AGGREGATE);
-	}
-	*ret_substituted = sub;
-	return eff | sub;
-}
-
 static govex__ctlset run_required(const govex_policy *p, const struct govex__limits *l)
 {
 	govex__ctlset s = govex__policy_required(p);
@@ -725,13 +703,12 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			const struct govex__report *rep = &rt->reports[i];
 			if (want && strcmp(want, govex__backends[i]->name) != 0)
 				continue;
-			govex__ctlset sub = 0;
-			govex__ctlset eff =
-				rep->available ? effective(rep->enforced, d.required, &sub) : 0;
+			/* aggregate limits are met only by an aggregate mechanism (a
+			 * cgroup): never by per-process rlimits, even for one process */
+			govex__ctlset eff = rep->available ? rep->enforced : 0;
 			govex__ctlset missing = d.required & ~eff;
 			if (!missing) {
 				d.backend = i;
-				d.substituted = sub;
 				chosen = true;
 				break;
 			}
@@ -837,7 +814,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			"{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
 			" s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
 			" s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
-			" s:{s:o, s:o}, s:s, s:s}",
+			" s:{s:o}, s:s, s:s}",
 			"version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name,
 			"version", b->version, "code", "language", "python", "digest", code_digest,
 			"bytes", (json_int_t)req->code_len, "source_path", req->source_path,
@@ -851,8 +828,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			"network", p->network ? "allow" : "deny", "subprocess",
 			p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
 			govex__perms_json(needs_perm), "approval", govex__perms_json(d.approve), "controls",
-			"required", govex__ctlset_json(d.required), "aggregate_by_single_process",
-			govex__ctlset_json(d.substituted), "policy_digest", p->digest,
+			"required", govex__ctlset_json(d.required), "policy_digest", p->digest,
 			"request_digest", request_digest);
 		if (!doc) {
 			r = -ENOMEM;
@@ -1133,7 +1109,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		.extra_fd = extra_fd,
 		.frame_fd = frame_fd,
 		.frame_max = frame_max,
-		.aggregate = d->required & ~d->substituted &
+		.aggregate = d->required &
 			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 		.extra_ro = extra_ro,
 	};
@@ -1185,7 +1161,7 @@ govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
 		govex__result_take_outcome(res, o);
 		govex__result_set_digests(res, rt->policy->digest, plan->digest);
 		govex__result_set_backend(res, b->name, b->version,
-					  rt->reports[d->backend].enforced | d->substituted);
+					  rt->reports[d->backend].enforced);
 		govex__outcome_diagnostics(res, o, &d->limits);
 	}
 	govex__outcome_release(o);

@@ -44,7 +44,7 @@ struct govex_plan {
 /* What planning decided, beyond the plan document. */
 struct decision {
 	struct govex__limits limits;
-	govex__ctlset required, substituted;
+	govex__ctlset required;
 	size_t backend;
 	char **env; /* NAME=VALUE, final */
 	char *workdir; /* NULL = fresh */

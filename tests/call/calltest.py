@@ -5,7 +5,7 @@ per-test temporary directories); adds what calls need: writing modules, running
 `govex call`/`plan`/`inspect`, checking a govex.result/v1 document of a call against the
 contract (status vocabulary, exit status, value null unless success, stdout/stderr
 empty, sanitized diagnostics), policies per interpreter, a directory the sandboxed
-worker can write to (as root, the restricted backend runs code as nobody), and a hard
+worker can write to (as root, the restricted backend runs code as a per-run uid), and a hard
 per-test timeout.
 """
 
@@ -103,7 +103,7 @@ def notebook(t, name, cells):
 
 def shared_dir(t, name="shared"):
     """A directory under t.tmp that code in either backend can write (as root the
-    restricted backend runs code as nobody, so the directory is world-writable and
+    restricted backend runs code as a per-run uid, so the directory is world-writable and
     t.tmp searchable)."""
     os.chmod(t.tmp, 0o711)
     d = t.path(name)

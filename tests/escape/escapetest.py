@@ -24,6 +24,13 @@ with open(os.path.join(HERE, "probe.py")) as _f:
     PROBE_SRC = _f.read()
 
 NOBODY = 65534
+# As root each concurrent run has its own uid and gid: base + slot (libgovex defaults)
+RUN_ID_BASE = 0x7ffe0000
+RUN_ID_COUNT = 65536
+
+
+def is_run_id(uid):
+    return RUN_ID_BASE <= uid < RUN_ID_BASE + RUN_ID_COUNT
 _backend_cache = {}
 
 

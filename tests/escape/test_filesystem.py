@@ -2,6 +2,7 @@
 """The sandbox's file system: nothing of the host but what the policy names."""
 import os
 import sys
+import threading
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,7 +99,7 @@ def test_write_root_ownership(t):
     e.need_restricted("fs_write_allowlist")
     rw = t.path("rw")
     os.mkdir(rw)
-    os.chmod(rw, 0o777)   # as root the code runs as nobody: host permissions still apply
+    os.chmod(rw, 0o777)   # as root the code runs as the run's uid: host permissions apply
     pol = e.policy(t, filesystem={"write": [rw]})
     ops = [["write", os.path.join(rw, "made-inside"), {"as": "w"}], ["ids", {"as": "ids"}]]
     _, doc, res = e.run_probe(t, ops, pol=pol)
@@ -106,7 +107,9 @@ def test_write_root_ownership(t):
     st = os.stat(os.path.join(rw, "made-inside"))
     g.check(st.st_uid != 0, "a file made inside belongs to host root")
     if os.geteuid() == 0:
-        g.eq(st.st_uid, e.NOBODY, "owner of a file made inside (root runs code as nobody)")
+        # as root each run has its own uid from the range (never a shared nobody)
+        g.check(e.is_run_id(st.st_uid), "owner %d of a file made inside is not a run uid"
+                % st.st_uid)
     else:
         g.eq(st.st_uid, os.geteuid(), "owner of a file made inside")
     ids = e.allowed(res, "ids")
@@ -144,6 +147,40 @@ def test_proc_and_dev(t):
     g.eq(e.allowed(res, "host"), "govex", "hostname")
 
 
+def test_concurrent_runs_own_ids(t):
+    """Two runs at once have distinct ids (as root: from the run range, never a shared
+    nobody) and see only "/" as their cgroups."""
+    e.need_restricted("fs_write_allowlist")
+    code = ("import os, time\n"
+            "print(os.getuid(), os.getgid())\n"
+            "print(sorted(set(l.split(':', 2)[2] for l in "
+            "open('/proc/self/cgroup').read().splitlines())))\n"
+            "time.sleep(1.5)\n")
+    pol = e.policy(t)
+    docs = [None, None]
+
+    def one(i):
+        docs[i] = t.run(["run", "--policy", pol, "--json", "-c", code]).result()
+
+    th = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    ids = []
+    for d in docs:
+        g.eq(d["status"], "success", "status: %r" % d)
+        lines = d["stdout"].splitlines()
+        uid, gid = (int(x) for x in lines[0].split())
+        ids.append(uid)
+        g.eq(lines[1], "['/']", "cgroup paths inside")
+        if os.geteuid() == 0:
+            g.check(e.is_run_id(uid) and e.is_run_id(gid), "ids %d/%d not from the run "
+                    "range" % (uid, gid))
+    if os.geteuid() == 0:
+        g.check(ids[0] != ids[1], "two concurrent runs share uid %d" % ids[0])
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("host secrets (/etc/shadow, home) are invisible", test_host_secrets_invisible),
@@ -152,4 +189,5 @@ if __name__ == "__main__":
         ("files made in a write root are not root's", test_write_root_ownership),
         ("filling /tmp and the workdir is bounded", test_fill_tmp_and_workdir),
         ("/proc and /dev are the sandbox's own", test_proc_and_dev),
+        ("concurrent runs have their own ids and cgroup view", test_concurrent_runs_own_ids),
     ]))

@@ -36,6 +36,20 @@ def test_report_as_nobody(t):
                 "%s is both or neither enforced and missing: %r" % (c, rep))
         if c in missing:
             g.check(missing[c], "no reason given for missing %s" % c)
+    if missing.keys() & {"memory_aggregate", "pids_aggregate", "cpu_time_aggregate"}:
+        # strict sets memory, CPU and process limits of the whole run: without a cgroup
+        # it is refused, never run under per-process rlimits by the same name
+        pol = e.policy(t)
+        rc, out, err = _run_as_nobody(t, sb, ["run", "--policy", pol, "--json", "-c",
+                                              "pass"])
+        doc = e.result_of(out)
+        g.eq(doc["status"], "policy_refused", "strict without a cgroup")
+        g.eq([d["code"] for d in doc["diagnostics"]], ["missing_controls"], "diagnostics")
+
+
+# As nobody there is normally no writable cgroup, so no aggregate limit can be had: the
+# core escapes are tried under strict without its memory, CPU and process limits.
+NO_AGGREGATE = {"memory_bytes": None, "cpu_ms": None, "processes": None}
 
 
 def test_core_escapes_as_nobody(t):
@@ -46,7 +60,7 @@ def test_core_escapes_as_nobody(t):
     os.mkdir(rw)
     os.chmod(rw, 0o777)
     name = "govex-escape-%s" % uuid.uuid4().hex
-    pol = e.policy(t, filesystem={"write": [rw]})
+    pol = e.policy(t, filesystem={"write": [rw]}, limits=NO_AGGREGATE)
     ops = [["read", "/etc/shadow", {"as": "shadow"}],
            ["write", "/tmp/" + name, {"as": "tmp"}],
            ["write", os.path.join(rw, "made"), {"as": "rw"}],
@@ -88,7 +102,7 @@ def test_timeout_leaves_nothing_as_nobody(t):
     sb = e.need_unprivileged_sandbox(t)
     home = sb[0]
     marker = "gvx" + uuid.uuid4().hex[:11]
-    pol = e.policy(t, limits={"wall_ms": 1000})
+    pol = e.policy(t, limits=dict(NO_AGGREGATE, wall_ms=1000))
     code = ("import ctypes, time\n"
             "ctypes.CDLL(None).prctl(15, ctypes.c_char_p(%r.encode()), 0, 0, 0)\n"
             "time.sleep(60)\n" % marker)

@@ -4,19 +4,24 @@
  * lifecycle and the process layout.
  *
  * Identity: as root, the shim stays root (outside any user namespace) to build the
- * sandbox and the program runs as an unprivileged host uid (opts->sandbox_uid/gid,
- * default nobody 65534).  As an ordinary user, the shim gets a user namespace in which
+ * sandbox and the program runs as an unprivileged host uid and gid of its own: the run
+ * slot's (slot.c), base + N where base is opts->sandbox_uid/gid (default 0x7ffe0000)
+ * and N < opts->sandbox_uid_count (default 65536).  Concurrent runs never share an
+ * identity, so they share no per-user kernel limit and cannot read each other's
+ * files.  As an ordinary user, the shim gets a user namespace in which
  * the caller's uid and gid are mapped to themselves: the program keeps the caller's ids
  * (files it creates in a write root belong to the caller) and loses every capability at
  * execve because it is not uid 0 there.
  *
- * Order in the program child (minijail's): cgroup, setsid, stdio, chdir, no_new_privs,
- * Landlock, ids and capabilities, rlimits, seccomp, execve.
+ * Order in the program child (minijail's): cgroups, cgroup namespace, setsid, stdio,
+ * chdir, no_new_privs, Landlock, ids and capabilities, rlimits, seccomp, execve.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,9 +36,16 @@
 
 #include "restricted.h"
 
-#define NOBODY 65534
-/* How often the shim reads the cgroup's CPU time when a CPU budget is set. */
-#define CPU_POLL_MS 20
+/* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.  A
+ * range no distribution allocates (systemd's dynamic users stop at 0x7fffffff - 1 and
+ * keep 61184-65519), well above the 16-bit ids of old file systems' owners. */
+#define ID_BASE 0x7ffe0000u
+#define ID_COUNT 65536u
+/* The shim reads the cgroup's CPU time at most this far apart when a CPU budget is
+ * set, and sooner as the budget runs out: min(CPU_POLL_MAX, remaining / CPUs), so the
+ * whole run overshoots the budget by about one poll (or a scheduler tick) per CPU. */
+#define CPU_POLL_MAX_NS (20 * 1000 * 1000LL)
+#define CPU_POLL_MIN_NS (200 * 1000LL)
 
 /* ---- probe ------------------------------------------------------------------------- */
 
@@ -104,7 +116,7 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 		unavail(r, GOVEX_CTL_LANDLOCK, "the kernel has no Landlock: %s", strerror(-abi));
 
 	struct rcg_setup cg;
-	rcg_discover(&cg);
+	rcg_discover(&cg, true);
 	static const struct {
 		int res;
 		enum govex__control c;
@@ -152,9 +164,29 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 			 (unsigned)st->uid);
 		snprintf(st->gid_map, sizeof(st->gid_map), "%u %u 1\n", (unsigned)st->gid,
 			 (unsigned)st->gid);
-	} else {
-		st->uid = opts && opts->sandbox_uid ? opts->sandbox_uid : NOBODY;
-		st->gid = opts && opts->sandbox_gid ? opts->sandbox_gid : NOBODY;
+	}
+	/* root: slot N is uid id_base + N, gid gid_base + N (kept below (uid_t)-1) */
+	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : ID_BASE;
+	uint32_t gbase = opts && opts->sandbox_gid ? opts->sandbox_gid : ubase;
+	uint32_t count = opts && opts->sandbox_uid_count ? opts->sandbox_uid_count : ID_COUNT;
+	uint32_t top = ubase > gbase ? ubase : gbase;
+	if (count > 0xfffffffeu - top)
+		count = 0xfffffffeu - top;
+	st->id_base = ubase;
+	st->gid_base = gbase;
+	st->id_count = count;
+	if (!st->userns && count == 0) {
+		restricted_release(st);
+		return govex__err(err, GOVEX_EINVAL, EINVAL,
+				  "restricted: sandbox_uid %u leaves no room for run ids", ubase);
+	}
+	{
+		cpu_set_t set;
+		st->ncpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+		if (st->ncpus <= 0)
+			st->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+		if (st->ncpus <= 0)
+			st->ncpus = 1;
 	}
 	st->deny_net = !p->network;
 	st->deny_subprocess = !p->subprocess;
@@ -180,6 +212,8 @@ struct run_ctx {
 	struct rplan plan;
 	struct rscratch scr;
 	struct rcg_run cg;
+	uid_t uid; /* the program's ids (root: the slot's) */
+	gid_t gid;
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -213,10 +247,19 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 	int ce = c->f.ce[1], r;
 	errno = 0;
 
-	/* Into the run's cgroups before anything of the program runs. */
+	/* Into the run's cgroups before anything of the program runs, then a cgroup
+	 * namespace rooted there: /proc/self/cgroup shows "/" (per v1 hierarchy), not the
+	 * host's layout.  While we still have the capability (in the user namespace,
+	 * when not root). */
 	for (int i = 0; i < RCG_N; i++)
 		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
 			goto fail;
+	step = "cgroupns";
+	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
+	 * which hides nothing any control relies on */
+	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0 && errno != EINVAL)
+		goto fail;
+	errno = 0;
 	step = "setsid"; /* no controlling terminal, own session and group */
 	if (setsid() < 0)
 		goto fail;
@@ -247,10 +290,10 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 		if (syscall(SYS_setgroups, 0, NULL) < 0)
 			goto fail;
 		step = "setgid";
-		if (syscall(SYS_setresgid, st->gid, st->gid, st->gid) < 0)
+		if (syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0)
 			goto fail;
 		step = "setuid";
-		if (syscall(SYS_setresuid, st->uid, st->uid, st->uid) < 0)
+		if (syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)
 			goto fail;
 	}
 	step = "caps";
@@ -413,7 +456,7 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 		if (c->cg.procs_fd[i] >= 0)
 			close(c->cg.procs_fd[i]);
 
-	int64_t cpu_budget_ns = -1;
+	int64_t cpu_budget_ns = -1, cpu_used_ns = 0;
 	if (c->cg.cpu_fd >= 0 && l->limits->cpu_ms)
 		cpu_budget_ns = (int64_t)l->limits->cpu_ms * 1000000;
 	bool done = false;
@@ -421,7 +464,19 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 	while (!done) {
 		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
 				      {.fd = sfd, .events = POLLIN}};
-		int n = poll(p, 2, cpu_budget_ns >= 0 ? CPU_POLL_MS : -1);
+		struct timespec ts, *tsp = NULL;
+		if (cpu_budget_ns >= 0) {
+			/* every CPU may burn the rest of the budget in parallel */
+			int64_t wait = (cpu_budget_ns - cpu_used_ns) / st->ncpus;
+			if (wait > CPU_POLL_MAX_NS)
+				wait = CPU_POLL_MAX_NS;
+			if (wait < CPU_POLL_MIN_NS)
+				wait = CPU_POLL_MIN_NS;
+			ts.tv_sec = (time_t)(wait / 1000000000);
+			ts.tv_nsec = (long)(wait % 1000000000);
+			tsp = &ts;
+		}
+		int n = ppoll(p, 2, tsp, NULL);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -441,7 +496,7 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 				done = true;
 			}
 		if (!done && cpu_budget_ns >= 0 &&
-		    rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version) >= cpu_budget_ns)
+		    (cpu_used_ns = rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version)) >= cpu_budget_ns)
 			break; /* the whole run's CPU budget is spent: killed below */
 	}
 	/* Kill everything in the PID namespace (all but us), reap, repeat until none is
@@ -481,11 +536,22 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 	rcg_stats(cg, &cpu_us, &peak, &oom);
 	if (cpu_us >= 0)
 		rep->cpu_us = cpu_us;
-	/* the run's peak; a process's own peak can exceed what the cgroup was charged
-	 * (pages first touched by another cgroup, like shared libraries) */
-	if (peak >= 0 && peak / 1024 > rep->max_rss_kb)
+	/* the run's peak as the cgroup was charged: every process, shared memory, tmpfs
+	 * pages and kernel memory (pages first touched by another cgroup, like cached
+	 * shared libraries, are not this run's) */
+	if (peak >= 0)
 		rep->max_rss_kb = peak / 1024;
 	rep->cgroup_oom = oom;
+}
+
+/* Everything a run holds on the host, released in reverse order. */
+static void run_release(struct run_ctx *c, struct rslot *slot)
+{
+	rcg_destroy(&c->cg);
+	rscratch_free(&c->scr);
+	rplan_free(&c->plan);
+	/* last: the slot (its name, its uid) is free for another run only now */
+	rslot_release(slot);
 }
 
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
@@ -493,6 +559,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 {
 	const struct rstate *st = state;
 	struct run_ctx c;
+	struct rslot slot = {.n = -1, .fd = -1};
 	int r;
 	memset(&c, 0, sizeof(c));
 	c.st = st;
@@ -503,44 +570,70 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return govex__launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
-	r = rplan_for_run(&st->plan, l->workdir, l->extra_ro, &c.plan);
-	if (r < 0)
-		return govex__launch_failed(l, o, err, "plan", -r, NULL);
-	r = rscratch_alloc(&c.scr, c.plan.n);
-	if (r < 0) {
-		rplan_free(&c.plan);
-		return govex__launch_failed(l, o, err, "plan", -r, NULL);
-	}
-	/* As root the program runs as the sandbox user: a fresh workdir (ours) is
-	 * handed to it.  Named directories keep their owners: the host's permissions
-	 * still apply inside. */
-	if (!st->userns && l->workdir_fresh &&
-	    fchownat(AT_FDCWD, l->workdir, st->uid, st->gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		int e = errno;
-		rscratch_free(&c.scr);
-		rplan_free(&c.plan);
-		return govex__launch_failed(l, o, err, "workdir", e, NULL);
-	}
-	if (l->aggregate) {
+
+	/* cgroup parents: once per runtime */
+	{
 		struct rstate *mst = state; /* the one mutable part of the state */
 		pthread_mutex_lock(&mst->cg_lock);
 		if (!mst->cg_discovered) {
-			rcg_discover(&mst->cg);
+			rcg_discover(&mst->cg, false);
 			mst->cg_discovered = true;
+			/* what runs killed with their govex left in slots nobody took since */
+			rslot_sweep(l->opts ? l->opts->probe_cache_dir : NULL, &mst->cg);
 		}
 		pthread_mutex_unlock(&mst->cg_lock);
 	}
-	struct govex_error cgerr;
-	r = rcg_create(&st->cg, l->limits, l->aggregate, &c.cg, &cgerr);
+	bool any_cg = false;
+	for (int i = 0; i < RCG_N; i++)
+		any_cg |= st->cg.p[i].version != 0;
+
+	/* The run's slot: its identity as root, the name of its cgroups.  Unprivileged
+	 * and without any cgroup, a slot names nothing: a run goes on without one. */
+	char why[PATH_MAX + 80];
+	r = rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
+			  st->userns ? ID_COUNT : st->id_count, &slot, why, sizeof(why));
+	if (r < 0 && (!st->userns || any_cg))
+		return govex__launch_failed(l, o, err, "slot", -r, why);
+	if (st->userns) {
+		c.uid = st->uid;
+		c.gid = st->gid;
+	} else {
+		c.uid = (uid_t)(st->id_base + (uint32_t)slot.n);
+		c.gid = (gid_t)(st->gid_base + (uint32_t)slot.n);
+	}
+
+	r = rplan_for_run(&st->plan, l->workdir, l->extra_ro, &c.plan);
 	if (r < 0) {
-		rscratch_free(&c.scr);
-		rplan_free(&c.plan);
-		return govex__launch_failed(l, o, err, "cgroup", -r, cgerr.message);
+		run_release(&c, &slot);
+		return govex__launch_failed(l, o, err, "plan", -r, NULL);
+	}
+	r = rscratch_alloc(&c.scr, c.plan.n);
+	if (r < 0) {
+		run_release(&c, &slot);
+		return govex__launch_failed(l, o, err, "plan", -r, NULL);
+	}
+	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed
+	 * to it.  Named directories keep their owners: the host's permissions still apply
+	 * inside. */
+	if (!st->userns && l->workdir_fresh &&
+	    fchownat(AT_FDCWD, l->workdir, c.uid, c.gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+		run_release(&c, &slot);
+		return govex__launch_failed(l, o, err, "workdir", e, NULL);
+	}
+	if (slot.n >= 0) {
+		struct govex_error cgerr;
+		r = rcg_create(&st->cg, slot.id, l->limits, l->aggregate, &c.cg, &cgerr);
+		if (r < 0) {
+			run_release(&c, &slot);
+			return govex__launch_failed(l, o, err, "cgroup", -r, cgerr.message);
+		}
+	} else if (l->aggregate) {
+		run_release(&c, &slot);
+		return govex__launch_failed(l, o, err, "slot", EAGAIN, why);
 	}
 	if ((r = govex__pipes_open(&c.f)) < 0) {
-		rcg_destroy(&c.cg);
-		rscratch_free(&c.scr);
-		rplan_free(&c.plan);
+		run_release(&c, &slot);
 		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
 	}
 
@@ -551,9 +644,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (pid < 0) {
 		int e = errno;
 		govex__pipes_close(&c.f);
-		rcg_destroy(&c.cg);
-		rscratch_free(&c.scr);
-		rplan_free(&c.plan);
+		run_release(&c, &slot);
 		return govex__launch_failed(l, o, err, "clone", e, NULL);
 	}
 	for (int i = 0; i < RCG_N; i++)
@@ -563,9 +654,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		}
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	r = govex__supervise_run(l, &c.f, pid, start, o, amend_report, &c.cg, err);
-	rcg_destroy(&c.cg);
-	rscratch_free(&c.scr);
-	rplan_free(&c.plan);
+	run_release(&c, &slot);
 	return r;
 }
 

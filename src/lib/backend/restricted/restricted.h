@@ -10,9 +10,11 @@
  *              recorded), the seccomp program (BPF exported by libseccomp), the cgroup
  *              parents.  The result (struct rstate) is read-only afterwards, so run() is
  *              thread-safe without locks.
- *   run()      per run, in the host: copies the plan and adds the workdir, makes the
- *              run's cgroup, opens pipes, clone()s the shim into new namespaces and
- *              supervises it; afterwards reads the cgroup's accounting and removes it.
+ *   run()      per run, in the host: takes a run slot (slot.c: the run's uid as root
+ *              and the name of its cgroups), copies the plan and adds the workdir, makes
+ *              the run's cgroups, opens pipes, clone()s the shim into new namespaces and
+ *              supervises it; afterwards reads the cgroups' accounting, removes them
+ *              and releases the slot.
  *
  * Between clone() and execve() (the shim and the program child) only async-signal-safe
  * calls are made: raw syscalls on memory prepared before the clone.  Failures there are
@@ -23,8 +25,8 @@
  *   host (run)                      supervise.c: pipes, deadline, cancel
  *     └─ shim: clone(NEWUSER?|NEWNS|NEWPID|NEWIPC|NEWUTS|NEWNET?)
  *        PID 1 of the new PID namespace; builds the root and pivots; never execs
- *          └─ program (fork): joins the cgroup, setsid, chdir, no_new_privs, Landlock,
- *             drops to the sandbox uid, rlimits, seccomp, execve
+ *          └─ program (fork): joins the cgroups, new cgroup namespace, setsid, chdir,
+ *             no_new_privs, Landlock, drops to the slot's uid, rlimits, seccomp, execve
  *
  * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
  * mount namespace (with every mount of the run) goes with its last process.
@@ -154,25 +156,28 @@ struct rcg_setup {
 	struct rcg_parent p[RCG_N];
 };
 
-/* Finds our own cgroups per resource and checks a child can be made there. */
-void rcg_discover(struct rcg_setup *ret);
+/* Finds our own cgroups per resource; with test, checks a child can be made there (the
+ * probe does; a run does not: it makes its own and fails when a cgroup it needs
+ * cannot be made). */
+void rcg_discover(struct rcg_setup *ret, bool test);
 void rcg_setup_free(struct rcg_setup *s);
 
-/* One run's cgroups: up to one directory per resource (several resources may share one
- * v2 directory). */
+/* One run's cgroups: one directory per resource whose hierarchy is usable (several
+ * resources may share one v2 directory), named after the run's slot. */
 struct rcg_run {
 	char *dir[RCG_N];
-	bool owner[RCG_N];   /* this slot made (and removes) dir */
-	int procs_fd[RCG_N]; /* cgroup.procs, opened for the program child to join */
+	bool owner[RCG_N];   /* this run made (and removes) dir */
+	int procs_fd[RCG_N]; /* v1 tasks, v2 cgroup.procs: for the program child to join */
 	int cpu_fd;	     /* cpuacct.usage (v1) or cpu.stat (v2), for the shim, or -1 */
 	int cpu_version;
 };
 
-/* Makes the run's cgroups with limits l.  Resources without a usable parent are
- * skipped. */
-int rcg_create(const struct rcg_setup *s, const struct govex__limits *l, govex__ctlset want,
-	       struct rcg_run *ret,
-	       struct govex_error *err);
+/* Makes the run's cgroups, named name (the slot's), in every usable hierarchy, with
+ * limits l.  A cgroup of that name left by a dead run of the same slot is reclaimed
+ * first (its tasks killed, the directory removed).  Fails when a resource in need (an
+ * aggregate control the run requires) has no usable hierarchy. */
+int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__limits *l,
+	       govex__ctlset need, struct rcg_run *ret, struct govex_error *err);
 /* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
  * happened (each -1 / false when unknown). */
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
@@ -180,6 +185,26 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 void rcg_destroy(struct rcg_run *r);
 /* Async-signal-safe: CPU time used so far in nanoseconds from cpu_fd, or -1. */
 int64_t rcg_cpu_ns(int fd, int version);
+/* Removes the cgroup dir, killing what runs there first (a dead run's leftovers, or a
+ * run's survivors).  Returns 0 once it is gone, or -errno. */
+int rcg_remove(const char *dir);
+
+/* ---- run slots (slot.c) ------------------------------------------------------------- */
+
+struct rslot {
+	int n;	    /* slot number, or -1 */
+	int fd;	    /* the locked N.lock (O_CLOEXEC; the shim closes it), or -1 */
+	char id[80]; /* the name of the run's cgroups: "govex.slot-N" (root) */
+};
+/* Takes the lowest free slot below count.  cache_dir (may be NULL) is a fallback lock
+ * directory for an unprivileged caller.  Returns 0 or -errno with why set. */
+int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char *why,
+		  size_t why_len);
+/* Releases the lock: only once the run's teardown is complete. */
+void rslot_release(struct rslot *s);
+/* Reclaims the cgroups of every slot below s's parents whose lock is free (their run
+ * died; nobody took that slot since).  Best effort, once per runtime. */
+void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
 
 /* ---- namespaces and probing (ns.c) -------------------------------------------------- */
 
@@ -199,17 +224,20 @@ int rns_probe(bool userns, char *ret_step, size_t step_len);
 /* ---- per-runtime state (launch.c) ------------------------------------------------- */
 
 struct rstate {
-	bool userns; /* not root: the run gets a user namespace */
-	uid_t uid;   /* root: the sandbox uid/gid the program runs as */
+	bool userns;	     /* not root: the run gets a user namespace */
+	uid_t uid;	     /* not root: the caller's uid and gid, kept inside */
 	gid_t gid;
+	uint32_t id_base;    /* root: slot N runs as uid id_base + N, gid gid_base + N */
+	uint32_t gid_base;
+	uint32_t id_count;   /* number of slots (and ids) */
+	int ncpus;	     /* CPUs the run may use: scales the CPU budget's polling */
 	char uid_map[32], gid_map[32];
 	bool deny_net, deny_subprocess;
 	int landlock_abi; /* <= 0: none */
 	struct rplan plan;
 	struct rfilter filter;
-	/* cgroup parents, discovered on the first run that needs a cgroup (discovery
-	 * test-creates a cgroup per hierarchy: milliseconds a run that needs none should
-	 * not pay) */
+	/* cgroup parents, discovered on the first run (discovery test-creates a cgroup
+	 * per hierarchy) */
 	pthread_mutex_t cg_lock;
 	bool cg_discovered;
 	struct rcg_setup cg;
