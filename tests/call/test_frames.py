@@ -229,5 +229,15 @@ def _value_controls(t, b):
         check(raw not in r2.stdout, "raw %r in the printed value" % raw)
 
 
+@both("an error only the compiler finds ('return' outside a function): invalid_input from "
+      "the inspection, decided by govex before any worker ran the module")
+def _compile_error(t, b):
+    for i, src in enumerate(("def f():\n    return 1\nreturn 2\n",
+                             "def f():\n    return 1\nnonlocal x\n")):
+        m = C.module(t, "m%d.py" % i, src)
+        C.check_result(t, C.call(t, m + ":f", opts=["--preset", b]), "invalid_input",
+                       "syntax_error", rc=125)
+
+
 if __name__ == "__main__":
     raise SystemExit(S.main())
