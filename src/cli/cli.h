@@ -43,6 +43,11 @@ void cli_cancel_on_signals(void);
 /* Reads a whole file ("-": stdin) of at most max bytes; -errno on failure. */
 int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
 int cli_write_all(int fd, const char *s, size_t n);
+/* s without what a terminal acts on (C0 but \n \t, DEL, C1); json: DEL and C1 as \u
+ * escapes instead.  Caller frees; NULL on ENOMEM. */
+char *cli_terminal_safe(const char *s, bool json);
+/* cli_error("%s", s) with s made terminal-safe. */
+void cli_error_safe(const char *s);
 /* Approvers: an external command (userdata: the command) or the terminal. */
 int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms);
 int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms);

@@ -186,11 +186,17 @@ static void print_result(govex_result *res, bool json)
 		return;
 	}
 	if (v->status == GOVEX_STATUS_SUCCESS && v->value) {
-		cli_write_all(1, v->value, strlen(v->value));
-		cli_write_all(1, "\n", 1);
+		/* JSON text: DEL and C1 as \u escapes (the library writes them so too) */
+		char *t = cli_terminal_safe(v->value, true);
+		if (t) {
+			cli_write_all(1, t, strlen(t));
+			cli_write_all(1, "\n", 1);
+		}
+		free(t);
 	}
+	/* the summary quotes a diagnostic, which may be a worker's (cleaned) text */
 	if (v->status != GOVEX_STATUS_SUCCESS)
-		cli_error("%s", govex_result_summary(res));
+		cli_error_safe(govex_result_summary(res));
 }
 
 static int call_exit_status(govex_result *res)
@@ -395,7 +401,11 @@ int cmd_inspect(int argc, char **argv)
 		goto out;
 	}
 	if (a.json) {
-		cli_write_all(1, doc, strlen(doc));
+		/* docstrings and annotations are the module's text: DEL and C1 escaped */
+		char *t = cli_terminal_safe(doc, true);
+		if (t)
+			cli_write_all(1, t, strlen(t));
+		free(t);
 	} else {
 		json_t *j = json_loads(doc, 0, NULL);
 		size_t i;

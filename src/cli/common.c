@@ -280,3 +280,42 @@ int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char
 	*ret = v;
 	return 0;
 }
+
+/*
+ * What the CLI prints on a terminal from a result or an inspection: the bytes a terminal
+ * acts on removed (C0 controls but \n and \t, DEL, C1 as UTF-8 C2 80-C2 9F; so ESC and
+ * with it every escape sequence).  In JSON text (json = true) DEL and C1 are written as
+ * \u escapes instead (the same JSON value; C0 is escaped by the JSON writer already).
+ * The library cleans a worker's text already; this is the CLI's own wall.  NULL on ENOMEM.
+ */
+char *cli_terminal_safe(const char *s, bool json)
+{
+	size_t n = strlen(s);
+	char *t = malloc(json ? 6 * n + 1 : n + 1);
+	if (!t)
+		return NULL;
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		bool c1 = *p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+		if (json && (*p == 0x7f || c1)) {
+			snprintf(t + o, 7, "\\u%04x", c1 ? (unsigned)p[1] : 0x7fu);
+			o += 6;
+		} else if (!json && ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1)) {
+			/* dropped */
+		} else {
+			t[o++] = (char)*p;
+			continue;
+		}
+		if (c1)
+			p++;
+	}
+	t[o] = '\0';
+	return t;
+}
+
+void cli_error_safe(const char *s)
+{
+	char *t = cli_terminal_safe(s ? s : "", false);
+	cli_error("%s", t ? t : "(message not shown)");
+	free(t);
+}

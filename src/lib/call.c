@@ -256,6 +256,12 @@ static enum govex_status status_named(const char *s, bool *ok)
 		{"output_limit", GOVEX_STATUS_OUTPUT_LIMIT},
 		{"worker_failed", GOVEX_STATUS_WORKER_FAILED},
 		{"source_mismatch", GOVEX_STATUS_SOURCE_MISMATCH},
+		/* never sent by the worker: named so that a frame claiming them is reported
+		 * as claiming a status only govex decides */
+		{"policy_refused", GOVEX_STATUS_POLICY_REFUSED},
+		{"timeout", GOVEX_STATUS_TIMEOUT},
+		{"cancelled", GOVEX_STATUS_CANCELLED},
+		{"resource_limit", GOVEX_STATUS_RESOURCE_LIMIT},
 	};
 	for (size_t i = 0; s && i < ARRAY_SIZE(t); i++)
 		if (strcmp(s, t[i].name) == 0) {
@@ -264,6 +270,98 @@ static enum govex_status status_named(const char *s, bool *ok)
 		}
 	*ok = false;
 	return GOVEX_STATUS_WORKER_FAILED;
+}
+
+/* Longest text taken from a frame into a result (a diagnostic's message); the cut is
+ * said (" [truncated]").  Well under the contract's 4 KiB. */
+#define FRAME_TEXT_MAX 256
+
+/* A diagnostic code from a frame: lower-case letters, digits and '_', at most 64. */
+static bool frame_code_ok(const char *c)
+{
+	size_t n = c ? strlen(c) : 0;
+	if (n == 0 || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_'))
+			return false;
+	return true;
+}
+
+/*
+ * The outcome of a worker that sent a well-formed response frame claiming `claimed`,
+ * decided by the parent (DESIGN.md "Trust boundaries": the worker is untrusted).  The
+ * claim is taken only when the process exited 0 and the claim is one the worker may
+ * make at the point it reached:
+ *  - a frame followed by a non-zero exit or a signal is worker_failed;
+ *  - invalid_input, policy_refused, source_mismatch (and timeout, cancelled,
+ *    resource_limit) are govex's to decide, never the worker's.  One exception: an
+ *    inspection's syntax_error / source_too_complex, which govex's own inspection code
+ *    found (an inspection runs nothing of the module: it has no "module starts" mark);
+ *  - a call's worker marks the moment the module's code starts (an empty frame,
+ *    o->frame_module_started).  Before it only govex's worker ran, and it reports
+ *    nothing but worker_failed there that govex has not decided already (binding_failed
+ *    before the import, i.e. an ineligible function, is checked by the parent at
+ *    planning).  After it the module may have written the frame itself: it may claim
+ *    what its code could have caused anyway (success with a value the parent checks
+ *    again, execution_failed, result_invalid, output_limit, binding_failed of the live
+ *    object, worker_failed), nothing more.
+ * Returns the status; *why is set (a diagnostic message) when the claim was not taken.
+ */
+static enum govex_status frame_decision(const struct govex__outcome *o, bool inspect,
+					enum govex_status claimed, const char *code,
+					char *why, size_t why_len)
+{
+	const char *name = govex_status_name(claimed);
+	why[0] = '\0';
+	if (o->term == GOVEX_TERM_SIGNALED) {
+		snprintf(why, why_len,
+			 "the worker sent a response frame (%s), then was killed by signal %d",
+			 name, o->signal);
+		return GOVEX_STATUS_WORKER_FAILED;
+	}
+	if (o->term != GOVEX_TERM_EXITED || o->exit_code != 0) {
+		snprintf(why, why_len,
+			 "the worker sent a response frame (%s), then exited with status %d", name,
+			 o->exit_code);
+		return GOVEX_STATUS_WORKER_FAILED;
+	}
+	switch (claimed) {
+	case GOVEX_STATUS_INVALID_INPUT:
+		if (inspect && !o->frame_module_started && code &&
+		    (strcmp(code, "syntax_error") == 0 || strcmp(code, "source_too_complex") == 0))
+			return claimed;
+		/* fall through */
+	case GOVEX_STATUS_POLICY_REFUSED:
+	case GOVEX_STATUS_SOURCE_MISMATCH:
+	case GOVEX_STATUS_TIMEOUT:
+	case GOVEX_STATUS_CANCELLED:
+	case GOVEX_STATUS_RESOURCE_LIMIT:
+		snprintf(why, why_len, "the worker claimed a status only govex decides (%s)", name);
+		return GOVEX_STATUS_WORKER_FAILED;
+	case GOVEX_STATUS_BINDING_FAILED:
+		if (inspect || !o->frame_module_started) {
+			snprintf(why, why_len,
+				 "the worker claimed a status only govex decides (%s before the "
+				 "module was imported)",
+				 name);
+			return GOVEX_STATUS_WORKER_FAILED;
+		}
+		return claimed;
+	case GOVEX_STATUS_WORKER_FAILED:
+		return claimed;
+	default:
+		break;
+	}
+	if (inspect && o->frame_module_started) {
+		snprintf(why, why_len, "the inspection worker sent a call's module mark");
+		return GOVEX_STATUS_WORKER_FAILED;
+	}
+	if (!inspect && !o->frame_module_started) {
+		snprintf(why, why_len, "the worker claimed %s before the module's code ran", name);
+		return GOVEX_STATUS_WORKER_FAILED;
+	}
+	return claimed;
 }
 
 /*
@@ -313,6 +411,8 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 	enum govex_status st = govex__status_of(&o);
 	json_t *resp = NULL;
 	const char *problem = NULL;
+	char why[200] = "";
+	const char *claimed_name = NULL;
 	bool limit_end = o.term != GOVEX_TERM_EXITED && o.term != GOVEX_TERM_SIGNALED;
 	if (!limit_end) {
 		if ((problem = frame_problem(&o))) {
@@ -327,12 +427,21 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 				problem = "the response frame is not a JSON object";
 				st = GOVEX_STATUS_WORKER_FAILED;
 			} else {
-				st = status_named(
+				enum govex_status claimed = status_named(
 					json_string_value(json_object_get(resp, "status")), &known);
-				if (!known || (st == GOVEX_STATUS_SUCCESS) !=
+				if (!known || (claimed == GOVEX_STATUS_SUCCESS) !=
 						      json_is_true(json_object_get(resp, "ok"))) {
 					problem = "the response frame has no valid status";
 					st = GOVEX_STATUS_WORKER_FAILED;
+				} else {
+					st = frame_decision(
+						&o, inspect, claimed,
+						json_string_value(json_object_get(resp, "code")),
+						why, sizeof(why));
+					if (why[0]) {
+						problem = why;
+						claimed_name = govex_status_name(claimed);
+					}
 				}
 			}
 		}
@@ -352,21 +461,38 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 	}
 	govex__result_set_status(res, st, term);
 	if (problem) {
-		govex__result_diag(res, "worker_failed", NULL, "%s", problem);
+		govex__result_diag(res, "worker_failed",
+				   claimed_name ? json_pack("{s:s}", "claimed_status", claimed_name)
+						: NULL,
+				   "%s", problem);
 		json_decref(resp);
 		resp = NULL;
 	} else if (resp && st != GOVEX_STATUS_SUCCESS) {
-		/* the worker's code and fixed message; the exception's type name only */
+		/* the worker's code and fixed message; the exception's type name only.  All of
+		 * it is text the module could have chosen (it may write the frame itself):
+		 * bounded and without control characters */
 		const char *code = json_string_value(json_object_get(resp, "code"));
-		const char *msg = json_string_value(json_object_get(resp, "message"));
+		json_t *jm = json_object_get(resp, "message");
 		const char *et = json_string_value(json_object_get(resp, "exception_type"));
+		bool cut = false;
+		char *msg = json_is_string(jm) ? govex__text_clean(json_string_value(jm),
+								   json_string_length(jm),
+								   FRAME_TEXT_MAX, &cut)
+					       : NULL;
+		if (!frame_code_ok(code))
+			code = "worker_error";
 		/* a type name only: an identifier, nothing the code under test could use to
 		 * carry a message or a path out (the worker checks this too) */
 		if (et && !identifier(et, strlen(et)))
 			et = NULL;
-		json_t *extra = et ? json_pack("{s:s}", "exception_type", et) : NULL;
-		govex__result_diag(res, code ? code : "worker_error", extra, "%.200s",
-				   msg ? msg : "the worker reported a failure");
+		json_t *extra = json_object();
+		if (extra && et)
+			json_object_set_new(extra, "exception_type", json_string(et));
+		if (extra && cut)
+			json_object_set_new(extra, "message_truncated", json_true());
+		govex__result_diag(res, code, extra, "%s",
+				   msg && msg[0] ? msg : "the worker reported a failure");
+		free(msg);
 		json_decref(resp);
 		resp = NULL;
 	}

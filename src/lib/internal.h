@@ -85,6 +85,17 @@ bool govex__utf8_valid(const char *s, size_t len);
  * character at the very end is dropped instead.  Returns (size_t)-1 on ENOMEM. */
 size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, size_t *ret_len,
 			    uint64_t *ret_replaced);
+/*
+ * Text an untrusted process chose (a call worker's frame), made safe to put in a result
+ * and on a terminal: invalid UTF-8 replaced, C0 controls but \n and \t, DEL and C1
+ * (U+0080-U+009F) removed, ESC/CSI/OSC/DCS sequences removed whole; at most max bytes
+ * (max > 12), ending in " [truncated]" and *ret_truncated set when cut.  NULL on ENOMEM.
+ */
+char *govex__text_clean(const char *s, size_t n, size_t max, bool *ret_truncated);
+/* JSON text with each DEL and C1 character (legal raw in JSON strings, but a terminal
+ * may act on them) written as a \u escape instead: the same JSON value.  Takes js;
+ * returns it or its replacement, NULL on ENOMEM (js freed). */
+char *govex__json_escape_controls(char *js);
 
 /* ---- canonical JSON and digests --------------------------------------------------- */
 
@@ -296,6 +307,10 @@ struct govex__outcome {
 	struct govex__buf frame; /* header + payload, as received */
 	enum { GOVEX_FRAME_NONE, GOVEX_FRAME_OK, GOVEX_FRAME_TRUNCATED, GOVEX_FRAME_OVERSIZED,
 	       GOVEX_FRAME_TRAILING } frame_state;
+	/* call mode: the worker sent its empty "module starts" frame (written by the worker
+	 * itself just before the module's code runs, so before any code of the caller
+	 * could write to the descriptor).  Without it nothing but govex's worker ran. */
+	bool frame_module_started;
 };
 void govex__outcome_release(struct govex__outcome *o);
 

@@ -116,7 +116,9 @@ void govex__result_set_value(govex_result *r, json_t *value)
 	json_decref(r->value);
 	free(r->value_text);
 	r->value = value;
-	r->value_text = value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
+	/* DEL and C1 as \u escapes: the same value, but nothing a terminal acts on */
+	r->value_text = value ? govex__json_escape_controls(json_dumps(
+					value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY))
 			      : NULL;
 	r->view.value = r->value_text;
 }
@@ -203,6 +205,8 @@ int govex__result_finish(govex_result *r)
 		return -ENOMEM;
 	char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(doc);
+	if (s) /* DEL and C1 as \u escapes: safe to print on a terminal */
+		s = govex__json_escape_controls(s);
 	if (!s)
 		return -ENOMEM;
 	size_t n = strlen(s);

@@ -1160,8 +1160,9 @@ govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
 	if (res) {
 		govex__result_take_outcome(res, o);
 		govex__result_set_digests(res, rt->policy->digest, plan->digest);
-		govex__result_set_backend(res, b->name, b->version,
-					  rt->reports[d->backend].enforced);
+		govex__result_set_backend(
+			res, b->name, b->version,
+			govex__run_controls(&rt->reports[d->backend], rt->policy, d));
 		govex__outcome_diagnostics(res, o, &d->limits);
 	}
 	govex__outcome_release(o);

@@ -53,6 +53,10 @@ struct decision {
 
 
 void govex__decision_release(struct decision *d);
+/* The controls this run had: enforced by the backend and applied to this run
+ * (controls.c).  Every result of a run, exec or call lists these. */
+govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,
+				  const struct decision *d);
 govex_plan *govex__plan_from_doc(json_t *doc); /* takes doc */
 void govex__run_id_new(char out[33]);
 /* A refusal result carrying the policy digest. */

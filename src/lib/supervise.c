@@ -95,8 +95,10 @@ static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, b
 
 /*
  * Reads the response frame: the 8-byte big-endian length is checked against the bound
- * before any payload is read, so an oversized or hostile frame costs nothing.  Returns 1
- * when the fd is done with (closed).
+ * before any payload is read, so an oversized or hostile frame costs nothing.  A call's
+ * worker first sends one empty frame, the moment the module's code starts: recorded in
+ * o->frame_module_started, it is not the response.  Returns 1 when the fd is done with
+ * (closed).
  */
 static int frame_read(int *fd, struct govex__outcome *o, uint64_t max, char *scratch)
 {
@@ -113,6 +115,14 @@ static int frame_read(int *fd, struct govex__outcome *o, uint64_t max, char *scr
 				o->frame_state = GOVEX_FRAME_OVERSIZED;
 				close_fd(fd);
 				return 1;
+			}
+			if (n == 0 && !o->frame_module_started) {
+				/* the first empty frame: the worker's "module starts" mark
+				 * (worker.py); a second one is an empty response, which no
+				 * JSON parser accepts */
+				o->frame_module_started = true;
+				b->len = 0;
+				continue;
 			}
 			want = (size_t)(8 + n - b->len);
 			if (want == 0) {

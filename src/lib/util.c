@@ -549,3 +549,145 @@ bool govex__identifier(const char *s, size_t n, size_t max)
 			return false;
 	return true;
 }
+
+/* ---- text from an untrusted process --------------------------------------------------- */
+
+#define TRUNCATED_NOTE " [truncated]"
+
+/* The code point of the valid UTF-8 sequence at u (len bytes). */
+static uint32_t utf8_cp(const unsigned char *u, size_t len)
+{
+	switch (len) {
+	case 1:
+		return u[0];
+	case 2:
+		return ((uint32_t)(u[0] & 0x1f) << 6) | (u[1] & 0x3f);
+	case 3:
+		return ((uint32_t)(u[0] & 0x0f) << 12) | ((uint32_t)(u[1] & 0x3f) << 6) |
+		       (u[2] & 0x3f);
+	default:
+		return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3f) << 12) |
+		       ((uint32_t)(u[2] & 0x3f) << 6) | (u[3] & 0x3f);
+	}
+}
+
+char *govex__text_clean(const char *s, size_t n, size_t max, bool *ret_truncated)
+{
+	char *u = NULL;
+	size_t ulen = 0;
+	uint64_t rep = 0;
+	const size_t note = sizeof(TRUNCATED_NOTE) - 1;
+	*ret_truncated = false;
+	if (max <= note)
+		return NULL;
+	if (govex__utf8_sanitize(s ? s : "", s ? n : 0, false, &u, &ulen, &rep) == (size_t)-1)
+		return NULL;
+	char *out = malloc(max + 1);
+	if (!out) {
+		free(u);
+		return NULL;
+	}
+	const unsigned char *b = (const unsigned char *)u;
+	size_t o = 0, fits = 0; /* fits: output length at the last boundary <= max - note */
+	enum { TEXT, ESC, CSI, STR, STR_ESC } st = TEXT;
+	for (size_t i = 0; i < ulen;) {
+		size_t cl = b[i] < 0x80 ? 1 : b[i] < 0xe0 ? 2 : b[i] < 0xf0 ? 3 : 4;
+		if (cl > ulen - i)
+			break; /* cannot happen: u is valid UTF-8 */
+		uint32_t cp = utf8_cp(b + i, cl);
+		const unsigned char *c = b + i;
+		i += cl;
+		switch (st) {
+		case ESC: /* ESC, then intermediates 0x20-0x2f, then one final character */
+			if (cp == '[')
+				st = CSI;
+			else if (cp == ']' || cp == 'P' || cp == 'X' || cp == '^' || cp == '_')
+				st = STR;
+			else if (cp < 0x20 || cp > 0x2f)
+				st = TEXT;
+			continue;
+		case CSI: /* parameters and intermediates 0x20-0x3f up to a final 0x40-0x7e */
+			if (cp >= 0x20 && cp <= 0x3f)
+				continue;
+			st = TEXT;
+			if (cp >= 0x40 && cp <= 0x7e)
+				continue;
+			break; /* anything else ends the sequence and is text */
+		case STR: /* OSC, DCS, SOS, PM, APC: up to BEL, ST or ESC \ */
+			if (cp == 0x07 || cp == 0x9c)
+				st = TEXT;
+			else if (cp == 0x1b)
+				st = STR_ESC;
+			continue;
+		case STR_ESC:
+			st = cp == '[' ? CSI : TEXT;
+			continue;
+		case TEXT:
+			break;
+		}
+		if (cp == 0x1b) {
+			st = ESC;
+			continue;
+		}
+		if (cp == 0x9b) {
+			st = CSI;
+			continue;
+		}
+		if (cp == 0x90 || cp == 0x98 || cp == 0x9d || cp == 0x9e || cp == 0x9f) {
+			st = STR;
+			continue;
+		}
+		if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f))
+			continue;
+		if (o + cl > max) {
+			*ret_truncated = true;
+			break;
+		}
+		memcpy(out + o, c, cl);
+		o += cl;
+		if (o <= max - note)
+			fits = o;
+	}
+	if (*ret_truncated) {
+		memcpy(out + fits, TRUNCATED_NOTE, note);
+		o = fits + note;
+	}
+	out[o] = '\0';
+	free(u);
+	return out;
+}
+
+char *govex__json_escape_controls(char *js)
+{
+	size_t extra = 0, n = 0;
+	if (!js)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)js; *p; p++, n++)
+		if (*p == 0x7f)
+			extra += 5;
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			extra += 4;
+	if (!extra)
+		return js;
+	char *t = malloc(n + extra + 1);
+	if (!t) {
+		free(js);
+		return NULL;
+	}
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)js; *p; p++) {
+		if (*p == 0x7f) {
+			memcpy(t + o, "\\u007f", 6);
+			o += 6;
+		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			snprintf(t + o, 7, "\\u%04x", (unsigned)p[1]);
+			o += 6;
+			p++;
+		} else {
+			t[o++] = (char)*p;
+		}
+	}
+	t[o] = '\0';
+	free(js);
+	return t;
+}

@@ -22,6 +22,20 @@ def inspect_source(source, digest, module, filename):
         raise Failure("invalid_input", "syntax_error", e)
     except (RecursionError, MemoryError) as e:
         raise Failure("invalid_input", "source_too_complex", e)
+    # compiled too, as the call's worker will (nothing runs): errors only the compiler
+    # finds ('return' outside a function, a misplaced nonlocal) are found here, by govex,
+    # not by the call's worker, whose invalid_input the parent does not take from a frame
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        line = e.lineno if type(e.lineno) is int else None
+        raise Failure("invalid_input", "syntax_error", e,
+                      message="the source is not valid python (line %d)" % line
+                      if line else None)
+    except (ValueError, TypeError) as e:
+        raise Failure("invalid_input", "syntax_error", e)
+    except (RecursionError, MemoryError) as e:
+        raise Failure("invalid_input", "source_too_complex", e)
     seg = _Segments(source)
     try:
         effects = Effects(ast, tree).function_effects()

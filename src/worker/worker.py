@@ -6,6 +6,12 @@
 # of UTF-8 JSON.  One request in, exactly one response frame out on the response
 # descriptor, exit status 0.  Standard library only; Python 3.8 to 3.13.
 #
+# A call's worker also writes one EMPTY frame (8 zero bytes) on the response descriptor
+# just before the module's code runs: the "module starts" mark.  Nothing of the caller's
+# code has run before it, so the parent knows that a response without the mark came from
+# this file alone, and that one after it may have been written by the module (the parent
+# then trusts only what the module could have caused anyway; see call.c).
+#
 # Operations:
 #   inspect  parse the source with ast (never import it) and describe its top-level
 #            functions: signature, docstring, eligibility and effects.  That code is in
@@ -282,8 +288,14 @@ def handle(req):
     raise Failure("worker_failed", "bad_request", message="unknown op")
 
 
+# the response descriptor (set by main(); the call writes its "module starts" mark there)
+_resp_fd = -1
+
+
 def main():
+    global _resp_fd
     resp_fd = take_descriptors()
+    _resp_fd = resp_fd
     try:
         try:
             resp = handle(read_request(0))
@@ -404,6 +416,11 @@ def do_call(req, source, digest, module, filename):
         code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise Failure("invalid_input", "syntax_error", e)
+    # the "module starts" mark: from here on the module's code may write frames itself
+    try:
+        write_all(_resp_fd, bytes(8))
+    except OSError:
+        raise Failure("worker_failed", "internal_error")
     mod = types.ModuleType(module)
     previous = sys.modules.get(module)
     # registered under its name while it runs (dataclasses, pickle and typing look it

@@ -544,6 +544,70 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- text from an untrusted process ---- */
+
+static void clean_is(const char *in, size_t n, size_t max, const char *want, bool want_cut)
+{
+	bool cut = !want_cut;
+	char *out = govex__text_clean(in, n, max, &cut);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(strcmp(out, want) == 0, "clean(%zu bytes) = '%s', want '%s'", n, out, want);
+	ck_assert_int_eq(cut, want_cut);
+	ck_assert_uint_le(strlen(out), max);
+	free(out);
+}
+
+START_TEST(test_text_clean_controls)
+{
+	static const char in[] = "a\x1b[31mb\x1b]0;t\x07" "c\xc2\x9b" "2Jd\x7f" "e\x01" "f\ng\th"
+				 "\xc2\x85i\x1b(Bj\x1b]2;x\x1b\\k\x1bPq\xc2\x9cl\x1b";
+	clean_is(in, sizeof(in) - 1, 4096, "abcdef\ng\thijkl", false);
+	/* an embedded NUL and invalid UTF-8 */
+	static const char nul[] = "x\0y\xffz";
+	clean_is(nul, sizeof(nul) - 1, 4096, "xy\xef\xbf\xbdz", false);
+	/* a CSI cut by a non-ASCII character ends there; the character is text */
+	clean_is("\x1b[1\xc3\xa9x", 6, 4096, "\xc3\xa9x", false);
+	clean_is("", 0, 4096, "", false);
+}
+END_TEST
+
+START_TEST(test_text_clean_bound)
+{
+	size_t n = 900 * 1024;
+	char *big = malloc(n);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'A', n);
+	memcpy(big, "\x1b[2J", 4);
+	bool cut = false;
+	char *out = govex__text_clean(big, n, 4096, &cut);
+	ck_assert_ptr_nonnull(out);
+	ck_assert(cut);
+	ck_assert_uint_eq(strlen(out), 4096);
+	ck_assert_msg(strncmp(out, "AAAA", 4) == 0, "'%.10s'", out);
+	ck_assert_str_eq(out + 4096 - 12, " [truncated]");
+	free(out);
+	/* exactly max fits without a note; one more is cut at a character boundary */
+	clean_is("abcdefghijklmnop", 16, 16, "abcdefghijklmnop", false);
+	clean_is("abcdefghijklmnopq", 17, 16, "abcd [truncated]", true);
+	clean_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 18, 16,
+		 "\xc3\xa9\xc3\xa9 [truncated]", true);
+	free(big);
+}
+END_TEST
+
+START_TEST(test_json_escape_controls)
+{
+	char *s = govex__json_escape_controls(strdup("{\"a\x7f\":\"x\xc2\x85y\xc2\xa0z\xc3\x9f\"}"));
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s, "{\"a\\u007f\":\"x\\u0085y\xc2\xa0z\xc3\x9f\"}");
+	free(s);
+	char *plain = strdup("[1,\"\xe2\x82\xac\"]");
+	ck_assert_ptr_eq(govex__json_escape_controls(plain), plain);
+	free(plain);
+	ck_assert_ptr_null(govex__json_escape_controls(NULL));
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -555,6 +619,9 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_sanitize_cut_invalid_lead_not_dropped);
 	tcase_add_test(tc, test_sanitize_cut_impossible_prefix_not_dropped);
 	tcase_add_test(tc, test_sanitize_bound);
+	tcase_add_test(tc, test_text_clean_controls);
+	tcase_add_test(tc, test_text_clean_bound);
+	tcase_add_test(tc, test_json_escape_controls);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("paths");
 	tcase_add_loop_test(tc, test_path_normalized, 0, ARRAY_SIZE(norm_cases));

@@ -936,6 +936,28 @@ def binding_not_eligible(py):
     check(entry["eligible"] is False, "star is ineligible")
 
 
+@test
+def module_starts_mark(py):
+    """A call's worker writes one empty frame just before the module's code runs, and
+    only then: a failure found before (not eligible, bad arguments, a digest mismatch)
+    has no mark, so the parent knows nothing of the module ran; an inspection never
+    has one."""
+    src = "import os\nX = os.getpid()\ndef f(a: int):\n    return a\n"
+    run = do_call(py, src, "f", {"a": 1})
+    check(run.raw.startswith(W.MODULE_STARTS), "no mark before a call's response: %r"
+          % run.raw[:40])
+    check(not run.raw[8:].startswith(W.MODULE_STARTS), "two marks: %r" % run.raw[:40])
+    expect_value(run, 1)
+    for args in ({}, {"a": 1, "b": 2}):
+        run = do_call(py, src, "f", args)
+        check(not run.raw.startswith(W.MODULE_STARTS),
+              "a mark before a failure found before the import: %r" % run.raw[:40])
+    run = do_call(py, ELIG, "star", {})
+    check(not run.raw.startswith(W.MODULE_STARTS), "a mark before not_eligible")
+    run = W.run_worker(py, W.frame(W.inspect_request(src)))
+    check(not run.raw.startswith(W.MODULE_STARTS), "a mark in an inspection")
+
+
 # ---------------------------------------------------------------------------------------
 # calls: execution
 

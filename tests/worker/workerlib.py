@@ -63,8 +63,14 @@ def frame(obj):
     return len(data).to_bytes(8, "big") + data
 
 
+MODULE_STARTS = bytes(8)   # a call's empty "module starts" frame, before the response
+
+
 def unframe(data):
-    """The JSON object of a response: exactly one frame, nothing after it."""
+    """The JSON object of a response: exactly one frame, nothing after it (after a
+    call's empty "module starts" frame, when there is one)."""
+    if data.startswith(MODULE_STARTS):
+        data = data[8:]
     if len(data) < 8:
         raise AssertionError("no response frame (%d bytes)" % len(data))
     n = int.from_bytes(data[:8], "big")
