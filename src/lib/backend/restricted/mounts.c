@@ -41,13 +41,13 @@
 static const char *const proc_masked[] = {
     "/proc/cmdline",	   "/proc/kallsyms",	  "/proc/modules",    "/proc/kcore",
     "/proc/keys",	   "/proc/key-users",	  "/proc/timer_list", "/proc/sched_debug",
-    "/proc/config.gz",	   "/proc/mounts",	  "/proc/sys",	      "/proc/sysrq-trigger",
+    "/proc/config.gz",	   "/proc/sys",	      "/proc/sysrq-trigger",
     "/proc/latency_stats", "/proc/interrupts", "/proc/iomem",	      "/proc/ioports",
     "/proc/slabinfo",	   "/proc/vmallocinfo", "/proc/pagetypeinfo", "/proc/zoneinfo",
     "/proc/buddyinfo",	   "/proc/kpagecount", "/proc/kpageflags",   "/proc/kpagecgroup",
     "/proc/acpi",	   "/proc/scsi",	  "/proc/fs",	      "/proc/bus",
     "/proc/driver",	   "/proc/irq",		  "/proc/tty",	      "/proc/sysvipc",
-    "/proc/net",	   "/proc/dynamic_debug", "/proc/bootconfig",
+    "/proc/dynamic_debug", "/proc/bootconfig",
 };
 
 /* ---- plan construction ------------------------------------------------------------- */
@@ -729,7 +729,8 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 			if (proc_subset)
 				break; /* not there at all */
 			struct stat pst;
-			if (lstat(m->path, &pst) < 0)
+			/* (links to self/..., like /proc/mounts, are the process's own) */
+			if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
 				break; /* this kernel has no such file */
 			*ret_step = "proc_mask";
 			if (S_ISDIR(pst.st_mode)) {
