@@ -672,9 +672,10 @@ static int lock_dir(int fd)
 	return r < 0 ? -errno : 0;
 }
 
-/* A sibling left by a run whose govex died (SIGKILL, a crash) is old enough to never be
- * one being made right now (mkdtemp, then flock, microseconds apart). */
-#define SWEEP_MIN_AGE_S 60
+/* A sibling is swept only when its lock is free AND it was last modified longer ago than
+ * any run can last (wall_ms is at most an hour): never one being made right now (mkdtemp,
+ * then flock), nor one of a live govex too old to lock its workdirs. */
+#define SWEEP_MIN_AGE_S ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
 #define SWEEP_MAX_REMOVE 3
 #define SWEEP_MAX_SCAN 4096
 
