@@ -36,8 +36,8 @@
 #define ROOT_OPTS "size=1m,nr_inodes=4096,mode=0755"
 
 /* Host-wide files of /proc a run has no business reading.  Hidden by proc's subset=pid
- * (Linux >= 5.8), else each is covered by an empty read-only file.  /proc/sys and the
- * other directories are covered by an empty read-only tmpfs. */
+ * (Linux >= 5.8); else each file is covered by a read-only nodev bind of /dev/null
+ * (opening it fails) and each directory (/proc/sys, ...) by an empty read-only tmpfs. */
 static const char *const proc_masked[] = {
     "/proc/cmdline",	   "/proc/kallsyms",	  "/proc/modules",    "/proc/kcore",
     "/proc/keys",	   "/proc/key-users",	  "/proc/timer_list", "/proc/sched_debug",
