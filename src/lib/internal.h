@@ -258,8 +258,8 @@ struct govex__launch {
 	const struct govex__limits *limits; /* the run's normalized limits */
 	char *const *argv;                 /* argv[0] = interpreter path */
 	char *const *envp;
-	const char *workdir;               /* absolute; the child's cwd; exists on the host
-					    * unless the backend's private_workdir made it */
+	const char *workdir; /* absolute; the child's cwd; exists on the host
+			      * unless the backend's private_workdir made it */
 	bool workdir_fresh;
 	const char *stdin_data;
 	size_t stdin_len;

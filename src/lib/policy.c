@@ -550,10 +550,11 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 				}
 				if (k == 0 && strcmp(root, "/tmp") != 0 &&
 				    govex__path_under(root, "/tmp")) {
-					r = fail(err, names[k],
-						 "'%.100s': beneath /tmp, which cannot be kept "
-						 "read-only in a sandbox; use a directory elsewhere",
-						 root);
+					r = fail(
+					    err, names[k],
+					    "'%.100s': beneath /tmp, which cannot be kept "
+					    "read-only in a sandbox; use a directory elsewhere",
+					    root);
 					goto out;
 				}
 			}

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The low-level SHA256_Init/Update/Final need no provider or configuration loading, which
  * cost about a millisecond per process with EVP (and the one-shot SHA256()) in OpenSSL 3;
@@ -457,7 +457,7 @@ struct rm_id {
 	ino_t ino;
 };
 
-#define RM_SKIP_MAX  1024	   /* directories that could not be removed, remembered */
+#define RM_SKIP_MAX  1024	  /* directories that could not be removed, remembered */
 #define RM_STEPS_MAX (1ULL << 26) /* entries examined in all, a bound on the work */
 
 static bool rm_skipped(const struct rm_id *skip, size_t n, dev_t dev, ino_t ino)
@@ -675,9 +675,9 @@ static int lock_dir(int fd)
 /* A sibling is swept only when its lock is free AND it was last modified longer ago than
  * any run can last (wall_ms is at most an hour): never one being made right now (mkdtemp,
  * then flock), nor one of a live govex too old to lock its workdirs. */
-#define SWEEP_MIN_AGE_S ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
+#define SWEEP_MIN_AGE_S	 ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
 #define SWEEP_MAX_REMOVE 3
-#define SWEEP_MAX_SCAN 4096
+#define SWEEP_MAX_SCAN	 4096
 
 /* Removes up to SWEEP_MAX_REMOVE govex-XXXXXX directories of ours under tmp whose lock
  * can be taken: their run is over and nobody removed them.  Bounded: at most
@@ -758,7 +758,6 @@ int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *e
 	*ret_lock_fd = fd;
 	return 0;
 }
-
 
 int govex__find_in_path(const char *name, char **ret)
 {

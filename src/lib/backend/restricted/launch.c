@@ -200,7 +200,8 @@ static void workdir_opts(const struct rstate *st, const struct govex__limits *l,
 {
 	uint64_t size = 64ULL << 20;
 	if (l->file_size_bytes > size / 2)
-		size = l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
+		size =
+		    l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
 	if (l->memory_bytes && size > l->memory_bytes)
 		size = l->memory_bytes;
 	if (size < (1ULL << 20))
@@ -544,8 +545,8 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 			strcmp(l->workdir, WORKDIR_PATH) == 0;
 	char wd_opts[128];
 	workdir_opts(st, l->limits, wd_opts, sizeof(wd_opts));
-	r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
-			  l->extra_ro, &c.plan);
+	r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0], l->extra_ro,
+			  &c.plan);
 	if (r < 0)
 		return govex__launch_failed(l, o, err, "plan", -r, NULL);
 	r = rscratch_alloc(&c.scr, c.plan.n);

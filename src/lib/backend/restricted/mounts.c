@@ -39,15 +39,15 @@
  * (Linux >= 5.8); else each file is covered by a read-only nodev bind of /dev/null
  * (opening it fails) and each directory (/proc/sys, ...) by an empty read-only tmpfs. */
 static const char *const proc_masked[] = {
-    "/proc/cmdline",	   "/proc/kallsyms",	  "/proc/modules",    "/proc/kcore",
-    "/proc/keys",	   "/proc/key-users",	  "/proc/timer_list", "/proc/sched_debug",
-    "/proc/config.gz",	   "/proc/sys",	      "/proc/sysrq-trigger",
-    "/proc/latency_stats", "/proc/interrupts", "/proc/iomem",	      "/proc/ioports",
-    "/proc/slabinfo",	   "/proc/vmallocinfo", "/proc/pagetypeinfo", "/proc/zoneinfo",
-    "/proc/buddyinfo",	   "/proc/kpagecount", "/proc/kpageflags",   "/proc/kpagecgroup",
-    "/proc/acpi",	   "/proc/scsi",	  "/proc/fs",	      "/proc/bus",
-    "/proc/driver",	   "/proc/irq",		  "/proc/tty",	      "/proc/sysvipc",
-    "/proc/dynamic_debug", "/proc/bootconfig",
+    "/proc/cmdline",	 "/proc/kallsyms",     "/proc/modules",	      "/proc/kcore",
+    "/proc/keys",	 "/proc/key-users",    "/proc/timer_list",    "/proc/sched_debug",
+    "/proc/config.gz",	 "/proc/sys",	       "/proc/sysrq-trigger", "/proc/latency_stats",
+    "/proc/interrupts",	 "/proc/iomem",	       "/proc/ioports",	      "/proc/slabinfo",
+    "/proc/vmallocinfo", "/proc/pagetypeinfo", "/proc/zoneinfo",      "/proc/buddyinfo",
+    "/proc/kpagecount",	 "/proc/kpageflags",   "/proc/kpagecgroup",   "/proc/acpi",
+    "/proc/scsi",	 "/proc/fs",	       "/proc/bus",	      "/proc/driver",
+    "/proc/irq",	 "/proc/tty",	       "/proc/sysvipc",	      "/proc/dynamic_debug",
+    "/proc/bootconfig",
 };
 
 /* ---- plan construction ------------------------------------------------------------- */

@@ -44,15 +44,15 @@
 /* ---- mount plan (mounts.c) ---------------------------------------------------------- */
 
 enum rmount_kind {
-	RM_BIND_RO,  /* read-only bind of a host path at the same path */
-	RM_BIND_RW,  /* read-write bind (write roots, the workdir) */
-	RM_BIND_DEV, /* a device node of the host's /dev (null, zero, ...) */
-	RM_TMPFS,    /* a fresh tmpfs; opts = mount options */
-	RM_PROC,     /* proc of the new PID namespace */
-	RM_SYMLINK,  /* a symlink re-created in the new root; opts = target */
-	RM_READONLY, /* last: make this (tmpfs) mount point read-only */
-	RM_LANDLOCK, /* no mount: a Landlock rule only (a file inside a bind that needs more
-		      * rights than the bind, e.g. EXECUTE on the interpreter) */
+	RM_BIND_RO,   /* read-only bind of a host path at the same path */
+	RM_BIND_RW,   /* read-write bind (write roots, the workdir) */
+	RM_BIND_DEV,  /* a device node of the host's /dev (null, zero, ...) */
+	RM_TMPFS,     /* a fresh tmpfs; opts = mount options */
+	RM_PROC,      /* proc of the new PID namespace */
+	RM_SYMLINK,   /* a symlink re-created in the new root; opts = target */
+	RM_READONLY,  /* last: make this (tmpfs) mount point read-only */
+	RM_LANDLOCK,  /* no mount: a Landlock rule only (a file inside a bind that needs more
+		       * rights than the bind, e.g. EXECUTE on the interpreter) */
 	RM_PROC_MASK, /* a host-wide file of /proc: hidden when proc has no subset=pid */
 };
 
