@@ -458,7 +458,7 @@ struct rm_id {
 };
 
 #define RM_SKIP_MAX  1024	  /* directories that could not be removed, remembered */
-#define RM_STEPS_MAX (1ULL << 26) /* entries examined in all, a bound on the work */
+#define RM_STEPS_MAX (1ULL << 24) /* entries examined in all, a bound on the work */
 
 static bool rm_skipped(const struct rm_id *skip, size_t n, dev_t dev, ino_t ino)
 {
