@@ -269,7 +269,8 @@ struct govex__launch {
 	const struct govex__limits *limits; /* the run's normalized limits */
 	char *const *argv;                 /* argv[0] = interpreter path */
 	char *const *envp;
-	const char *workdir;               /* absolute; exists; the child's cwd */
+	const char *workdir; /* absolute; the child's cwd; exists on the host
+			      * unless the backend's private_workdir made it */
 	bool workdir_fresh;
 	const char *stdin_data;
 	size_t stdin_len;
@@ -311,6 +312,8 @@ struct govex__outcome {
 	 * itself just before the module's code runs, so before any code of the caller
 	 * could write to the descriptor).  Without it nothing but govex's worker ran. */
 	bool frame_module_started;
+	/* the host workdir could not be removed after the run (errno), else 0 */
+	int workdir_cleanup_errno;
 };
 void govex__outcome_release(struct govex__outcome *o);
 
@@ -326,6 +329,9 @@ struct govex__backend_ops {
 		       const struct govex__interp *interp, void **ret_state,
 		       struct govex_error *err);
 	void (*release)(void *state);
+	/* Optional: where a fresh workdir is inside the sandbox when the backend makes it
+	 * itself (no host directory at all), or NULL when it needs a host directory. */
+	const char *(*private_workdir)(const void *state);
 	/* Runs one launch to completion; fills the outcome.  Returns < 0 only when the
 	 * run could not be attempted at all (then outcome term is LAUNCH_FAILED and
 	 * err says why).  Thread-safe: several runs may share one state. */
@@ -472,9 +478,13 @@ extern const size_t govex__worker_inspection_py_len;
 /* The pollable fd of a cancellation token (readable once cancelled), or -1. */
 int govex__cancel_fd(const govex_cancel_token *c);
 
-/* Removes a directory tree without following symlinks.  Returns 0 or -errno. */
+/* Removes a directory tree without following symlinks or crossing mounts, with a bounded
+ * number of fds at any depth.  Returns 0 or -errno (what could not be removed stays). */
 int govex__rm_rf(const char *path);
-/* Makes a fresh 0700 directory under $TMPDIR or /tmp. */
-int govex__make_workdir(char **ret_path, struct govex_error *err);
+/* Makes a fresh 0700 directory govex-XXXXXX under $TMPDIR or /tmp and returns it with
+ * *ret_lock_fd, an O_CLOEXEC fd on it holding flock(LOCK_EX) for as long as the run
+ * lasts (close it after removing the directory).  Also removes a few leftovers of dead
+ * runs (siblings of ours whose lock is free). */
+int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *err);
 
 #endif /* GOVEX_INTERNAL_H */

@@ -527,6 +527,38 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 			p->platform_defaults = json_is_true(e);
 		}
 	}
+	/*
+	 * Paths a sandbox gives its own meaning: /govex is where the run's fresh workdir is
+	 * mounted (a host path there would be hidden or collide), and the private /tmp is a
+	 * tmpfs with full rights for the run, so a read-only root beneath it could not be
+	 * kept read-only (Landlock grants beneath /tmp to everything under it: its FIFOs
+	 * would be writable).  A read root of /tmp itself replaces the private /tmp and is
+	 * fine.
+	 */
+	{
+		char **lists[] = {p->read_roots, p->write_roots};
+		const char *names[] = {"filesystem.read", "filesystem.write"};
+		for (size_t k = 0; k < ARRAY_SIZE(lists); k++)
+			for (size_t i = 0; lists[k] && lists[k][i]; i++) {
+				const char *root = lists[k][i];
+				if (govex__path_under(root, "/govex")) {
+					r = fail(err, names[k],
+						 "'%.100s': /govex is reserved for the sandbox's "
+						 "workdir",
+						 root);
+					goto out;
+				}
+				if (k == 0 && strcmp(root, "/tmp") != 0 &&
+				    govex__path_under(root, "/tmp")) {
+					r = fail(
+					    err, names[k],
+					    "'%.100s': beneath /tmp, which cannot be kept "
+					    "read-only in a sandbox; use a directory elsewhere",
+					    root);
+					goto out;
+				}
+			}
+	}
 	if ((v = json_object_get(doc, "workdir"))) {
 		const char *ws = NULL;
 		if ((r = get_string(v, "workdir", &ws, err)) < 0)
@@ -534,6 +566,12 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 		if (strcmp(ws, "fresh") != 0) {
 			if ((r = get_path(v, "workdir", &p->workdir, err)) < 0)
 				goto out;
+			if (govex__path_under(p->workdir, "/govex")) {
+				r = fail(err, "workdir",
+					 "'%.100s': /govex is reserved for the sandbox's workdir",
+					 p->workdir);
+				goto out;
+			}
 			bool under = false;
 			for (size_t i = 0; p->write_roots[i]; i++)
 				if (govex__path_under(p->workdir, p->write_roots[i]))

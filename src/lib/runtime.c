@@ -1076,6 +1076,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	const struct govex__backend_ops *b = govex__backends[d->backend];
 	void *state = NULL;
 	_cleanup_free_ char *workdir = NULL;
+	_cleanup_close_ int workdir_lock = -1;
+	bool host_workdir = false;
 	int r;
 	memset(o, 0, sizeof(*o));
 	*ret_result = NULL;
@@ -1084,9 +1086,14 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 					     err ? err->message : strerror(-r));
 		goto fail;
 	}
+	/* A fresh workdir: the sandbox's own (restricted: a tmpfs at /govex/work, nothing on
+	 * the host to remove or to leave behind), or a locked host directory. */
+	const char *priv = !d->workdir && b->private_workdir ? b->private_workdir(state) : NULL;
 	if (d->workdir) {
 		workdir = strdup(d->workdir);
-	} else if ((r = govex__make_workdir(&workdir, err)) < 0) {
+	} else if (priv) {
+		workdir = strdup(priv);
+	} else if ((r = govex__make_workdir(&workdir, &workdir_lock, err)) < 0) {
 		*ret_result = launch_failure(rt, plan, "workdir",
 					     "workdir: cannot create a fresh directory",
 					     strerror(-r));
@@ -1094,6 +1101,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	}
 	if (!workdir)
 		goto fail;
+	host_workdir = !d->workdir && !priv;
 	struct govex__launch l = {
 		.policy = rt->policy,
 		.interp = &rt->interp,
@@ -1118,8 +1126,11 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 			       b->version, "plan_digest", plan->digest));
 	struct govex_error rerr = {0};
 	b->run(state, &l, o, &rerr);
-	if (!d->workdir)
-		govex__rm_rf(workdir);
+	if (host_workdir) {
+		r = govex__rm_rf(workdir);
+		if (r < 0)
+			o->workdir_cleanup_errno = -r;
+	}
 	return 0;
 fail:
 	if (extra_fd >= 0)
@@ -1191,6 +1202,11 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 		govex__result_diag(res, "memory_limit", NULL,
 				   "memory limit of %llu bytes reached",
 				   (unsigned long long)l->memory_bytes);
+	if (o->workdir_cleanup_errno)
+		govex__result_diag(res, "workdir_cleanup_failed",
+				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),
+				   "the run's workdir could not be removed entirely: %s",
+				   strerror(o->workdir_cleanup_errno));
 }
 
 static int execute_internal(govex_runtime *rt, const govex_plan *given,

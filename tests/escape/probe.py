@@ -104,7 +104,8 @@ def op_abstract(name):
 
 
 def op_netdev():
-    with open("/proc/net/dev") as f:
+    # /proc/self/net: the sandbox's proc has subset=pid (no /proc/net link)
+    with open("/proc/self/net/dev") as f:
         lines = f.read().splitlines()[2:]
     return sorted(l.split(":")[0].strip() for l in lines)
 

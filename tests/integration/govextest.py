@@ -404,6 +404,27 @@ def _cleanup_dir(path):
     shutil.rmtree(path, onerror=onerror)
 
 
+def test_base():
+    """The directory every test's own temporary directory is made in.
+
+    Not under /tmp: a sandbox refuses a read root beneath /tmp (its private /tmp cannot
+    keep a bind there read-only), and tests bind their directories.  One per user,
+    0711 so that a test's 0711 directory can be reached by another uid (nobody).
+    $GOVEX_TEST_BASE overrides it.
+    """
+    base = os.environ.get("GOVEX_TEST_BASE") or "/var/tmp/govex-tests-%d" % os.geteuid()
+    try:
+        os.mkdir(base, 0o711)
+    except FileExistsError:
+        pass
+    st = os.lstat(base)
+    import stat as _stat
+    if not _stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise RuntimeError("test base %s is not a directory of ours" % base)
+    os.chmod(base, 0o711)
+    return base
+
+
 def _diag_lines(text):
     for line in str(text).rstrip("\n").split("\n"):
         print("# " + line)
@@ -416,7 +437,7 @@ def main(tests):
     sys.stdout.flush()
     have_binary = os.path.isfile(GOVEX) and os.access(GOVEX, os.X_OK)
     for i, (name, fn) in enumerate(tests, 1):
-        tmp = tempfile.mkdtemp(prefix="govex-it-")
+        tmp = tempfile.mkdtemp(prefix="govex-it-", dir=test_base())
         t = T(tmp)
         try:
             if not have_binary:

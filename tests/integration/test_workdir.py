@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The fresh workdir is private (0700), is the cwd, and is removed on every path."""
+import json
 import os
 import signal
 import sys
+import time
 
 sys.dont_write_bytecode = True     # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -96,11 +98,99 @@ def test_removed_after_cancel(t):
     _check_dir(t, *_info(t, r))
 
 
+def test_restricted_workdir_is_its_own_tmpfs(t):
+    """restricted: a fresh workdir is a tmpfs at /govex/work, not a host directory."""
+    g.need_python()
+    if not g.backend_available("restricted"):
+        raise g.Skip("the restricted backend is not available here")
+    tmpdir = t.path("tmpdir")
+    os.mkdir(tmpdir)
+    code = r'''
+import os, json
+st = os.stat(".")
+with open("f", "w") as f:
+    f.write("x")
+mounts = [l.split() for l in open("/proc/self/mountinfo")]
+wd = [m for m in mounts if m[4] == "/govex/work"]
+print(json.dumps({"cwd": os.getcwd(), "mode": oct(st.st_mode & 0o7777),
+                  "uid": st.st_uid, "me": os.getuid(),
+                  "fstype": wd[0][wd[0].index("-") + 1] if wd else None,
+                  "opts": wd[0][5] if wd else None,
+                  "listing": os.listdir(%(tmpdir)r) if os.path.isdir(%(tmpdir)r) else None,
+                  "mountinfo": open("/proc/self/mountinfo").read()}))
+''' % {"tmpdir": tmpdir}
+    pol = t.policy(base="strict", backend="restricted")
+    r = t.run(["run", "--policy", pol, "--json", "-c", code],
+              extra_env={"TMPDIR": tmpdir})
+    r.expect_rc(0)
+    doc = r.result()
+    info = json.loads(doc["stdout"])
+    g.eq(info["cwd"], "/govex/work", "cwd")
+    g.eq(info["mode"], "0o700", "workdir mode")
+    g.eq(info["uid"], info["me"], "workdir owner (the run's uid)")
+    g.eq(info["fstype"], "tmpfs", "workdir file system")
+    g.check("noexec" in info["opts"] and "nosuid" in info["opts"] and "nodev" in info["opts"],
+            "workdir mount options: %r" % info["opts"])
+    g.check(t.tmp not in info["mountinfo"] and tmpdir not in info["mountinfo"],
+            "a host path shows in mountinfo:\n" + info["mountinfo"])
+    g.eq(os.listdir(tmpdir), [], "what the run left in TMPDIR on the host")
+
+
+def test_deep_tree_removed(t):
+    """A 5,000-deep tree in a host workdir is removed, and govex returns."""
+    g.need_python()
+    code = r'''
+import os
+print(os.getcwd(), flush=True)
+for i in range(5000):
+    os.mkdir("d")
+    os.chdir("d")
+'''
+    pol = t.policy(limits={"wall_ms": 20000})
+    r = t.run(["run", "--policy", pol, "--json", "-c", code])
+    r.expect_rc(0)
+    doc = r.result()
+    cwd = doc["stdout"].strip()
+    g.check(os.path.isabs(cwd) and "/govex-" in cwd, "cwd: %r" % cwd)
+    g.check(not os.path.lexists(cwd), "workdir %s still exists after the run" % cwd)
+    g.check(not any(d.get("code") == "workdir_cleanup_failed"
+                    for d in doc.get("diagnostics") or []),
+            "diagnostics: %r" % doc.get("diagnostics"))
+
+
+def test_leftover_of_killed_run_swept(t):
+    """A host workdir left by a SIGKILLed govex is removed by a later run."""
+    g.need_python()
+    tmpdir = t.path("tmpdir")
+    os.mkdir(tmpdir)
+    marker = t.path("started")
+    code = "open(%r, 'w').write('x'); import time; time.sleep(30)" % marker
+
+    def kill(p):
+        if g.wait_for_file(marker, 10.0, popen=p, nonempty=False) is not None:
+            os.kill(p.pid, signal.SIGKILL)
+
+    r = t.run(["run", "--preset", "trusted", "-c", code], during=kill,
+              extra_env={"TMPDIR": tmpdir})
+    g.check(os.path.exists(marker), "the snippet never started\n" + r.describe())
+    left = [n for n in os.listdir(tmpdir) if n.startswith("govex-")]
+    g.eq(len(left), 1, "workdirs left by the killed govex: %r" % left)
+    old = time.time() - 7200
+    os.utime(os.path.join(tmpdir, left[0]), (old, old))
+    r = t.run(["run", "--preset", "trusted", "-c", "pass"], extra_env={"TMPDIR": tmpdir})
+    r.expect_rc(0)
+    g.eq([n for n in os.listdir(tmpdir) if n.startswith("govex-")], [],
+         "leftovers after the next run")
+
+
 TESTS = [
     ("fresh workdir is cwd, mode 0700, removed after a normal exit", test_removed_after_exit),
     ("fresh workdir removed after a nonzero exit", test_removed_after_failure),
     ("fresh workdir removed after a timeout", test_removed_after_timeout),
     ("fresh workdir removed after SIGTERM cancel", test_removed_after_cancel),
+    ("restricted: the fresh workdir is a tmpfs at /govex/work", test_restricted_workdir_is_its_own_tmpfs),
+    ("a 5,000-deep tree in the workdir is removed", test_deep_tree_removed),
+    ("the workdir of a SIGKILLed govex is swept later", test_leftover_of_killed_run_swept),
 ]
 
 if __name__ == "__main__":

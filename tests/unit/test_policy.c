@@ -431,6 +431,28 @@ START_TEST(test_paths_sorted_unique)
 }
 END_TEST
 
+/* A read root beneath the sandbox's private /tmp cannot be kept read-only there; /govex
+ * is where the sandbox mounts its fresh workdir. */
+START_TEST(test_reserved_roots)
+{
+	reject("{" V ",\"filesystem\":{\"read\":[\"/tmp/x\"]}}",
+	       "filesystem.read: '/tmp/x': beneath /tmp");
+	reject("{" V ",\"filesystem\":{\"read\":[\"/usr\",\"/tmp/a/b\"]}}",
+	       "filesystem.read: '/tmp/a/b': beneath /tmp");
+	reject("{" V ",\"filesystem\":{\"read\":[\"/govex\"]}}",
+	       "filesystem.read: '/govex': /govex is reserved");
+	reject("{" V ",\"filesystem\":{\"write\":[\"/govex/work\"]}}",
+	       "filesystem.write: '/govex/work': /govex is reserved");
+	reject("{" V ",\"workdir\":\"/govex/w\",\"filesystem\":{\"write\":[\"/\"]}}",
+	       "workdir: '/govex/w': /govex is reserved");
+	/* /tmp itself (it replaces the private /tmp), write roots under /tmp, and names that
+	 * only start alike are fine */
+	govex_policy *p = accept("{" V ",\"filesystem\":{\"read\":[\"/tmp\",\"/tmpx\","
+				 "\"/govexx\"],\"write\":[\"/tmp/w\"]}}");
+	govex_policy_free(p);
+}
+END_TEST
+
 START_TEST(test_workdir_under_write_root)
 {
 	reject("{" V ",\"workdir\":\"/srv/x\"}", "workdir: '/srv/x' does not lie under");
@@ -717,6 +739,7 @@ static Suite *policy_suite(void)
 	tcase_add_loop_test(tc, test_unnormalized_path, 0, ARRAY_SIZE(unnormalized));
 	tcase_add_test(tc, test_paths_sorted_unique);
 	tcase_add_test(tc, test_workdir_under_write_root);
+	tcase_add_test(tc, test_reserved_roots);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("names");

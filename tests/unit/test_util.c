@@ -2,12 +2,17 @@
 /* unit-util: UTF-8, paths, string vectors, rm_rf. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -494,11 +499,132 @@ START_TEST(test_rm_rf_tree_unprivileged)
 }
 END_TEST
 
+/* Open descriptors of this process (to see that removal does not grow with depth). */
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* A 5,000-deep chain of directories (deeper than PATH_MAX allows to name), with a file
+ * at every tenth level and a symlink to outside at the bottom. */
+START_TEST(test_rm_rf_deep)
+{
+	char base[] = "/tmp/govex-unit-rmrf-deep-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	char *keep = path_join(base, "keep");
+	write_file(keep, "k");
+	char *tree = path_join(base, "tree");
+	ck_assert_int_eq(mkdir(tree, 0755), 0);
+	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 5000; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		if (i % 10 == 0) {
+			int f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			ck_assert_int_ge(f, 0);
+			close(f);
+		}
+		int nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(nfd, 0);
+		close(fd);
+		fd = nfd;
+	}
+	ck_assert_int_eq(symlinkat(base, fd, "up"), 0);
+	/* the bottom one is made unreadable, as a run could */
+	ck_assert_int_eq(fchmod(fd, 0), 0);
+	close(fd);
+	int before = count_fds();
+	uint64_t t0 = govex__now_ns();
+	ck_assert_int_eq(govex__rm_rf(tree), 0);
+	fprintf(stderr, "# deep: removed in %llu ms\n",
+		(unsigned long long)((govex__now_ns() - t0) / 1000000));
+	ck_assert_int_eq(count_fds(), before);
+	struct stat st;
+	ck_assert_int_eq(lstat(tree, &st), -1);
+	ck_assert(file_has(keep, "k"));
+	ck_assert_int_eq(govex__rm_rf(base), 0);
+	free(keep);
+	free(tree);
+}
+END_TEST
+
+/* A wide tree: 3,000 subdirectories each with a file, and 3,000 files, in one
+ * directory. */
+START_TEST(test_rm_rf_wide)
+{
+	char base[] = "/tmp/govex-unit-rmrf-wide-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 3000; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "d%04d", i);
+		ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
+		snprintf(name, sizeof(name), "d%04d/f", i);
+		int f = openat(fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		ck_assert_int_ge(f, 0);
+		close(f);
+		snprintf(name, sizeof(name), "f%04d", i);
+		f = openat(fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		ck_assert_int_ge(f, 0);
+		close(f);
+	}
+	close(fd);
+	int before = count_fds();
+	uint64_t t0 = govex__now_ns();
+	ck_assert_int_eq(govex__rm_rf(base), 0);
+	fprintf(stderr, "# wide: removed in %llu ms\n",
+		(unsigned long long)((govex__now_ns() - t0) / 1000000));
+	ck_assert_int_eq(count_fds(), before);
+	struct stat st;
+	ck_assert_int_eq(lstat(base, &st), -1);
+}
+END_TEST
+
+/* A mount inside the tree is never entered nor removed: the removal reports it. */
+START_TEST(test_rm_rf_mount)
+{
+	if (geteuid() != 0 || srunner_fork_status(runner) == CK_NOFORK)
+		return;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return; /* no mount namespace here */
+	char base[] = "/tmp/govex-unit-rmrf-mnt-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	char *mnt = path_join(base, "mnt");
+	ck_assert_int_eq(mkdir(mnt, 0755), 0);
+	ck_assert_int_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=64k"), 0);
+	char *inside = path_join(mnt, "precious");
+	write_file(inside, "p");
+	xwrite(base, "f", "x");
+	ck_assert_int_lt(govex__rm_rf(base), 0);
+	ck_assert(file_has(inside, "p"));
+	ck_assert_int_eq(umount2(mnt, MNT_DETACH), 0);
+	ck_assert_int_eq(govex__rm_rf(base), 0);
+	free(inside);
+	free(mnt);
+}
+END_TEST
+
 START_TEST(test_make_workdir)
 {
 	char *wd = NULL;
+	int lock = -1;
 	setenv("TMPDIR", "/tmp", 1);
-	ck_assert_int_eq(govex__make_workdir(&wd, NULL), 0);
+	ck_assert_int_eq(govex__make_workdir(&wd, &lock, NULL), 0);
+	ck_assert_int_ge(lock, 0);
+	ck_assert_int_ne(fcntl(lock, F_GETFD) & FD_CLOEXEC, 0);
+	/* held: another open file description cannot take it */
+	int other = open(wd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(other, 0);
+	ck_assert_int_lt(flock(other, LOCK_EX | LOCK_NB), 0);
+	close(other);
+	close(lock);
 	ck_assert_ptr_nonnull(wd);
 	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
 	struct stat st;
@@ -510,10 +636,60 @@ START_TEST(test_make_workdir)
 	free(wd);
 	/* a relative TMPDIR is ignored */
 	setenv("TMPDIR", "relative", 1);
-	ck_assert_int_eq(govex__make_workdir(&wd, NULL), 0);
+	ck_assert_int_eq(govex__make_workdir(&wd, &lock, NULL), 0);
 	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
 	govex__rm_rf(wd);
+	close(lock);
 	free(wd);
+}
+END_TEST
+
+/* Leftovers of a dead run (govex-XXXXXX, ours, old, lock free) are swept when a new
+ * workdir is made; one whose lock is held, or a recent one, is not. */
+START_TEST(test_make_workdir_sweeps)
+{
+	char tmp[] = "/tmp/govex-unit-sweep-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	setenv("TMPDIR", tmp, 1);
+	char *dead = path_join(tmp, "govex-AAAAAA");
+	char *live = path_join(tmp, "govex-BBBBBB");
+	char *young = path_join(tmp, "govex-CCCCCC");
+	char *other = path_join(tmp, "notgovex-DDDDDD");
+	const char *dirs[] = {dead, live, young, other};
+	for (size_t i = 0; i < 4; i++) {
+		ck_assert_int_eq(mkdir(dirs[i], 0700), 0);
+		xwrite(dirs[i], "f", "x");
+	}
+	int held = open(live, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(held, 0);
+	ck_assert_int_eq(flock(held, LOCK_EX | LOCK_NB), 0);
+	/* dead, live and other were last modified two hours ago; young just now */
+	struct timeval old[2];
+	gettimeofday(&old[0], NULL);
+	old[0].tv_sec -= 7200;
+	old[1] = old[0];
+	ck_assert_int_eq(utimes(dead, old), 0);
+	ck_assert_int_eq(utimes(live, old), 0);
+	ck_assert_int_eq(utimes(other, old), 0);
+	char *wd = NULL;
+	int lock = -1;
+	ck_assert_int_eq(govex__make_workdir(&wd, &lock, NULL), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(dead, &st), -1);
+	ck_assert_int_eq(lstat(live, &st), 0);
+	ck_assert_int_eq(lstat(young, &st), 0);
+	ck_assert_int_eq(lstat(other, &st), 0);
+	ck_assert_int_eq(lstat(wd, &st), 0);
+	govex__rm_rf(wd);
+	close(lock);
+	free(wd);
+	close(held);
+	unsetenv("TMPDIR");
+	ck_assert_int_eq(govex__rm_rf(tmp), 0);
+	free(dead);
+	free(live);
+	free(young);
+	free(other);
 }
 END_TEST
 
@@ -633,9 +809,15 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_strv_sort_small);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("dirs");
+	/* the deep and wide trees take seconds to make on a slow disk */
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_rm_rf_tree);
 	tcase_add_test(tc, test_rm_rf_tree_unprivileged);
+	tcase_add_test(tc, test_rm_rf_deep);
+	tcase_add_test(tc, test_rm_rf_wide);
+	tcase_add_test(tc, test_rm_rf_mount);
 	tcase_add_test(tc, test_make_workdir);
+	tcase_add_test(tc, test_make_workdir_sweeps);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -193,6 +193,10 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 	int abi = rlandlock_abi();
 	st->landlock_abi = abi > 0 ? abi : 0;
 	int r = rplan_build(p, interp, &st->plan, err);
+	for (size_t i = 0; r >= 0 && i < st->plan.n; i++)
+		if ((st->plan.m[i].kind == RM_BIND_RO || st->plan.m[i].kind == RM_BIND_RW) &&
+		    strcmp(st->plan.m[i].path, "/") == 0)
+			st->root_bind = true;
 	if (r >= 0)
 		r = rfilter_build(st->deny_net, st->deny_subprocess, &st->filter, err);
 	if (r < 0) {
@@ -204,6 +208,39 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 }
 
 /* ---- the program child (async-signal-safe) ----------------------------------------- */
+
+/* Where a fresh workdir is inside: its own tmpfs, unless the policy binds the host's "/"
+ * (no mount point can be made in that tree without writing to the host). */
+#define WORKDIR_PATH "/govex/work"
+
+static const char *restricted_private_workdir(const void *state)
+{
+	const struct rstate *st = state;
+	return st && !st->root_bind ? WORKDIR_PATH : NULL;
+}
+
+/*
+ * The fresh workdir's tmpfs options.  Size: 64 MiB like the private /tmp, or twice the
+ * policy's largest file when that is bigger (a file of the allowed size and its rewrite
+ * fit), but never more than the memory limit: tmpfs pages are charged to the memory
+ * cgroup of the process that writes them (the program, inside the run's cgroup), so more
+ * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
+ * 0700.
+ */
+static void workdir_opts(uid_t uid, gid_t gid, const struct govex__limits *l, char *buf,
+			 size_t cap)
+{
+	uint64_t size = 64ULL << 20;
+	if (l->file_size_bytes > size / 2)
+		size =
+		    l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
+	if (l->memory_bytes && size > l->memory_bytes)
+		size = l->memory_bytes;
+	if (size < (1ULL << 20))
+		size = 1ULL << 20;
+	snprintf(buf, cap, "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
+		 (unsigned long long)size, (unsigned)uid, (unsigned)gid);
+}
 
 struct run_ctx {
 	const struct rstate *st;
@@ -602,7 +639,13 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		c.gid = (gid_t)(st->gid_base + (uint32_t)slot.n);
 	}
 
-	r = rplan_for_run(&st->plan, l->workdir, l->extra_ro, &c.plan);
+	/* a fresh workdir is the run's own tmpfs (govex__launch made no host directory) */
+	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
+			strcmp(l->workdir, WORKDIR_PATH) == 0;
+	char wd_opts[128];
+	workdir_opts(c.uid, c.gid, l->limits, wd_opts, sizeof(wd_opts));
+	r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0], l->extra_ro,
+			  &c.plan);
 	if (r < 0) {
 		run_release(&c, &slot);
 		return govex__launch_failed(l, o, err, "plan", -r, NULL);
@@ -615,7 +658,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed
 	 * to it.  Named directories keep their owners: the host's permissions still apply
 	 * inside. */
-	if (!st->userns && l->workdir_fresh &&
+	if (!st->userns && l->workdir_fresh && !wd_tmpfs &&
 	    fchownat(AT_FDCWD, l->workdir, c.uid, c.gid, AT_SYMLINK_NOFOLLOW) < 0) {
 		int e = errno;
 		run_release(&c, &slot);
@@ -664,5 +707,6 @@ const struct govex__backend_ops govex__restricted_backend = {
     .probe = restricted_probe,
     .prepare = restricted_prepare,
     .release = restricted_release,
+    .private_workdir = restricted_private_workdir,
     .run = restricted_run,
 };

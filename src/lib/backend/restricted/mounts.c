@@ -35,6 +35,21 @@
 #define DEV_OPTS  "size=64k,nr_inodes=64,mode=0755"
 #define ROOT_OPTS "size=1m,nr_inodes=4096,mode=0755"
 
+/* Host-wide files of /proc a run has no business reading.  Hidden by proc's subset=pid
+ * (Linux >= 5.8); else each file is covered by a read-only nodev bind of /dev/null
+ * (opening it fails) and each directory (/proc/sys, ...) by an empty read-only tmpfs. */
+static const char *const proc_masked[] = {
+    "/proc/cmdline",	 "/proc/kallsyms",     "/proc/modules",	      "/proc/kcore",
+    "/proc/keys",	 "/proc/key-users",    "/proc/timer_list",    "/proc/sched_debug",
+    "/proc/config.gz",	 "/proc/sys",	       "/proc/sysrq-trigger", "/proc/latency_stats",
+    "/proc/interrupts",	 "/proc/iomem",	       "/proc/ioports",	      "/proc/slabinfo",
+    "/proc/vmallocinfo", "/proc/pagetypeinfo", "/proc/zoneinfo",      "/proc/buddyinfo",
+    "/proc/kpagecount",	 "/proc/kpageflags",   "/proc/kpagecgroup",   "/proc/acpi",
+    "/proc/scsi",	 "/proc/fs",	       "/proc/bus",	      "/proc/driver",
+    "/proc/irq",	 "/proc/tty",	       "/proc/sysvipc",	      "/proc/dynamic_debug",
+    "/proc/bootconfig",
+};
+
 /* ---- plan construction ------------------------------------------------------------- */
 
 void rplan_free(struct rplan *p)
@@ -51,10 +66,13 @@ void rplan_free(struct rplan *p)
 static int plan_add(struct rplan *p, enum rmount_kind kind, const char *path, const char *opts,
 		    uint64_t access)
 {
-	/* the same entry twice (a symlink met by two paths) is kept once */
+	/* the same entry twice (a symlink met by two paths, the interpreter bound and
+	 * made executable) is kept once, with the rights of both */
 	for (size_t i = 0; i < p->n; i++)
-		if (p->m[i].kind == kind && strcmp(p->m[i].path, path) == 0)
+		if (p->m[i].kind == kind && strcmp(p->m[i].path, path) == 0) {
+			p->m[i].ll_access |= access;
 			return 0;
+		}
 	struct rmount *nm = realloc(p->m, (p->n + 1) * sizeof(*nm));
 	if (!nm)
 		return -ENOMEM;
@@ -200,6 +218,57 @@ static int elf_interp(const char *exe, char *ret, size_t cap)
 	return 0; /* static executable */
 }
 
+/* The "#!" interpreter of a script (absolute, first word), as execve() reads it. */
+static bool script_interp(const char *path, char *ret, size_t cap)
+{
+	char buf[256];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 3 || buf[0] != '#' || buf[1] != '!')
+		return false;
+	buf[n] = '\0';
+	char *p = buf + 2;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t len = strcspn(p, " \t\n");
+	if (len == 0 || p[0] != '/' || len >= cap)
+		return false;
+	memcpy(ret, p, len);
+	ret[len] = '\0';
+	return true;
+}
+
+/*
+ * Landlock's EXECUTE goes only to what execve() of argv0 opens: the file itself, a
+ * script's interpreter, and the ELF program interpreter (ld.so) of whichever of them is
+ * an ELF executable.  Each is bound read-only (resolved: the real file gets the right)
+ * with read and execute; a bind already there gains the right.
+ */
+static int add_exec_files(struct rplan *pl, const char *argv0, struct govex_error *err)
+{
+	char files[3][PATH_MAX];
+	size_t n = 0;
+	if (!argv0 || argv0[0] != '/' || strlen(argv0) >= PATH_MAX)
+		return 0;
+	snprintf(files[n++], PATH_MAX, "%s", argv0);
+	if (script_interp(argv0, files[n], PATH_MAX))
+		n++;
+	char ld[PATH_MAX];
+	for (size_t i = 0; i < n && n < 3; i++)
+		if (elf_interp(files[i], ld, sizeof(ld)) > 0) {
+			snprintf(files[n++], PATH_MAX, "%s", ld);
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		int r = add_bind(pl, RM_BIND_RO, files[i], LL_READ | LL_GOVEX_EXEC_FILE, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* A prefix that is a whole system tree (/usr) is not bound as such: only the files the
  * interpreter names are.  A private prefix (pyenv, a venv, /opt/python) is its own. */
 static bool system_tree(const char *p)
@@ -217,6 +286,11 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 {
 	struct rplan pl = {0};
 	int r = 0;
+	/* Read-only binds: executable only when the policy lets the run start programs
+	 * (the interpreter itself gets EXECUTE per run, add_exec_files()).  Writable
+	 * places never: they are also mounted noexec. */
+	const uint64_t ro = pol->subprocess ? LL_READ : LL_READ_NOEXEC;
+	pl.ro_access = ro;
 #define TRY(x)                                                                                     \
 	do {                                                                                       \
 		r = (x);                                                                           \
@@ -233,20 +307,20 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 
 	if (pol->platform_defaults && in) {
 		/* The interpreter's own files, read-only. */
-		TRY(add_bind(&pl, RM_BIND_RO, in->path, LL_READ, err));
+		TRY(add_bind(&pl, RM_BIND_RO, in->path, ro, err));
 		char ld[PATH_MAX];
 		if (elf_interp(in->path, ld, sizeof(ld)) > 0)
-			TRY(add_bind(&pl, RM_BIND_RO, ld, LL_READ, err));
+			TRY(add_bind(&pl, RM_BIND_RO, ld, ro, err));
 		const char *prefixes[] = {in->prefix, in->base_prefix};
 		for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
 			if (!prefixes[i] || prefixes[i][0] != '/')
 				continue;
 			if (!system_tree(prefixes[i]))
-				TRY(add_bind(&pl, RM_BIND_RO, prefixes[i], LL_READ, err));
+				TRY(add_bind(&pl, RM_BIND_RO, prefixes[i], ro, err));
 			char cfg[PATH_MAX];
 			if ((size_t)snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", prefixes[i]) <
 			    sizeof(cfg))
-				TRY(add_bind(&pl, RM_BIND_RO, cfg, LL_READ, err));
+				TRY(add_bind(&pl, RM_BIND_RO, cfg, ro, err));
 		}
 		/* The executable's own directory (/usr/bin) is not the interpreter's: the
 		 * executable itself is bound above. */
@@ -256,10 +330,10 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 			if (dlen && strlen(in->paths[i]) == dlen &&
 			    strncmp(in->paths[i], in->path, dlen) == 0)
 				continue;
-			TRY(add_bind(&pl, RM_BIND_RO, in->paths[i], LL_READ, err));
+			TRY(add_bind(&pl, RM_BIND_RO, in->paths[i], ro, err));
 		}
 		for (size_t i = 0; in->libs && in->libs[i]; i++)
-			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], LL_READ, err));
+			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], ro, err));
 		if (pol->network) {
 			/* name resolution and TLS trust, as far as a networked program needs */
 			static const char *const netfiles[] = {
@@ -267,13 +341,13 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 			    "/etc/gai.conf",	"/etc/services", "/etc/protocols",
 			    "/etc/ssl",		"/etc/host.conf"};
 			for (size_t i = 0; i < ARRAY_SIZE(netfiles); i++)
-				TRY(add_bind(&pl, RM_BIND_RO, netfiles[i], LL_READ, err));
+				TRY(add_bind(&pl, RM_BIND_RO, netfiles[i], ro, err));
 		}
 	}
 	for (size_t i = 0; pol->read_roots && pol->read_roots[i]; i++)
-		TRY(add_bind(&pl, RM_BIND_RO, pol->read_roots[i], LL_READ, err));
+		TRY(add_bind(&pl, RM_BIND_RO, pol->read_roots[i], ro, err));
 	for (size_t i = 0; pol->write_roots && pol->write_roots[i]; i++)
-		TRY(add_bind(&pl, RM_BIND_RW, pol->write_roots[i], LL_ALL_FS, err));
+		TRY(add_bind(&pl, RM_BIND_RW, pol->write_roots[i], LL_WRITABLE, err));
 
 	/* A private /tmp, unless the policy names /tmp or a directory above it itself. */
 	bool tmp_named = false;
@@ -283,7 +357,7 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 			if (govex__path_under("/tmp", roots[k][i]))
 				tmp_named = true;
 	if (!tmp_named)
-		TRYM(plan_add(&pl, RM_TMPFS, "/tmp", TMP_OPTS, LL_ALL_FS));
+		TRYM(plan_add(&pl, RM_TMPFS, "/tmp", TMP_OPTS, LL_WRITABLE));
 
 	/* A minimal /dev: a few harmless character devices bound from the host's. */
 	TRYM(plan_add(&pl, RM_TMPFS, "/dev", DEV_OPTS, 0));
@@ -296,6 +370,10 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/stdout", "/proc/self/fd/1", 0));
 	TRYM(plan_add(&pl, RM_SYMLINK, "/dev/stderr", "/proc/self/fd/2", 0));
 	TRYM(plan_add(&pl, RM_PROC, "/proc", NULL, LL_FS_READ_FILE | LL_FS_READ_DIR));
+	/* Where proc cannot hide what is not the sandbox's own (no subset=pid), those
+	 * files are covered by an empty read-only file (rmount_apply decides). */
+	for (size_t i = 0; i < ARRAY_SIZE(proc_masked); i++)
+		TRYM(plan_add(&pl, RM_PROC_MASK, proc_masked[i], NULL, 0));
 	/* Listing a directory reveals only names that are already readable. */
 	TRYM(plan_add(&pl, RM_READONLY, "/", NULL, LL_FS_READ_DIR));
 	TRYM(plan_add(&pl, RM_READONLY, "/dev", NULL, 0));
@@ -328,10 +406,11 @@ static bool is_bind(enum rmount_kind k)
 	return k == RM_BIND_RO || k == RM_BIND_RW;
 }
 
-int rplan_for_run(const struct rplan *base, const char *workdir, char *const *extra_ro,
-		  struct rplan *ret)
+int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
+		  const char *argv0, char *const *extra_ro, struct rplan *ret)
 {
 	struct rplan pl = {0};
+	pl.ro_access = base->ro_access;
 	pl.m = calloc(base->n + 1, sizeof(*pl.m));
 	if (!pl.m)
 		return -ENOMEM;
@@ -344,19 +423,28 @@ int rplan_for_run(const struct rplan *base, const char *workdir, char *const *ex
 			goto nomem;
 	}
 	if (workdir) {
-		pl.m[pl.n].kind = RM_BIND_RW;
+		/* a host directory bound read-write, or the run's own tmpfs */
+		pl.m[pl.n].kind = workdir_tmpfs ? RM_TMPFS : RM_BIND_RW;
 		pl.m[pl.n].path = strdup(workdir);
-		pl.m[pl.n].opts = NULL;
-		pl.m[pl.n].ll_access = LL_ALL_FS;
+		pl.m[pl.n].opts = workdir_tmpfs ? strdup(workdir_tmpfs) : NULL;
+		pl.m[pl.n].ll_access = LL_WRITABLE;
 		pl.n++;
-		if (!pl.m[pl.n - 1].path)
+		if (!pl.m[pl.n - 1].path || (workdir_tmpfs && !pl.m[pl.n - 1].opts))
 			goto nomem;
 	}
 	/* the run's own read-only files (govex exec: the executable and its libraries),
 	 * resolved like the runtime's */
 	for (size_t i = 0; extra_ro && extra_ro[i]; i++) {
 		struct govex_error e;
-		int r = add_bind(&pl, RM_BIND_RO, extra_ro[i], LL_READ, &e);
+		int r = add_bind(&pl, RM_BIND_RO, extra_ro[i], pl.ro_access, &e);
+		if (r < 0) {
+			rplan_free(&pl);
+			return r;
+		}
+	}
+	{
+		struct govex_error e;
+		int r = add_exec_files(&pl, argv0, &e);
 		if (r < 0) {
 			rplan_free(&pl);
 			return r;
@@ -377,7 +465,8 @@ int rplan_for_run(const struct rplan *base, const char *workdir, char *const *ex
 		if (m->kind != RM_READONLY)
 			for (size_t j = 0; j < w; j++) {
 				const struct rmount *a = &pl.m[j];
-				if (a->kind == RM_SYMLINK || a->kind == RM_READONLY)
+				if (a->kind == RM_SYMLINK || a->kind == RM_READONLY ||
+				    a->kind == RM_LANDLOCK || a->kind == RM_PROC_MASK)
 					continue;
 				if (!govex__path_under(m->path, a->path))
 					continue;
@@ -388,11 +477,20 @@ int rplan_for_run(const struct rplan *base, const char *workdir, char *const *ex
 		if (near && is_bind(near->kind)) {
 			if (m->kind == RM_SYMLINK)
 				drop = true;
+			else if (m->kind == RM_BIND_RO && near->kind == RM_BIND_RW &&
+				 (m->ll_access & LL_GOVEX_EXEC_FILE))
+				; /* kept: executable, stacked on a noexec writable bind */
+			else if (m->kind == RM_BIND_RO &&
+				 (m->ll_access & ~near->ll_access & ~LL_GOVEX_EXEC_FILE))
+				m->kind = RM_LANDLOCK; /* no mount, only its own rights */
 			else if (m->kind == RM_BIND_RO)
 				drop = true;
 			else if (m->kind == RM_BIND_RW && near->kind == RM_BIND_RW)
 				drop = true;
 		}
+		/* proc's masks apply to the sandbox's own /proc only */
+		if (m->kind == RM_PROC_MASK && (!near || near->kind != RM_PROC))
+			drop = true;
 		if (near && m->kind == near->kind && strcmp(m->path, near->path) == 0)
 			drop = true;
 		if (drop) {
@@ -497,8 +595,8 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 	case RM_BIND_RO:
 		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		break;
-	case RM_BIND_RW:
-		attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	case RM_BIND_RW: /* writable: nothing written there can be executed */
+		attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
 		break;
 	default: /* device nodes: open for writing works on a read-only mount */
 		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
@@ -514,14 +612,16 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 	return 0;
 }
 
-static int new_proc(void)
+static int new_proc(bool *ret_subset)
 {
 	/* Made while the host's /proc is still visible: a user namespace may mount proc only
 	 * where a proc is already fully visible.  Made by PID 1 of the new PID namespace,
-	 * so it shows that namespace. */
+	 * so it shows that namespace.  subset=pid (Linux >= 5.8) leaves out everything that
+	 * is not a process: /proc/cmdline, /proc/sys, kallsyms, the host's mounts... */
 	int fs = fsopen("proc", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
+	*ret_subset = fsconfig(fs, FSCONFIG_SET_STRING, "subset", "pid", 0) == 0;
 	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
 		int e = errno;
 		close(fs);
@@ -536,6 +636,7 @@ static int new_proc(void)
 
 int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step)
 {
+	bool proc_subset = false;
 	/* Nothing we do may propagate back to the host's mounts. */
 	*ret_step = "mount_private";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -546,7 +647,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		s->fd[i] = -1;
 		if (m->kind == RM_PROC) {
 			*ret_step = "proc";
-			int fd = new_proc();
+			int fd = new_proc(&proc_subset);
 			if (fd < 0)
 				return fd;
 			s->fd[i] = fd;
@@ -576,7 +677,8 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 			return -errno;
 		close(s->fd[0]);
 		s->fd[0] = -1;
-	} else if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, ROOT_OPTS) < 0) {
+	} else if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, ROOT_OPTS) <
+		   0) {
 		return -errno;
 	}
 	if (chdir("/tmp") < 0)
@@ -616,10 +718,37 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 			r = make_mountpoint(m->path, true);
 			if (r < 0)
 				return r;
+			/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
+			 * run or holds only device nodes: never exec-able */
 			*ret_step = "tmpfs";
-			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV, m->opts) < 0)
+			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  m->opts) < 0)
 				return -errno;
 			break;
+		case RM_PROC_MASK: {
+			if (proc_subset)
+				break; /* not there at all */
+			struct stat pst;
+			/* (links to self/..., like /proc/mounts, are the process's own) */
+			if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
+				break; /* this kernel has no such file */
+			*ret_step = "proc_mask";
+			if (S_ISDIR(pst.st_mode)) {
+				if (mount("tmpfs", m->path, "tmpfs",
+					  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+					  "size=4k,nr_inodes=1,mode=0555") < 0)
+					return -errno;
+			} else if (mount("/dev/null", m->path, NULL, MS_BIND, NULL) < 0 ||
+				   mount(NULL, m->path, NULL,
+					 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+					     MS_NOEXEC,
+					 NULL) < 0) {
+				return -errno;
+			}
+			break;
+		}
+		case RM_LANDLOCK:
+			break; /* a Landlock rule only */
 		case RM_SYMLINK:
 			*ret_step = "mountpoint";
 			r = mkdir_parents(m->path, false);

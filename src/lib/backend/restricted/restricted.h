@@ -46,13 +46,16 @@
 /* ---- mount plan (mounts.c) ---------------------------------------------------------- */
 
 enum rmount_kind {
-	RM_BIND_RO,  /* read-only bind of a host path at the same path */
-	RM_BIND_RW,  /* read-write bind (write roots, the workdir) */
-	RM_BIND_DEV, /* a device node of the host's /dev (null, zero, ...) */
-	RM_TMPFS,    /* a fresh tmpfs; opts = mount options */
-	RM_PROC,     /* proc of the new PID namespace */
-	RM_SYMLINK,  /* a symlink re-created in the new root; opts = target */
-	RM_READONLY, /* last: make this (tmpfs) mount point read-only */
+	RM_BIND_RO,   /* read-only bind of a host path at the same path */
+	RM_BIND_RW,   /* read-write bind (write roots, the workdir) */
+	RM_BIND_DEV,  /* a device node of the host's /dev (null, zero, ...) */
+	RM_TMPFS,     /* a fresh tmpfs; opts = mount options */
+	RM_PROC,      /* proc of the new PID namespace */
+	RM_SYMLINK,   /* a symlink re-created in the new root; opts = target */
+	RM_READONLY,  /* last: make this (tmpfs) mount point read-only */
+	RM_LANDLOCK,  /* no mount: a Landlock rule only (a file inside a bind that needs more
+		       * rights than the bind, e.g. EXECUTE on the interpreter) */
+	RM_PROC_MASK, /* a host-wide file of /proc: hidden when proc has no subset=pid */
 };
 
 struct rmount {
@@ -65,6 +68,7 @@ struct rmount {
 struct rplan {
 	struct rmount *m;
 	size_t n;
+	uint64_t ro_access; /* Landlock rights of a read-only bind under this policy */
 };
 
 /* Builds the per-runtime plan from the policy and the interpreter probe.  Resolves every
@@ -72,11 +76,12 @@ struct rplan {
  * only real paths are bound.  Paths that do not exist are left out. */
 int rplan_build(const struct govex_policy *p, const struct govex__interp *in, struct rplan *ret,
 		struct govex_error *err);
-/* Copies base, adds the run's workdir (read-write) and orders the result for mounting:
- * parents first, redundant nested binds dropped. */
-/* The plan of one run: base plus the workdir (read-write) and extra_ro (read-only). */
-int rplan_for_run(const struct rplan *base, const char *workdir, char *const *extra_ro,
-		  struct rplan *ret);
+/* The plan of one run: base plus the workdir (a read-write bind of the host path, or,
+ * when workdir_tmpfs is set, a tmpfs with those options at that path), extra_ro
+ * (read-only) and EXECUTE for what execve(argv0) opens; ordered for mounting (parents
+ * first), redundant nested binds dropped. */
+int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
+		  const char *argv0, char *const *extra_ro, struct rplan *ret);
 void rplan_free(struct rplan *p);
 
 /* Landlock rights. */
@@ -102,7 +107,14 @@ void rplan_free(struct rplan *p);
 #define LL_SCOPE_SIGNAL	       (1ULL << 1)  /* ABI 6 */
 
 #define LL_READ	  (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+#define LL_READ_NOEXEC (LL_FS_READ_FILE | LL_FS_READ_DIR)
 #define LL_ALL_FS ((1ULL << 16) - 1)
+/* Not a Landlock right (masked out before the ruleset): marks a file execve() opens
+ * (add_exec_files), which keeps its own exec-able read-only bind even inside a noexec
+ * writable one. */
+#define LL_GOVEX_EXEC_FILE (1ULL << 63)
+/* a writable place (workdir, /tmp, write roots): everything but EXECUTE */
+#define LL_WRITABLE (LL_ALL_FS & ~LL_FS_EXECUTE)
 
 /* ---- the shim's work inside the new namespaces (mounts.c), async-signal-safe ---------- */
 
@@ -233,6 +245,9 @@ struct rstate {
 	int ncpus;	     /* CPUs the run may use: scales the CPU budget's polling */
 	char uid_map[32], gid_map[32];
 	bool deny_net, deny_subprocess;
+	/* the policy binds "/" itself: no fresh tmpfs workdir can be mounted in that
+	 * (host) tree, the run gets a host directory instead */
+	bool root_bind;
 	int landlock_abi; /* <= 0: none */
 	struct rplan plan;
 	struct rfilter filter;
