@@ -235,6 +235,25 @@ void govex__cache_store(const char *dir, const char *file, const char *id, const
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
 			struct govex__interp *ret, struct govex_error *err);
 
+/* ---- the cache directory (cache.c) -------------------------------------------------- */
+
+/* Opens dir (absolute) as the cache directory: O_NOFOLLOW|O_DIRECTORY, a directory owned
+ * by the euid with no group/other bits; made 0700 when missing and create.  Returns the
+ * fd or -errno (-EPERM: exists but is not trustworthy; then it is not used). */
+int govex__cache_dir_open(const char *dir, bool create);
+/* Reads name (no '/') relative to dirfd, O_NOFOLLOW, when it is a regular file owned by
+ * the euid and not group/other writable; at most max bytes (-EFBIG beyond). */
+int govex__cache_file_read(int dirfd, const char *name, size_t max, char **ret_data,
+			   size_t *ret_len);
+/* Replaces name atomically: a fresh 0600 temporary (O_EXCL) renamed over it. */
+int govex__cache_file_write(int dirfd, const char *name, const char *data, size_t len);
+/* Removes this euid's regular files named prefix* beyond the keep newest (by mtime),
+ * and temporaries of a writer that died. */
+void govex__cache_prune(int dirfd, const char *prefix, size_t keep);
+/* "key\npayload" files: the payload when name's key line is key, else NULL. */
+char *govex__cache_get(int dirfd, const char *name, const char *key, size_t max);
+int govex__cache_put(int dirfd, const char *name, const char *key, const char *payload);
+
 /* ---- backends ---------------------------------------------------------------------- */
 
 struct govex__unavailable {
