@@ -227,13 +227,27 @@ struct govex__interp {
 	char **libs;       /* shared-library files the interpreter maps at start */
 };
 void govex__interp_free(struct govex__interp *in);
-/* Writes "id\nanswer" to file atomically (temp + rename), making dir (0700) if needed;
- * best effort: a cache that cannot be written is only slower. */
-void govex__cache_store(const char *dir, const char *file, const char *id, const char *answer);
+/* How an interpreter may be probed.  SANDBOXED: inside the restricted sandbox (the only
+ * way when that backend is available).  HOST: a plain child on the host, only for a run
+ * that goes to the controlled backend when the sandbox is unavailable here. */
+enum govex__probe_mode { GOVEX_PROBE_SANDBOXED, GOVEX_PROBE_HOST };
 /* Probes interpreter (absolute path, or NULL for auto = python3 on the caller's PATH).
- * cache_dir may be NULL. */
+ * cache_dir may be NULL.  The answer is validated (govex__interp_validate). */
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
-			struct govex__interp *ret, struct govex_error *err);
+			enum govex__probe_mode mode, struct govex__interp *ret,
+			struct govex_error *err);
+/* Decodes and validates a probe answer (JSON text), as from the probe or the cache. */
+int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err);
+/* The files an answer names: the executable a regular ELF file, libraries regular ELF
+ * shared objects, every path absolute, normalized, not "/", not under /proc, /sys, /dev. */
+int govex__interp_validate(const struct govex__interp *in, struct govex_error *err);
+/* Runs argv (argv[0] = exe) in the probe sandbox (backend/restricted/probe.c): a
+ * read-only view of the host, no network, no writes, no capabilities, seccomp, own PID
+ * namespace, the caller's cwd; stdout (at most out_max bytes) into *ret_out when it exits
+ * 0 within timeout_ms. */
+int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
+			   size_t out_max, uint64_t timeout_ms, char **ret_out,
+			   struct govex_error *err);
 
 /* ---- the cache directory (cache.c) -------------------------------------------------- */
 
@@ -340,6 +354,9 @@ struct govex__backend_ops {
 
 extern const struct govex__backend_ops govex__controlled_backend;
 extern const struct govex__backend_ops govex__restricted_backend;
+/* Every control the restricted backend's code can ever report (a cached report is
+ * intersected with it). */
+govex__ctlset govex__restricted_max_controls(void);
 
 /* The registry, in preference order (lightest adequate backend first). */
 extern const struct govex__backend_ops *const govex__backends[];
