@@ -491,6 +491,83 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 	return r;
 }
 
+/* ---- protected paths -------------------------------------------------------------------- */
+
+/* path as given (normalized lexically) and as it really is (symlinks resolved), each
+ * pushed when it differs; nothing for a relative path */
+static void push_forms(char ***v, const char *path)
+{
+	if (!path || path[0] != '/')
+		return;
+	char *real = realpath(path, NULL);
+	if (govex__path_normalized(path))
+		govex__strv_push(v, path);
+	if (real && govex__path_normalized(real))
+		govex__strv_push(v, real);
+	free(real);
+}
+
+static bool overlap(const char *a, const char *b)
+{
+	return govex__path_under(a, b) || govex__path_under(b, a);
+}
+
+/*
+ * Whether a writable path of a sandboxed run (a write root, the named workdir) overlaps
+ * (is an ancestor of, equal to, or beneath) something govex must be able to trust
+ * afterwards: the cache directory, govex's own executable and library, the interpreter's
+ * files.  A run that could write there could rewrite what later runs believe, or plant
+ * code that later runs on the host.  Returns what it protects (and the protected path in
+ * *ret_path, owned) or NULL.
+ */
+static const char *protected_overlap(const govex_runtime *rt, const char *writable,
+				     char **ret_path)
+{
+	const char *kinds[] = {"cache", "govex", "interpreter"};
+	char **w = calloc(1, sizeof(char *));
+	const char *hit = NULL;
+	*ret_path = NULL;
+	if (!w)
+		return "govex"; /* cannot check: refuse */
+	push_forms(&w, writable);
+	for (size_t k = 0; k < ARRAY_SIZE(kinds) && !hit; k++) {
+		char **prot = calloc(1, sizeof(char *));
+		if (!prot) {
+			govex__strv_free(w);
+			return kinds[k];
+		}
+		if (k == 0) {
+			push_forms(&prot, rt->probe_cache_dir);
+		} else if (k == 1) {
+			Dl_info dl;
+			char exe[4096];
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			if (n > 0) {
+				exe[n] = '\0';
+				push_forms(&prot, exe);
+			}
+			if (dladdr((void *)protected_overlap, &dl) && dl.dli_fname)
+				push_forms(&prot, dl.dli_fname);
+		} else {
+			push_forms(&prot, rt->policy->interpreter);
+			push_forms(&prot, rt->interp.path);
+			for (size_t i = 0; rt->interp.paths && rt->interp.paths[i]; i++)
+				push_forms(&prot, rt->interp.paths[i]);
+			for (size_t i = 0; rt->interp.libs && rt->interp.libs[i]; i++)
+				push_forms(&prot, rt->interp.libs[i]);
+		}
+		for (size_t i = 0; prot[i] && !hit; i++)
+			for (size_t j = 0; w[j] && !hit; j++)
+				if (overlap(w[j], prot[i])) {
+					hit = kinds[k];
+					*ret_path = strdup(prot[i]);
+				}
+		govex__strv_free(prot);
+	}
+	govex__strv_free(w);
+	return hit;
+}
+
 /* Sets *ret_env to the final environment: inherited names, then the request's values,
  * then the policy's fixed values (which win). */
 static int build_env(const govex_policy *p, const struct govex_request *req, char ***ret_env,
@@ -832,6 +909,30 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			goto fail;
 		}
 		goto refused;
+	}
+
+	/* protected paths: a sandboxed run may not write where govex keeps what it
+	 * believes (the cache), govex itself, or the interpreter's files */
+	if (!probe_on_host && (govex__policy_required(p) & CTL(FS_WRITE_ALLOWLIST))) {
+		size_t nw = govex__strv_len(p->write_roots);
+		for (size_t i = 0; i <= nw; i++) {
+			const char *w = i < nw ? p->write_roots[i] : d.workdir;
+			_cleanup_free_ char *what = NULL;
+			const char *prot = w ? protected_overlap(rt, w, &what) : NULL;
+			if (!prot)
+				continue;
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "protected_path",
+			       json_pack("{s:s, s:s, s:s?}", "write_root", w, "protects", prot,
+					 "path", what),
+			       "%s '%.200s' overlaps %s (%.200s): a sandboxed run may not write "
+			       "there",
+			       i < nw ? "filesystem.write root" : "workdir", w,
+			       strcmp(prot, "cache") == 0    ? "govex's cache directory"
+			       : strcmp(prot, "govex") == 0 ? "govex's own files"
+							     : "the interpreter's files",
+			       what ? what : "?");
+		}
 	}
 
 	/* backend */
