@@ -550,6 +550,13 @@ static const char *protected_overlap(const govex_runtime *rt, const char *writab
 				push_forms(&prot, dl.dli_fname);
 		} else {
 			push_forms(&prot, rt->policy->interpreter);
+			if (!rt->policy->interpreter) {
+				/* "auto": the python3 on PATH the probe ran (a pyenv shim) */
+				char *found = NULL;
+				if (govex__find_in_path("python3", &found) == 0)
+					push_forms(&prot, found);
+				free(found);
+			}
 			push_forms(&prot, rt->interp.path);
 			for (size_t i = 0; rt->interp.paths && rt->interp.paths[i]; i++)
 				push_forms(&prot, rt->interp.paths[i]);
