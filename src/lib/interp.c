@@ -15,7 +15,7 @@
  * An answer, fresh or cached, is untrusted input and is validated before use
  * (govex__interp_validate): absolute normalized paths, the standard library under the
  * prefixes, libraries that are ELF shared objects, nothing under /proc, /sys or /dev,
- * no path "/".  An invalid answer makes the interpreter unavailable.
+ * no path "/"; the prefixes and the standard library existing directories.  An invalid answer makes the interpreter unavailable.
  *
  * A probe costs one interpreter start.  The runtime caches it; with a cache directory it
  * is also cached across processes (cache.c: a checked directory and files), keyed by the
@@ -209,6 +209,13 @@ static bool version_ok(const char *v, int major, int minor)
 	return np == 3 && part[0] == major && part[1] == minor;
 }
 
+/* An existing directory: an answer names real places, not made-up strings. */
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* A regular ELF file of the given type (ET_DYN, ET_EXEC; 0 = either), not followed
  * through a symlink in its last component. */
 static bool elf_file(const char *path, int type)
@@ -266,6 +273,11 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	if (!stdlib)
 		return govex__err(err, GOVEX_EINTERP, 0,
 				  "interpreter '%.100s': invalid probe answer: no stdlib", exe);
+	if (!is_dir(stdlib))
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: stdlib '%.100s' is not "
+				  "a directory",
+				  exe, stdlib);
 	bool under = false;
 	const char *bad = NULL;
 	under = govex__path_under(stdlib, prefix) || govex__path_under(stdlib, base);
@@ -349,10 +361,11 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 				  exe);
 	const char *pre[] = {in->prefix, in->base_prefix};
 	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
-		if (!pre[i] || !answer_path_ok(pre[i]))
+		if (!pre[i] || !answer_path_ok(pre[i]) || !is_dir(pre[i]))
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: prefix "
-					  "'%.100s'",
+					  "'%.100s' (an existing directory, not /, not under /proc, "
+					  "/sys or /dev, is required)",
 					  exe, pre[i] ? pre[i] : "(none)");
 	for (size_t i = 0; in->paths && in->paths[i]; i++)
 		if (!answer_path_ok(in->paths[i]))

@@ -293,6 +293,11 @@ static char *answer_json(const struct answer *a)
 
 static struct answer good(char *stdlib, char *dyn)
 {
+	/* prefix: a directory of our own with a standard library in it */
+	snprintf(prefix, sizeof(prefix), "%s/prefix", base);
+	ck_assert_int_eq(mkdir(prefix, 0755), 0);
+	ck_assert_int_eq(mkdir(at("prefix/lib"), 0755), 0);
+	ck_assert_int_eq(mkdir(at("prefix/lib/python3.11"), 0755), 0);
 	ck_assert_int_lt(snprintf(stdlib, PATH_MAX, "%.3000s/lib/python3.11", prefix), PATH_MAX);
 	ck_assert_int_lt(snprintf(dyn, PATH_MAX, "%.3000s/lib/python3.11/lib-dynload", prefix),
 			 PATH_MAX);
@@ -337,6 +342,8 @@ static const struct {
 	{"stdlib outside the prefixes", 3, "/etc"},
 	{"stdlib under /proc", 3, "/proc/1/root"},
 	{"stdlib /", 3, "/"},
+	{"stdlib not a directory", 3, "@/lib/nothing"},
+	{"prefix not a directory", 2, "@/nothing"},
 	{"platstdlib outside the prefixes", 4, "/root/.ssh"},
 	{"dynload outside the prefixes", 5, "/home"},
 	{"dynload under /dev", 5, "/dev/shm"},
@@ -379,6 +386,8 @@ START_TEST(test_answer_invalid)
 	struct govex_error e = {0};
 	int r = govex__interp_answer(s, &in, &e);
 	ck_assert_msg(r == -GOVEX_EINTERP, "%s: accepted (r=%d)", bad_cases[_i].what, r);
+	if (getenv("SHOWMSG"))
+		fprintf(stderr, "%s => %s\n", bad_cases[_i].what, e.message);
 	ck_assert_msg(strstr(e.message, "interpreter") != NULL, "%s: message '%s'",
 		      bad_cases[_i].what, e.message);
 	free(s);
