@@ -507,9 +507,33 @@ static void push_forms(char ***v, const char *path)
 	free(real);
 }
 
+/* Whether the file at path, or one of its ancestors, is the file (dev, ino): catches a
+ * bind mount that shows the same directory under another name, which no string
+ * comparison sees. */
+static bool ino_at_or_above(const char *path, const struct stat *st)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return false;
+	for (int depth = 0; depth < 64; depth++) {
+		struct stat a;
+		if (stat(buf, &a) == 0 && a.st_dev == st->st_dev && a.st_ino == st->st_ino)
+			return true;
+		char *slash = strrchr(buf, '/');
+		if (!slash || slash == buf)
+			return false; /* "/" itself: the string comparison covers it */
+		*slash = '\0';
+	}
+	return false;
+}
+
 static bool overlap(const char *a, const char *b)
 {
-	return govex__path_under(a, b) || govex__path_under(b, a);
+	if (govex__path_under(a, b) || govex__path_under(b, a))
+		return true;
+	struct stat sa, sb;
+	return (stat(b, &sb) == 0 && ino_at_or_above(a, &sb)) ||
+	       (stat(a, &sa) == 0 && ino_at_or_above(b, &sa));
 }
 
 /*
