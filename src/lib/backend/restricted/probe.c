@@ -32,8 +32,9 @@
  *                network and no channel out but the answer, which is bounded and
  *                validated (interp.c) before anything uses it.
  *   limits       a hard wall-clock timeout (the host's supervisor closes the kill pipe,
- *                the shim kills the namespace); stdout bounded; RLIMIT_AS, CPU, FSIZE,
- *                NOFILE, no core.
+ *                the shim kills the namespace); stdout bounded; at most PROBE_TASKS_MAX
+ *                tasks at once (counted by the shim); RLIMIT_AS (1 GiB), CPU, FSIZE,
+ *                NOFILE, no core.  No cgroup yet: memory is bounded per process only.
  *
  * The caller's environment and cwd are passed: a shim (pyenv) reads PYENV_VERSION and
  * .python-version in the directories above the cwd.
@@ -60,6 +61,12 @@
 #define PROBE_DEV_OPTS "size=64k,nr_inodes=64,mode=0755"
 #define PROBE_SYS_OPTS "size=4k,nr_inodes=4,mode=0555"
 #define PROBE_STDERR_MAX 4096
+/* Tasks (threads included) the probe may have at once: a pyenv shim runs a few at a
+ * time.  Without a cgroup (the kernel exempts uid 0 from RLIMIT_NPROC) the shim counts
+ * them every PROBE_POLL_MS and kills the namespace beyond: a thread or fork bomb cannot
+ * take the host's pid space. */
+#define PROBE_TASKS_MAX 256
+#define PROBE_POLL_MS	5
 
 struct pctx {
 	bool userns;
@@ -205,6 +212,74 @@ fail:
 	_exit(127);
 }
 
+/* Counts the entries of a directory fd (raw getdents64: async-signal-safe). */
+static long count_entries(int dfd, bool numeric_only, long stop_at)
+{
+	char buf[4096];
+	long n = 0;
+	for (;;) {
+		long got = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (got <= 0)
+			return n;
+		for (long off = 0; off < got;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + off);
+			if (d->name[0] != '.' && (!numeric_only || (d->name[0] >= '0' && d->name[0] <= '9')))
+				n++;
+			off += d->reclen;
+		}
+		if (n > stop_at)
+			return n;
+	}
+}
+
+/* Whether the PID namespace (its /proc) holds more than max tasks. */
+static bool tasks_over(long max)
+{
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return false;
+	char buf[4096];
+	long total = 0;
+	bool over = false;
+	for (;;) {
+		long got = syscall(SYS_getdents64, proc, buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		for (long off = 0; off < got && !over;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + off);
+			off += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			char path[64] = "";
+			size_t k = 0;
+			for (const char *c = d->name; *c && k < 40; c++)
+				path[k++] = *c;
+			memcpy(path + k, "/task", 6);
+			int t = openat(proc, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			total += t >= 0 ? count_entries(t, true, max) : 1;
+			if (t >= 0)
+				close(t);
+			over = total > max;
+		}
+		if (over)
+			break;
+	}
+	close(proc);
+	return over;
+}
+
 static __attribute__((noreturn)) void probe_shim(struct pctx *c)
 {
 	struct govex__pipes *f = &c->f;
@@ -254,9 +329,13 @@ static __attribute__((noreturn)) void probe_shim(struct pctx *c)
 	while (!done) {
 		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
 				      {.fd = sfd, .events = POLLIN}};
-		int n = poll(p, 2, -1);
+		int n = poll(p, 2, PROBE_POLL_MS);
 		if (n < 0 && errno != EINTR)
 			break;
+		if (tasks_over(PROBE_TASKS_MAX)) {
+			rep.killed = 2; /* ours, not the host's: the tree is killed below */
+			break;
+		}
 		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			rep.killed = 1; /* timeout, or the host died */
 			break;
@@ -327,7 +406,7 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	c.cwd = cwd && cwd[0] == '/' ? cwd : "/";
 	c.lim.wall_ms = timeout_ms;
 	c.lim.cpu_ms = timeout_ms;
-	c.lim.memory_bytes = 4ULL << 30;
+	c.lim.memory_bytes = 1ULL << 30;
 	c.lim.file_size_bytes = 1ULL << 20;
 	c.lim.open_files = 256;
 	c.lim.stdout_bytes = out_max;
@@ -395,6 +474,9 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 		snprintf(why, sizeof(why), "answer larger than %zu bytes", out_max);
 	else if (o.term == GOVEX_TERM_EXITED)
 		snprintf(why, sizeof(why), "failed (exit status %d)", o.exit_code);
+	else if (o.term == GOVEX_TERM_SIGNALED && o.signal == SIGKILL)
+		snprintf(why, sizeof(why), "killed (more than %d tasks, or out of memory)",
+			 PROBE_TASKS_MAX);
 	else if (o.term == GOVEX_TERM_SIGNALED)
 		snprintf(why, sizeof(why), "failed (killed by signal %d)", o.signal);
 	else
