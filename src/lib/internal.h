@@ -238,13 +238,46 @@ struct govex__interp {
 	char **libs;       /* shared-library files the interpreter maps at start */
 };
 void govex__interp_free(struct govex__interp *in);
-/* Writes "id\nanswer" to file atomically (temp + rename), making dir (0700) if needed;
- * best effort: a cache that cannot be written is only slower. */
-void govex__cache_store(const char *dir, const char *file, const char *id, const char *answer);
+/* How an interpreter may be probed.  SANDBOXED: inside the restricted sandbox (the only
+ * way when that backend is available).  HOST: a plain child on the host, only for a run
+ * that goes to the controlled backend when the sandbox is unavailable here. */
+enum govex__probe_mode { GOVEX_PROBE_SANDBOXED, GOVEX_PROBE_HOST };
 /* Probes interpreter (absolute path, or NULL for auto = python3 on the caller's PATH).
- * cache_dir may be NULL. */
+ * cache_dir may be NULL.  The answer is validated (govex__interp_validate). */
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
-			struct govex__interp *ret, struct govex_error *err);
+			enum govex__probe_mode mode, struct govex__interp *ret,
+			struct govex_error *err);
+/* Decodes and validates a probe answer (JSON text), as from the probe or the cache. */
+int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err);
+/* The files an answer names: the executable a regular ELF file, libraries regular ELF
+ * shared objects, every path absolute, normalized, not "/", not under /proc, /sys, /dev. */
+int govex__interp_validate(const struct govex__interp *in, struct govex_error *err);
+/* Runs argv (argv[0] = exe) in the probe sandbox (backend/restricted/probe.c): a
+ * read-only view of the host, no network, no writes, no capabilities, seccomp, own PID
+ * namespace, the caller's cwd; stdout (at most out_max bytes) into *ret_out when it exits
+ * 0 within timeout_ms. */
+int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
+			   size_t out_max, uint64_t timeout_ms, char **ret_out,
+			   struct govex_error *err);
+
+/* ---- the cache directory (cache.c) -------------------------------------------------- */
+
+/* Opens dir (absolute) as the cache directory: O_NOFOLLOW|O_DIRECTORY, a directory owned
+ * by the euid with no group/other bits; made 0700 when missing and create.  Returns the
+ * fd or -errno (-EPERM: exists but is not trustworthy; then it is not used). */
+int govex__cache_dir_open(const char *dir, bool create);
+/* Reads name (no '/') relative to dirfd, O_NOFOLLOW, when it is a regular file owned by
+ * the euid and not group/other writable; at most max bytes (-EFBIG beyond). */
+int govex__cache_file_read(int dirfd, const char *name, size_t max, char **ret_data,
+			   size_t *ret_len);
+/* Replaces name atomically: a fresh 0600 temporary (O_EXCL) renamed over it. */
+int govex__cache_file_write(int dirfd, const char *name, const char *data, size_t len);
+/* Removes this euid's regular files named prefix* beyond the keep newest (by mtime),
+ * and temporaries of a writer that died. */
+void govex__cache_prune(int dirfd, const char *prefix, size_t keep);
+/* "key\npayload" files: the payload when name's key line is key, else NULL. */
+char *govex__cache_get(int dirfd, const char *name, const char *key, size_t max);
+int govex__cache_put(int dirfd, const char *name, const char *key, const char *payload);
 
 /* ---- backends ---------------------------------------------------------------------- */
 
@@ -341,6 +374,9 @@ struct govex__backend_ops {
 
 extern const struct govex__backend_ops govex__controlled_backend;
 extern const struct govex__backend_ops govex__restricted_backend;
+/* Every control the restricted backend's code can ever report (a cached report is
+ * intersected with it). */
+govex__ctlset govex__restricted_max_controls(void);
 
 /* The registry, in preference order (lightest adequate backend first). */
 extern const struct govex__backend_ops *const govex__backends[];

@@ -4,10 +4,25 @@
  * shim, e.g. pyenv's, so the interpreter is asked for sys.executable), its version, its
  * prefixes, the directories it reads and the shared libraries it maps.
  *
+ * The interpreter is code the policy names: it is never run on the host unconfined.  The
+ * probe runs inside the restricted sandbox (backend/restricted/probe.c: read-only view of
+ * the host, no network, no writes, no capabilities, seccomp, its own PID namespace).
+ * Only when that sandbox is unavailable on this host may the caller ask for a probe on
+ * the host (GOVEX_PROBE_HOST), and the runtime does so only for a run that will go to
+ * the controlled backend, whose code is trusted by definition (it runs on the host as
+ * the caller anyway).
+ *
+ * An answer, fresh or cached, is untrusted input and is validated before use
+ * (govex__interp_validate): absolute normalized paths, the standard library under the
+ * prefixes, libraries that are ELF shared objects, nothing under /proc, /sys or /dev,
+ * no path "/"; the prefixes and the standard library existing directories.  An invalid answer makes the interpreter unavailable.
+ *
  * A probe costs one interpreter start.  The runtime caches it; with a cache directory it
- * is also cached across processes, keyed by the identity (device, inode, size, mtime,
- * ctime) of the executable, and only for an ELF executable found directly: a script
- * shim's answer depends on its environment, so it is never cached across processes.
+ * is also cached across processes (cache.c: a checked directory and files), keyed by the
+ * identity (device, inode, size, mtime, ctime) of the executable, and only for an ELF
+ * executable found directly: a script shim's answer depends on its environment, so it is
+ * never cached across processes.  A cached answer that fails validation is ignored and
+ * rewritten.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -16,6 +31,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -25,6 +41,8 @@ extern char **environ;
 
 #define PROBE_TIMEOUT_MS 10000
 #define PROBE_OUTPUT_MAX (256 * 1024)
+/* probe-v1-* files kept (one per interpreter executable identity) */
+#define PROBE_CACHE_KEEP 16
 
 static const char probe_code[] =
 	"import sys, json, sysconfig\n"
@@ -64,8 +82,13 @@ static bool is_elf(const char *path)
 	return fd >= 0 && read(fd, m, 4) == 4 && memcmp(m, "\177ELF", 4) == 0;
 }
 
-/* Runs the probe; stdout collected (bounded), stderr discarded, hard timeout. */
-static int run_probe(const char *exe, char **ret_out, struct govex_error *err)
+/*
+ * Runs the probe ON THE HOST, unconfined: only for GOVEX_PROBE_HOST, which the runtime
+ * asks for only when the restricted sandbox is unavailable and the run goes to the
+ * controlled backend (trusted code; it runs the same interpreter on the host anyway).
+ * stdout collected (bounded), stderr discarded, hard timeout.
+ */
+static int run_probe_host(const char *exe, char **ret_out, struct govex_error *err)
 {
 	int out[2];
 	if (pipe2(out, O_CLOEXEC) < 0)
@@ -151,6 +174,67 @@ static int add_dir_of(char ***v, const char *file)
 	return govex__strv_push_take(v, d);
 }
 
+/* A path the answer may name: absolute, normalized, not "/", not under /proc, /sys or
+ * /dev (kernel interfaces and devices: never the interpreter's files). */
+static bool answer_path_ok(const char *p)
+{
+	return govex__path_normalized(p) && strcmp(p, "/") != 0 &&
+	       !govex__path_under(p, "/proc") && !govex__path_under(p, "/sys") &&
+	       !govex__path_under(p, "/dev");
+}
+
+/* "3.11.2": numbers only, matching major and minor. */
+static bool version_ok(const char *v, int major, int minor)
+{
+	int part[3] = {0, 0, 0}, np = 0;
+	size_t digits = 0;
+	if (strlen(v) > 32)
+		return false;
+	for (const char *c = v;; c++) {
+		if (*c >= '0' && *c <= '9') {
+			if (++digits > 4)
+				return false;
+			part[np] = part[np] * 10 + (*c - '0');
+		} else if ((*c == '.' || *c == '\0') && digits > 0 && np < 3) {
+			np++;
+			digits = 0;
+			if (*c == '\0')
+				break;
+			if (np == 3)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return np == 3 && part[0] == major && part[1] == minor;
+}
+
+/* An existing directory: an answer names real places, not made-up strings. */
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A regular ELF file of the given type (ET_DYN, ET_EXEC; 0 = either), not followed
+ * through a symlink in its last component. */
+static bool elf_file(const char *path, int type)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	Elf64_Ehdr eh;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+		return false;
+	if (type)
+		return eh.e_type == type;
+	return eh.e_type == ET_DYN || eh.e_type == ET_EXEC;
+}
+
+/* Parses the answer's JSON; checks its form.  The files it names are checked by
+ * govex__interp_validate. */
 static int decode(const char *text, struct govex__interp *in, struct govex_error *err)
 {
 	json_error_t je;
@@ -162,17 +246,79 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	if (!j || json_unpack(j, "{s:s, s:s, s:i, s:i, s:s, s:s, s?s, s?s, s:o, s:o}",
 			      "executable", &exe, "version", &ver, "major", &major, "minor",
 			      &minor, "prefix", &prefix, "base_prefix", &base, "stdlib", &stdlib,
-			      "platstdlib", &plat, "dynload", &dyn, "libs", &libs) < 0)
+			      "platstdlib", &plat, "dynload", &dyn, "libs", &libs) < 0 ||
+	    !json_is_array(dyn) || !json_is_array(libs))
 		return govex__err(err, GOVEX_EINTERP, 0, "interpreter: unreadable probe answer");
 	if (exe[0] != '/')
 		return govex__err(err, GOVEX_EINTERP, 0,
 				  "interpreter: sys.executable '%.100s' is not absolute", exe);
 	if (major < 3)
 		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': Python %s is not supported (3.x needed)",
+				  "interpreter '%.100s': Python %.20s is not supported (3.x needed)",
 				  exe, ver);
+	if (!version_ok(ver, major, minor))
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: version '%.20s'", exe,
+				  ver);
+	/* every path as named, before anything is derived from it */
+	const char *named[] = {exe, prefix, base, stdlib, plat};
+	const char *what[] = {"executable", "prefix", "base_prefix", "stdlib", "platstdlib"};
+	for (size_t k = 0; k < ARRAY_SIZE(named); k++)
+		if (named[k] && !answer_path_ok(named[k]))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: %s '%.100s' "
+					  "(an absolute normalized path, not /, not under /proc, "
+					  "/sys or /dev, is required)",
+					  exe, what[k], named[k]);
+	if (!stdlib)
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: no stdlib", exe);
+	if (!is_dir(stdlib))
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: stdlib '%.100s' is not "
+				  "a directory",
+				  exe, stdlib);
+	bool under = false;
+	const char *bad = NULL;
+	under = govex__path_under(stdlib, prefix) || govex__path_under(stdlib, base);
+	if (!under)
+		bad = stdlib;
+	if (plat && !govex__path_under(plat, prefix) && !govex__path_under(plat, base))
+		bad = plat;
+	size_t i;
+	json_t *e;
+	json_array_foreach(dyn, i, e)
+	{
+		const char *d = json_string_value(e);
+		if (!d || !answer_path_ok(d))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: dynload "
+					  "entry %zu",
+					  exe, i);
+		if (!govex__path_under(d, prefix) && !govex__path_under(d, base))
+			bad = d;
+	}
+	if (bad)
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: '%.100s' is not under "
+				  "sys.prefix or sys.base_prefix",
+				  exe, bad);
+	json_array_foreach(libs, i, e)
+	{
+		const char *l = json_string_value(e);
+		if (l && l[0] != '/')
+			continue; /* a mapping with no file ("[vdso]", "/memfd:..." aside) */
+		if (!l || !answer_path_ok(l))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: library "
+					  "'%.100s'",
+					  exe, l ? l : "(not a string)");
+	}
 	memset(in, 0, sizeof(*in));
 	in->path = realpath(exe, NULL);
+	if (!in->path)
+		return govex__err(err, GOVEX_EINTERP, errno,
+				  "interpreter '%.100s': sys.executable: %s", exe, strerror(errno));
 	in->version = strdup(ver);
 	in->prefix = strdup(prefix);
 	in->base_prefix = strdup(base);
@@ -180,23 +326,17 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	in->minor = minor;
 	in->paths = calloc(1, sizeof(char *));
 	in->libs = calloc(1, sizeof(char *));
-	if (!in->path || !in->version || !in->prefix || !in->base_prefix || !in->paths ||
-	    !in->libs) {
+	if (!in->version || !in->prefix || !in->base_prefix || !in->paths || !in->libs) {
 		govex__interp_free(in);
 		return govex__err(err, ENOMEM, ENOMEM, "interpreter: out of memory");
 	}
-	int r = 0;
-	if (stdlib)
-		r |= govex__strv_push(&in->paths, stdlib);
+	int r = govex__strv_push(&in->paths, stdlib);
 	if (plat)
 		r |= govex__strv_push(&in->paths, plat);
-	size_t i;
-	json_t *e;
-	json_array_foreach(dyn, i, e) if (json_is_string(e)) r |=
-		govex__strv_push(&in->paths, json_string_value(e));
+	json_array_foreach(dyn, i, e) r |= govex__strv_push(&in->paths, json_string_value(e));
 	json_array_foreach(libs, i, e)
 	{
-		if (!json_is_string(e) || json_string_value(e)[0] != '/')
+		if (json_string_value(e)[0] != '/')
 			continue;
 		r |= govex__strv_push(&in->libs, json_string_value(e));
 		r |= add_dir_of(&in->paths, json_string_value(e));
@@ -209,6 +349,52 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	govex__strv_sort_uniq(in->paths);
 	govex__strv_sort_uniq(in->libs);
 	return 0;
+}
+
+int govex__interp_validate(const struct govex__interp *in, struct govex_error *err)
+{
+	const char *exe = in->path ? in->path : "?";
+	if (!in->path || !answer_path_ok(in->path) || !elf_file(in->path, 0))
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: the executable is not "
+				  "a regular ELF file",
+				  exe);
+	const char *pre[] = {in->prefix, in->base_prefix};
+	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+		if (!pre[i] || !answer_path_ok(pre[i]) || !is_dir(pre[i]))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: prefix "
+					  "'%.100s' (an existing directory, not /, not under /proc, "
+					  "/sys or /dev, is required)",
+					  exe, pre[i] ? pre[i] : "(none)");
+	for (size_t i = 0; in->paths && in->paths[i]; i++)
+		if (!answer_path_ok(in->paths[i]))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: path '%.100s'",
+					  exe, in->paths[i]);
+	for (size_t i = 0; in->libs && in->libs[i]; i++)
+		if (!answer_path_ok(in->libs[i]) || !elf_file(in->libs[i], ET_DYN))
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: '%.100s' is "
+					  "not a regular ELF shared object",
+					  exe, in->libs[i]);
+	return 0;
+}
+
+/* decode, then validate: the one way an answer becomes a struct govex__interp */
+static int accept_answer(const char *text, struct govex__interp *in, struct govex_error *err)
+{
+	int r = decode(text, in, err);
+	if (r < 0)
+		return r;
+	if ((r = govex__interp_validate(in, err)) < 0)
+		govex__interp_free(in);
+	return r;
+}
+
+int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err)
+{
+	return accept_answer(text, ret, err);
 }
 
 static char *identity(const char *path)
@@ -225,60 +411,33 @@ static char *identity(const char *path)
 	return s;
 }
 
-static char *cache_file(const char *dir, const char *id)
+static void cache_name(char out[64], const char *id)
 {
 	char dg[72];
-	char *s = NULL;
 	govex__sha256_digest(id, strlen(id), dg);
-	if (asprintf(&s, "%s/probe-v1-%.16s.json", dir, dg + 7) < 0)
-		return NULL;
-	return s;
+	snprintf(out, 64, "probe-v1-%.16s.json", dg + 7);
 }
 
-/* The cached answer, when the file still describes this executable. */
-static char *cache_read(const char *file, const char *id)
+/* The probe's argv: isolated mode, no site; the code prints the answer. */
+static int run_probe(const char *exe, enum govex__probe_mode mode, char **ret_out,
+		     struct govex_error *err)
 {
-	char *data = NULL;
-	size_t len;
-	if (govex__read_file(file, PROBE_OUTPUT_MAX + 4096, &data, &len, NULL) < 0)
-		return NULL;
-	char *nl = memchr(data, '\n', len);
-	if (!nl || (size_t)(nl - data) != strlen(id) || memcmp(data, id, strlen(id)) != 0) {
-		free(data);
-		return NULL;
-	}
-	char *answer = strdup(nl + 1);
-	free(data);
-	return answer;
-}
-
-void govex__cache_store(const char *dir, const char *file, const char *id, const char *answer)
-{
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return;
-	char *tmp = NULL;
-	if (asprintf(&tmp, "%s.XXXXXX", file) < 0)
-		return;
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd >= 0) {
-		FILE *f = fdopen(fd, "w");
-		if (f) {
-			bool ok = fprintf(f, "%s\n%s", id, answer) > 0;
-			ok = (fclose(f) == 0) && ok;
-			if (!ok || rename(tmp, file) < 0)
-				unlink(tmp);
-		} else {
-			close(fd);
-			unlink(tmp);
-		}
-	}
-	free(tmp);
+	if (mode == GOVEX_PROBE_HOST)
+		return run_probe_host(exe, ret_out, err);
+	char *argv[] = {(char *)exe, "-I", "-S", "-c", (char *)probe_code, NULL};
+	/* The caller's environment and cwd: a shim (pyenv) reads PYENV_VERSION and
+	 * .python-version from the directories above the cwd. */
+	return govex__probe_sandboxed(exe, argv, environ, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS,
+				      ret_out, err);
 }
 
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
-			struct govex__interp *ret, struct govex_error *err)
+			enum govex__probe_mode mode, struct govex__interp *ret,
+			struct govex_error *err)
 {
-	_cleanup_free_ char *found = NULL, *id = NULL, *file = NULL, *answer = NULL;
+	_cleanup_free_ char *found = NULL, *id = NULL, *answer = NULL;
+	_cleanup_close_ int dfd = -1;
+	char name[64];
 	const char *exe = interpreter;
 	int r;
 	if (!exe) {
@@ -290,17 +449,24 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 	bool cacheable = cache_dir && cache_dir[0] == '/' && is_elf(exe);
 	if (cacheable) {
 		id = identity(exe);
-		file = id ? cache_file(cache_dir, id) : NULL;
-		answer = file ? cache_read(file, id) : NULL;
-		if (answer && decode(answer, ret, NULL) == 0)
+		dfd = id ? govex__cache_dir_open(cache_dir, true) : -1;
+		cacheable = dfd >= 0 && !strchr(id, '\n');
+	}
+	if (cacheable) {
+		cache_name(name, id);
+		answer = govex__cache_get(dfd, name, id, PROBE_OUTPUT_MAX);
+		/* an entry that fails validation is ignored and rewritten below */
+		if (answer && accept_answer(answer, ret, NULL) == 0)
 			return 0;
 		free(TAKE_PTR(answer));
 	}
-	if ((r = run_probe(exe, &answer, err)) < 0)
+	if ((r = run_probe(exe, mode, &answer, err)) < 0)
 		return r;
-	if ((r = decode(answer, ret, err)) < 0)
+	if ((r = accept_answer(answer, ret, err)) < 0)
 		return r;
-	if (cacheable && file)
-		govex__cache_store(cache_dir, file, id, answer);
+	if (cacheable) {
+		govex__cache_put(dfd, name, id, answer);
+		govex__cache_prune(dfd, "probe-v1-", PROBE_CACHE_KEEP);
+	}
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <dlfcn.h>
 
@@ -119,13 +120,43 @@ static char *dup_opt(const char *s)
 
 /*
  * Backend reports are probed on this host, which costs a few milliseconds (the
- * restricted backend test-creates namespaces and cgroups).  With a cache directory they
- * are cached across processes, keyed by everything they depend on: this build of govex,
- * the effective uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A
- * stale entry can only be optimistic about a host setting changed since (a sysctl at run
- * time), and then the run fails closed at the step that needs it.
+ * restricted backend test-creates namespaces and cgroups).  With a cache directory the
+ * restricted backend's report is cached across processes (cache.c checks the directory
+ * and the file), keyed by everything it depends on: this build of govex, the effective
+ * uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A stale entry
+ * can only be optimistic about a host setting changed since (a sysctl at run time), and
+ * then the run fails closed at the step that needs it.
+ *
+ * A cache may only make govex more careful: the cached report is intersected with
+ * everything the restricted code could ever enforce (govex__restricted_max_controls) and
+ * with what a cheap look at the host confirms (the Landlock ABI); it can remove
+ * controls, never add one.  The controlled backend's report is compiled in (its probe
+ * is a couple of syscalls) and never read from disk.
+ *
+ * One file per (build, euid): its name digests only those, and it is rewritten in place
+ * when the rest of the key differs, so the directory does not grow per cgroup path.
+ * Files of other builds are pruned beyond the few newest, older formats likewise.
  */
-static char *report_cache_key(void)
+#define BACKENDS_PREFIX "backends-v2-"
+#define BACKENDS_KEEP	4
+
+/* this very build of govex: the file holding this code (the library, or a binary it is
+ * linked into), by identity, so that a rebuilt probe never reads an old entry */
+static char *build_identity(void)
+{
+	Dl_info dl;
+	struct stat st;
+	char *id = NULL;
+	if (!dladdr((void *)build_identity, &dl) || !dl.dli_fname || stat(dl.dli_fname, &st) < 0)
+		return NULL;
+	if (asprintf(&id, "govex %s build %llu:%llu:%lld.%09ld uid %u", GOVEX_VERSION_STRING,
+		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (unsigned)geteuid()) < 0)
+		id = NULL;
+	return id;
+}
+
+static char *report_cache_key(const char *build)
 {
 	char boot[64] = "", *cg = NULL, *key = NULL;
 	size_t n;
@@ -141,27 +172,28 @@ static char *report_cache_key(void)
 		free(cg);
 		return NULL;
 	}
-	/* this very build of govex: the file holding this code (the library, or a binary
-	 * it is linked into), by identity, so that a rebuilt probe never reads an old entry */
-	Dl_info dl;
-	struct stat st;
-	if (!dladdr((void *)report_cache_key, &dl) || !dl.dli_fname || stat(dl.dli_fname, &st) < 0) {
-		free(cg);
-		return NULL;
-	}
-	if (asprintf(&key, "govex %s build %llu:%llu:%lld.%09ld uid %u kernel %s boot %s%s",
-		     GOVEX_VERSION_STRING, (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,
-		     st.st_mtim.tv_nsec, (unsigned)geteuid(), u.release, boot, cg) < 0)
+	/* one line: newlines of the cgroup file and the boot id become spaces */
+	if (asprintf(&key, "%s kernel %s boot %s cgroup %s", build, u.release, boot, cg) < 0)
 		key = NULL;
+	for (char *c = key; c && *c; c++)
+		if (*c == '\n')
+			*c = ' ';
 	free(cg);
 	return key;
+}
+
+/* The backends whose report may come from the cache: restricted only. */
+static bool report_cacheable(size_t i)
+{
+	return strcmp(govex__backends[i]->name, "restricted") == 0;
 }
 
 static json_t *reports_doc(const govex_runtime *rt)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < govex__n_backends; i++) {
+		if (!report_cacheable(i))
+			continue;
 		const struct govex__report *r = &rt->reports[i];
 		json_t *un = json_array();
 		for (size_t k = 0; k < r->n_unavailable; k++)
@@ -177,20 +209,67 @@ static json_t *reports_doc(const govex_runtime *rt)
 	return a;
 }
 
+static void report_unavail(struct govex__report *r, enum govex__control c, const char *why)
+{
+	for (size_t k = 0; k < r->n_unavailable; k++)
+		if (r->unavailable[k].control == c)
+			return;
+	if (r->n_unavailable >= GOVEX__CTL_COUNT)
+		return;
+	r->unavailable[r->n_unavailable].control = c;
+	snprintf(r->unavailable[r->n_unavailable].reason, sizeof(r->unavailable[0].reason), "%s",
+		 why);
+	r->n_unavailable++;
+}
+
+/* What the host shows cheaply now, against a cached report: Landlock's ABI. */
+static govex__ctlset live_restricted_mask(void)
+{
+	govex__ctlset m = ~(govex__ctlset)0;
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1UL /* VERSION */);
+	if (abi < 6) /* restricted counts Landlock only with ABI 6 (rlandlock_complete) */
+		m &= ~CTL(LANDLOCK);
+	return m;
+}
+
+/* A cached report, made only more careful (see above). */
+static void report_sanitize(struct govex__report *r)
+{
+	govex__ctlset allowed = govex__restricted_max_controls() & live_restricted_mask();
+	if (!r->available) {
+		r->enforced = 0;
+		return;
+	}
+	govex__ctlset dropped = r->enforced & ~allowed;
+	r->enforced &= allowed;
+	for (int c = 0; c < GOVEX__CTL_COUNT; c++)
+		if (dropped & ((govex__ctlset)1 << c))
+			report_unavail(r, (enum govex__control)c,
+				       "claimed by a cached report, not confirmed on this host");
+}
+
 static bool reports_load(govex_runtime *rt, json_t *a)
 {
-	if (!json_is_array(a) || json_array_size(a) != govex__n_backends)
+	size_t want = 0;
+	for (size_t i = 0; i < govex__n_backends; i++)
+		want += report_cacheable(i);
+	if (!json_is_array(a) || json_array_size(a) != want)
 		return false;
-	for (size_t i = 0; i < govex__n_backends; i++) {
-		json_t *o = json_array_get(a, i), *e;
-		struct govex__report *r = &rt->reports[i];
+	struct govex__report got[8];
+	size_t idx = 0;
+	for (size_t i = 0; i < govex__n_backends && i < ARRAY_SIZE(got); i++) {
+		if (!report_cacheable(i))
+			continue;
+		json_t *o = json_array_get(a, idx++), *e;
+		struct govex__report *r = &got[i];
 		const char *name = json_string_value(json_object_get(o, "name"));
 		const char *why = json_string_value(json_object_get(o, "reason"));
+		json_t *av = json_object_get(o, "available");
 		size_t k;
 		memset(r, 0, sizeof(*r));
-		if (!name || strcmp(name, govex__backends[i]->name) != 0 || !why)
+		if (!name || strcmp(name, govex__backends[i]->name) != 0 || !why || !json_is_boolean(av))
 			return false;
-		r->available = json_is_true(json_object_get(o, "available"));
+		r->available = json_is_true(av);
 		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason), "%s", why);
 		json_array_foreach(json_object_get(o, "enforced"), k, e)
 		{
@@ -210,40 +289,55 @@ static bool reports_load(govex_runtime *rt, json_t *a)
 				 sizeof(r->unavailable[0].reason), "%s", reason);
 			r->n_unavailable++;
 		}
+		report_sanitize(r);
 	}
+	for (size_t i = 0; i < govex__n_backends && i < ARRAY_SIZE(got); i++)
+		if (report_cacheable(i))
+			rt->reports[i] = got[i];
 	return true;
 }
 
 static void probe_backends(govex_runtime *rt)
 {
-	_cleanup_free_ char *key = NULL, *file = NULL, *data = NULL;
-	size_t len;
-	if (rt->probe_cache_dir && (key = report_cache_key())) {
+	_cleanup_free_ char *build = NULL, *key = NULL, *data = NULL;
+	_cleanup_close_ int dfd = -1;
+	char name[64] = "";
+	bool loaded = false;
+	if (rt->probe_cache_dir && (build = build_identity()) && (key = report_cache_key(build)))
+		dfd = govex__cache_dir_open(rt->probe_cache_dir, true);
+	if (dfd >= 0) {
 		char dg[72];
-		govex__sha256_digest(key, strlen(key), dg);
-		if (asprintf(&file, "%s/backends-v1-%.16s.json", rt->probe_cache_dir, dg + 7) < 0)
-			file = NULL;
-		if (file && govex__read_file(file, 1 << 20, &data, &len, NULL) == 0 &&
-		    len > strlen(key) && memcmp(data, key, strlen(key)) == 0 &&
-		    data[strlen(key)] == '\n') {
-			json_t *a = json_loads(data + strlen(key) + 1, 0, NULL);
-			bool ok = reports_load(rt, a);
+		govex__sha256_digest(build, strlen(build), dg);
+		snprintf(name, sizeof(name), BACKENDS_PREFIX "%.16s.json", dg + 7);
+		if ((data = govex__cache_get(dfd, name, key, 1 << 20))) {
+			json_t *a = json_loads(data, 0, NULL);
+			loaded = reports_load(rt, a);
 			json_decref(a);
-			if (ok)
-				return;
 		}
 	}
-	for (size_t i = 0; i < govex__n_backends; i++)
+	bool complete = true;
+	for (size_t i = 0; i < govex__n_backends; i++) {
+		if (loaded && report_cacheable(i))
+			continue;
 		govex__backends[i]->probe(&rt->opts, &rt->reports[i]);
-	if (!file)
+		/* a control this build's maximum does not know would be lost by the
+		 * cache: do not cache such a report */
+		if (report_cacheable(i) &&
+		    (rt->reports[i].enforced & ~govex__restricted_max_controls()))
+			complete = false;
+	}
+	if (loaded || dfd < 0 || !complete)
 		return;
 	json_t *a = reports_doc(rt);
 	char *js = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	if (js) {
-		govex__cache_store(rt->probe_cache_dir, file, key, js);
+		govex__cache_put(dfd, name, key, js);
 		free(js);
 	}
+	govex__cache_prune(dfd, BACKENDS_PREFIX, BACKENDS_KEEP);
+	/* the old format (one file per cgroup path): never read by this build */
+	govex__cache_prune(dfd, "backends-v1-", 2);
 }
 
 GOVEX_API int govex_runtime_new(const govex_policy *policy,
@@ -367,11 +461,26 @@ govex_result *govex__refusal(govex_runtime *rt, enum govex_status status)
 	return r;
 }
 
-static int probe_interp(govex_runtime *rt, struct govex_error *err)
+/* The restricted backend's report says its sandbox works on this host. */
+static bool sandbox_available(const govex_runtime *rt)
+{
+	for (size_t i = 0; i < govex__n_backends; i++)
+		if (strcmp(govex__backends[i]->name, "restricted") == 0)
+			return rt->reports[i].available;
+	return false;
+}
+
+/*
+ * The interpreter is probed inside the restricted sandbox.  mode GOVEX_PROBE_HOST (a
+ * plain child on the host) is asked for only when that sandbox is unavailable here and
+ * the run has been planned on the controlled backend: its code is trusted by definition
+ * (it runs the same interpreter on the host, as the caller, anyway).
+ */
+static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct govex_error *err)
 {
 	pthread_mutex_lock(&rt->lock);
 	if (!rt->probed) {
-		rt->probe_r = govex__interp_probe(rt->policy->interpreter, rt->probe_cache_dir,
+		rt->probe_r = govex__interp_probe(rt->policy->interpreter, rt->probe_cache_dir, mode,
 						  &rt->interp, &rt->probe_err);
 		rt->probed = true;
 	}
@@ -380,6 +489,114 @@ static int probe_interp(govex_runtime *rt, struct govex_error *err)
 		*err = rt->probe_err;
 	pthread_mutex_unlock(&rt->lock);
 	return r;
+}
+
+/* ---- protected paths -------------------------------------------------------------------- */
+
+/* path as given (normalized lexically) and as it really is (symlinks resolved), each
+ * pushed when it differs; nothing for a relative path */
+static void push_forms(char ***v, const char *path)
+{
+	if (!path || path[0] != '/')
+		return;
+	char *real = realpath(path, NULL);
+	if (govex__path_normalized(path))
+		govex__strv_push(v, path);
+	if (real && govex__path_normalized(real))
+		govex__strv_push(v, real);
+	free(real);
+}
+
+/* Whether the file at path, or one of its ancestors, is the file (dev, ino): catches a
+ * bind mount that shows the same directory under another name, which no string
+ * comparison sees. */
+static bool ino_at_or_above(const char *path, const struct stat *st)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return false;
+	for (int depth = 0; depth < 64; depth++) {
+		struct stat a;
+		if (stat(buf, &a) == 0 && a.st_dev == st->st_dev && a.st_ino == st->st_ino)
+			return true;
+		char *slash = strrchr(buf, '/');
+		if (!slash || slash == buf)
+			return false; /* "/" itself: the string comparison covers it */
+		*slash = '\0';
+	}
+	return false;
+}
+
+static bool overlap(const char *a, const char *b)
+{
+	if (govex__path_under(a, b) || govex__path_under(b, a))
+		return true;
+	struct stat sa, sb;
+	return (stat(b, &sb) == 0 && ino_at_or_above(a, &sb)) ||
+	       (stat(a, &sa) == 0 && ino_at_or_above(b, &sa));
+}
+
+/*
+ * Whether a writable path of a sandboxed run (a write root, the named workdir) overlaps
+ * (is an ancestor of, equal to, or beneath) something govex must be able to trust
+ * afterwards: the cache directory, govex's own executable and library, the interpreter's
+ * files.  A run that could write there could rewrite what later runs believe, or plant
+ * code that later runs on the host.  Returns what it protects (and the protected path in
+ * *ret_path, owned) or NULL.
+ */
+static const char *protected_overlap(const govex_runtime *rt, const char *writable,
+				     char **ret_path)
+{
+	const char *kinds[] = {"cache", "govex", "interpreter"};
+	char **w = calloc(1, sizeof(char *));
+	const char *hit = NULL;
+	*ret_path = NULL;
+	if (!w)
+		return "govex"; /* cannot check: refuse */
+	push_forms(&w, writable);
+	for (size_t k = 0; k < ARRAY_SIZE(kinds) && !hit; k++) {
+		char **prot = calloc(1, sizeof(char *));
+		if (!prot) {
+			govex__strv_free(w);
+			return kinds[k];
+		}
+		if (k == 0) {
+			push_forms(&prot, rt->probe_cache_dir);
+		} else if (k == 1) {
+			Dl_info dl;
+			char exe[4096];
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			if (n > 0) {
+				exe[n] = '\0';
+				push_forms(&prot, exe);
+			}
+			if (dladdr((void *)protected_overlap, &dl) && dl.dli_fname)
+				push_forms(&prot, dl.dli_fname);
+		} else {
+			push_forms(&prot, rt->policy->interpreter);
+			if (!rt->policy->interpreter) {
+				/* "auto": the python3 on PATH the probe ran (a pyenv shim) */
+				char *found = NULL;
+				if (govex__find_in_path("python3", &found) == 0)
+					push_forms(&prot, found);
+				free(found);
+			}
+			push_forms(&prot, rt->interp.path);
+			for (size_t i = 0; rt->interp.paths && rt->interp.paths[i]; i++)
+				push_forms(&prot, rt->interp.paths[i]);
+			for (size_t i = 0; rt->interp.libs && rt->interp.libs[i]; i++)
+				push_forms(&prot, rt->interp.libs[i]);
+		}
+		for (size_t i = 0; prot[i] && !hit; i++)
+			for (size_t j = 0; w[j] && !hit; j++)
+				if (overlap(w[j], prot[i])) {
+					hit = kinds[k];
+					*ret_path = strdup(prot[i]);
+				}
+		govex__strv_free(prot);
+	}
+	govex__strv_free(w);
+	return hit;
 }
 
 /* Sets *ret_env to the final environment: inherited names, then the request's values,
@@ -513,6 +730,23 @@ static int cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_
 	}
 	*ret = want;
 	return 0;
+}
+
+/* Probes the interpreter; on failure *ret_res is an interpreter_unavailable result (NULL
+ * when out of memory) and 1 is returned. */
+static int interp_unavailable(govex_runtime *rt, enum govex__probe_mode mode, govex_result **ret_res)
+{
+	struct govex_error ie = {0};
+	*ret_res = NULL;
+	if (probe_interp(rt, mode, &ie) >= 0)
+		return 0;
+	govex_result *res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+	if (res) {
+		govex__result_set_digests(res, rt->policy->digest, NULL);
+		govex__result_diag(res, "interpreter_unavailable", NULL, "%s", ie.message);
+	}
+	*ret_res = res;
+	return 1;
 }
 
 int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
@@ -674,20 +908,39 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 		goto refused;
 	}
 
-	/* interpreter */
-	{
-		struct govex_error ie = {0};
-		if (probe_interp(rt, &ie) < 0) {
+	/* interpreter: probed in the sandbox; without one on this host, only once the run
+	 * is planned on controlled (below) */
+	bool probe_on_host = !sandbox_available(rt);
+	if (!probe_on_host && interp_unavailable(rt, GOVEX_PROBE_SANDBOXED, &res) != 0) {
+		json_decref(meta);
+		if (!res) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		goto refused;
+	}
+
+	/* protected paths: a sandboxed run may not write where govex keeps what it
+	 * believes (the cache), govex itself, or the interpreter's files */
+	if (!probe_on_host && (govex__policy_required(p) & CTL(FS_WRITE_ALLOWLIST))) {
+		size_t nw = govex__strv_len(p->write_roots);
+		for (size_t i = 0; i <= nw; i++) {
+			const char *w = i < nw ? p->write_roots[i] : d.workdir;
+			_cleanup_free_ char *what = NULL;
+			const char *prot = w ? protected_overlap(rt, w, &what) : NULL;
+			if (!prot)
+				continue;
 			json_decref(meta);
-			res = govex__result_new(GOVEX_STATUS_EXECUTION_FAILED,
-						GOVEX_TERM_LAUNCH_FAILED);
-			if (!res) {
-				r = -ENOMEM;
-				goto fail;
-			}
-			govex__result_set_digests(res, p->digest, NULL);
-			govex__result_diag(res, "interpreter_unavailable", NULL, "%s", ie.message);
-			goto refused;
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "protected_path",
+			       json_pack("{s:s, s:s, s:s?}", "write_root", w, "protects", prot,
+					 "path", what),
+			       "%s '%.200s' overlaps %s (%.200s): a sandboxed run may not write "
+			       "there",
+			       i < nw ? "filesystem.write root" : "workdir", w,
+			       strcmp(prot, "cache") == 0    ? "govex's cache directory"
+			       : strcmp(prot, "govex") == 0 ? "govex's own files"
+							     : "the interpreter's files",
+			       what ? what : "?");
 		}
 	}
 
@@ -738,6 +991,26 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
 			       "no backend on this host enforces: %s%s%s", list,
 			       want ? " (backend forced: " : "", want ? "selected)" : "");
+		}
+	}
+
+	/* no sandbox on this host: the run goes to controlled (trusted code), so the
+	 * interpreter may be probed on the host */
+	if (probe_on_host) {
+		if (strcmp(govex__backends[d.backend]->name, "controlled") != 0) {
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", NULL,
+			       "backend '%s': the interpreter cannot be probed without the "
+			       "restricted sandbox",
+			       govex__backends[d.backend]->name);
+		}
+		if (interp_unavailable(rt, GOVEX_PROBE_HOST, &res) != 0) {
+			json_decref(meta);
+			if (!res) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			goto refused;
 		}
 	}
 

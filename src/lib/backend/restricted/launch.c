@@ -134,6 +134,20 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 	rcg_setup_free(&cg);
 }
 
+/* Every control restricted_probe() can report: a cached report is intersected with this
+ * (runtime.c), so a cache can never claim more than this code enforces.  Keep in step
+ * with restricted_probe(); a report with a control outside it is not cached. */
+govex__ctlset govex__restricted_max_controls(void)
+{
+	return CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) | CTL(FRESH_WORKDIR) |
+	       CTL(FD_HYGIENE) | CTL(PROCESS_TREE_KILL) | CTL(NETWORK_DENY) |
+	       CTL(FS_READ_ALLOWLIST) | CTL(FS_WRITE_ALLOWLIST) | CTL(MEMORY_PER_PROCESS) |
+	       CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
+	       CTL(FILE_SIZE_PER_PROCESS) | CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) |
+	       CTL(NO_NEW_PRIVILEGES) | CTL(LANDLOCK) | CTL(MEMORY_AGGREGATE) |
+	       CTL(PIDS_AGGREGATE) | CTL(CPU_TIME_AGGREGATE);
+}
+
 /* ---- prepare ------------------------------------------------------------------------ */
 
 static void restricted_release(void *state)
