@@ -108,7 +108,7 @@ static int base_plan(struct rplan *ret)
 	    {RM_READONLY, "/sys", NULL, 0},
 	    {RM_READONLY, "/dev", NULL, 0},
 	};
-	struct rplan pl = {0};
+	struct rplan pl = {.ro_access = LL_READ};
 	pl.m = calloc(ARRAY_SIZE(e), sizeof(*pl.m));
 	if (!pl.m)
 		return -ENOMEM;
@@ -412,7 +412,7 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	c.lim.stdout_bytes = out_max;
 	c.lim.stderr_bytes = PROBE_STDERR_MAX;
 
-	if ((r = base_plan(&base)) < 0 || (r = rplan_for_run(&base, NULL, NULL, &c.plan)) < 0 ||
+	if ((r = base_plan(&base)) < 0 || (r = rplan_for_run(&base, NULL, NULL, NULL, NULL, &c.plan)) < 0 ||
 	    (r = rscratch_alloc(&c.scr, c.plan.n)) < 0) {
 		rplan_free(&base);
 		pctx_free(&c);
