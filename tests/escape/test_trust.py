@@ -204,7 +204,7 @@ def test_poisoned_backend_cache(t):
          "controlled's enforced controls after the cache was poisoned")
 
 
-def _poison_probe(path, how, sys_paths):
+def _poison_probe(path, how, sys_paths, other_exe=None):
     key, doc = e.split_cache_file(path)
     prefix, stdlib, plat, dyn = sys_paths
     if how == "dynload_etc":
@@ -226,11 +226,31 @@ def _poison_probe(path, how, sys_paths):
         doc["dynload"] = ["/etc"]
     elif how == "executable":
         doc["executable"] = "/etc/passwd"
+    elif how == "executable_other":
+        # an ELF the cache names as sys.executable: libc.so.6, which prints a banner
+        doc["executable"] = other_exe
     e.write_cache_file(path, key, doc)
 
 
 PROBE_POISONS = ["dynload_etc", "libs_etc", "stdlib_root", "dotdot", "proc", "executable",
-                 "prefix_etc"]
+                 "executable_other", "prefix_etc"]
+
+
+def _libc_copy(t):
+    libc = None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split(None, 5)[-1].strip()
+            if p.endswith("/libc.so.6"):
+                libc = os.path.realpath(p)
+    if libc is None:
+        return "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    d = t.path("evil")
+    os.makedirs(d, exist_ok=True)
+    dst = os.path.join(d, "python3")
+    shutil.copy2(libc, dst)
+    os.chmod(dst, 0o755)
+    return dst
 
 
 def test_poisoned_probe_cache(t):
@@ -246,12 +266,16 @@ def test_poisoned_probe_cache(t):
         files = e.cache_files(cache, "probe-v1-")
         g.check(files, "no probe cache file for %s: %r" % (SYS_PY, os.listdir(cache)))
         for f in files:
-            _poison_probe(f, how, sys_paths)
+            _poison_probe(f, how, sys_paths, other_exe=_libc_copy(t))
         pol = e.policy(t, name="p-%s.json" % how,
                        python={"interpreter": SYS_PY, "site": False})
         ops = [["read", "/etc/passwd", {"as": "passwd"}], ["listdir", "/", {"as": "root"}]]
         r = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code(ops)], env=env)
         doc = r.result()
+        if "GNU C Library" in (doc.get("stdout") or ""):
+            bad.append("%s: govex executed the cached 'executable' %s"
+                       % (how, _libc_copy(t)))
+            continue
         res = e.probe_lines(doc.get("stdout"))
         if res is None:
             # a refusal to use the poisoned answer is acceptable only with a re-probe
