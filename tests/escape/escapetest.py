@@ -282,3 +282,146 @@ def wait_until(fn, timeout=5.0):
             return v
         time.sleep(0.02)
     return fn()
+
+
+# ---------------------------------------------------------------- proven sandboxes
+# (added for test_trust.py and test_isolation.py; the helpers above are unchanged)
+
+HOST_PIDNS = os.readlink("/proc/self/ns/pid")
+SANDBOX_UID_BASE = 0x7ffe0000      # contract 5: default sandbox_uid
+SANDBOX_UID_COUNT = 65536
+
+
+def proven_code(ops, prelude=""):
+    """The probe, running OPS only once its canary proved a sandbox from inside."""
+    return PROBE_SRC + "\n" + prelude + "\nprobe_proven(%r, %r)\n" % (HOST_PIDNS, ops)
+
+
+def proven(res):
+    """Checks, from the probe's answers, that the code ran in a sandbox: its own PID
+    namespace, no_new_privs set, seccomp filtering, no host /etc.  Every test that runs
+    a dangerous payload calls this before looking at the payload's results (and the
+    probe itself ran nothing dangerous unless its canary held)."""
+    c = res.get("canary")
+    if not c or not c.get("ok"):
+        raise g.Failure("the canary did not run: %r" % (c,))
+    v = c["value"]
+    g.check(v.get("pidns") != HOST_PIDNS, "canary: the host's PID namespace: %r" % v)
+    g.eq(v.get("NoNewPrivs"), "1", "canary: NoNewPrivs")
+    g.eq(v.get("Seccomp"), "2", "canary: Seccomp")
+    g.check(not v.get("etc_passwd") and not v.get("etc"), "canary: host /etc visible: %r" % v)
+    g.check(v.get("proven") is True, "canary not proven: %r" % v)
+    return True
+
+
+def probe_lines(stdout):
+    for line in (stdout or "").splitlines():
+        if line.startswith("GOVEX-PROBE "):
+            return json.loads(line[len("GOVEX-PROBE "):])
+    return None
+
+
+def run_proven(t, ops, pol=None, args=(), prelude="", expect_backend="restricted", **kw):
+    """Runs OPS behind the canary; returns (proc, result doc, probe results) after
+    proven(res)."""
+    if pol is None:
+        pol = policy(t)
+    r = t.run(["run", "--policy", pol, "--json"] + list(args) +
+              ["-c", proven_code(ops, prelude)], **kw)
+    doc = r.result()
+    if "GOVEX-EXECED" in (doc.get("stdout") or ""):
+        raise g.Failure("an exec succeeded inside the sandbox: stdout=%r"
+                        % doc["stdout"][-400:])
+    res = probe_lines(doc.get("stdout"))
+    if res is None:
+        raise g.Failure("the probe printed no result: rc=%r status=%r stdout=%r stderr=%r "
+                        "diagnostics=%r" % (r.returncode, doc.get("status"),
+                                            (doc.get("stdout") or "")[-400:],
+                                            (doc.get("stderr") or "")[-600:],
+                                            doc.get("diagnostics")))
+    if expect_backend:
+        eq(doc["backend"]["name"], expect_backend, "backend")
+    proven(res)
+    return r, doc, res
+
+
+def run_proven_as_nobody(t, sb, ops, pol, args=(), **kw):
+    home, env, binary = sb
+    env = dict(env, **kw.pop("extra_env", {}))
+    rc, out, err, _ = spawn(["run", "--policy", pol, "--json"] + list(args) +
+                            ["-c", proven_code(ops)], cwd=home, env=env,
+                            preexec=nobody_preexec(), binary=binary, **kw)
+    doc = result_of(out)
+    if "GOVEX-EXECED" in (doc.get("stdout") or ""):
+        raise g.Failure("an exec succeeded inside the sandbox: %r" % doc["stdout"][-400:])
+    res = probe_lines(doc.get("stdout"))
+    if res is None:
+        raise g.Failure("no probe output as nobody: rc=%r doc=%r err=%r"
+                        % (rc, {k: doc.get(k) for k in ("status", "stdout", "stderr",
+                                                        "diagnostics")}, err[-400:]))
+    eq(doc["backend"]["name"], "restricted", "backend")
+    proven(res)
+    return rc, doc, res
+
+
+def denied_any(res, label, errnos):
+    """A denial whose errno is one of ERRNOS (only where the contract names a set)."""
+    got = res.get(label)
+    if got is None:
+        raise g.Failure("probe has no result %r: %r" % (label, res))
+    if got.get("ok") or got.get("errno") not in errnos:
+        raise g.Failure("%s: expected denial with one of %s, got %r"
+                        % (label, "/".join(errnos), got))
+
+
+def refused(proc, code, *mentions):
+    """govex refused at planning: exit 125, status policy_refused, a diagnostic CODE
+    whose message mentions each of MENTIONS."""
+    doc = proc.result()
+    g.eq(doc["status"], "policy_refused", "status\n" + proc.describe())
+    proc.expect_rc(g.EXIT_REFUSED)
+    d = g.diag(doc, code)
+    text = json.dumps(d)
+    for m in mentions:
+        g.check(m in text, "diagnostic %s does not mention %r: %r" % (code, m, d))
+    return doc
+
+
+# ---------------------------------------------------------------- the cache directory
+
+def cache_env(t, xdg=None):
+    """An environment whose cache dir is the test's own: XDG_CACHE_HOME=XDG."""
+    xdg = xdg or t.path("xdg")
+    if not os.path.isdir(xdg):
+        os.mkdir(xdg, 0o700)
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = xdg
+    return env, os.path.join(xdg, "govex")
+
+
+def cache_files(cache, prefix):
+    try:
+        return sorted(os.path.join(cache, n) for n in os.listdir(cache)
+                      if n.startswith(prefix) and n.endswith(".json"))
+    except OSError:
+        return []
+
+
+def split_cache_file(path):
+    """(key line or None, JSON document) of a cache file, whatever its framing."""
+    with open(path, "rb") as f:
+        data = f.read().decode("utf-8")
+    try:
+        return None, json.loads(data)
+    except ValueError:
+        key, _, body = data.rstrip("\n").rpartition("\n")
+        return key, json.loads(body)
+
+
+def write_cache_file(path, key, doc, mode=0o600):
+    body = json.dumps(doc)
+    tmp = path + ".rt"
+    with open(tmp, "w") as f:
+        f.write(body if key is None else key + "\n" + body)
+    os.chmod(tmp, mode)
+    os.rename(tmp, path)

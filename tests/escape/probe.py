@@ -263,3 +263,313 @@ def probe(ops):
         results[label] = _run_op(op)
     sys.stdout.write("GOVEX-PROBE " + json.dumps(results, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- trust / isolation ops
+# (added for test_trust.py and test_isolation.py; the operations above are unchanged)
+
+MORE_SYSCALLS = {
+    "execveat": 322, "memfd_create": 319, "pidfd_open": 434, "pidfd_send_signal": 424,
+    "pidfd_getfd": 438, "kcmp": 312, "fsconfig": 431, "fsmount": 432, "fspick": 433,
+    "mount_setattr": 442, "listmount": 458, "statmount": 457, "lsm_get_self_attr": 459,
+    "lsm_set_self_attr": 460, "lsm_list_modules": 461, "futex_waitv": 449,
+    "cachestat": 451, "inotify_init1": 294, "inotify_init": 253, "fanotify_init": 300,
+    "mq_open": 240, "open_tree": 428, "move_mount": 429, "fsopen": 430, "unshare": 272,
+    "setns": 308, "ptrace": 101, "process_vm_readv": 310, "io_uring_setup": 425,
+    "userfaultfd": 323, "bpf": 321, "perf_event_open": 298, "keyctl": 250,
+    "memfd_secret": 447,
+}
+
+
+def op_syscall2(name, *args):
+    return _syscall(MORE_SYSCALLS[name], *args)
+
+
+def op_nsid(kind="pid"):
+    return os.readlink("/proc/self/ns/" + kind)
+
+
+def op_getpid():
+    return os.getpid()
+
+
+def op_readlink(path):
+    return os.readlink(path)
+
+
+def op_readall(path, limit=1 << 20):
+    with open(path, "rb") as f:
+        return f.read(limit).decode("latin-1")
+
+
+def op_getcwd():
+    return os.getcwd()
+
+
+def op_open_flags(path, *flag_names):
+    flags = 0
+    for n in flag_names:
+        flags |= getattr(os, n)
+    fd = os.open(path, flags)
+    try:
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            return os.write(fd, b"govex-escape\n")
+        return len(os.read(fd, 64))
+    finally:
+        os.close(fd)
+
+
+def op_link(src, dst):
+    os.link(src, dst)
+    return os.stat(dst).st_nlink
+
+
+def op_unix_socket(kind="stream"):
+    s = socket.socket(socket.AF_UNIX,
+                      socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM)
+    s.close()
+    return "created"
+
+
+def op_unix_connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2.0)
+    s.connect(path)
+    s.sendall(b"govex-escape")
+    s.close()
+    return "connected"
+
+
+def op_socketpair():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.sendall(b"x")
+    v = b.recv(1)
+    a.close()
+    b.close()
+    return v.decode()
+
+
+def op_pidfd_open(pid):
+    fd = _syscall(MORE_SYSCALLS["pidfd_open"], pid, 0)
+    os.close(fd)
+    return "opened"
+
+
+def op_inotify_exhaust(limit=100000):
+    """Takes inotify instances until an error; the error (or the count) is the result."""
+    fds = []
+    try:
+        while len(fds) < limit:
+            fds.append(_syscall(MORE_SYSCALLS["inotify_init1"], 0o2000000))
+        return len(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def op_copy_exec(src, dst):
+    """Copies SRC to DST with mode 0755 (a 'binary the code wrote')."""
+    with open(src, "rb") as f:
+        data = f.read()
+    with open(dst, "wb") as f:
+        f.write(data)
+    os.chmod(dst, 0o755)
+    return len(data)
+
+
+def op_execv(path, *argv):
+    """Replaces the probe with PATH.  Success loses the probe's line: the program run
+    is expected to print a GOVEX-EXECED line the test looks for."""
+    sys.stdout.flush()
+    os.execv(path, [path] + list(argv))
+
+
+def op_memfd_exec(src, *argv):
+    """memfd_create + write SRC's bytes + execveat(fd, "", AT_EMPTY_PATH)."""
+    with open(src, "rb") as f:
+        data = f.read()
+    name = ctypes.create_string_buffer(b"govex-escape")
+    fd = _syscall(MORE_SYSCALLS["memfd_create"], ctypes.addressof(name), 0)
+    os.write(fd, data)
+    sys.stdout.flush()
+    args = [src] + list(argv)
+    arr = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+    envp = (ctypes.c_char_p * 1)(None)
+    empty = ctypes.create_string_buffer(b"")
+    lib = _lib()
+    ctypes.set_errno(0)
+    r = lib.syscall(ctypes.c_long(MORE_SYSCALLS["execveat"]), ctypes.c_long(fd),
+                    ctypes.c_long(ctypes.addressof(empty)),
+                    ctypes.c_long(ctypes.cast(arr, ctypes.c_void_p).value),
+                    ctypes.c_long(ctypes.cast(envp, ctypes.c_void_p).value),
+                    ctypes.c_long(0x1000))
+    raise OSError(ctypes.get_errno(), "execveat returned %d" % r)
+
+
+def op_memfd_create():
+    name = ctypes.create_string_buffer(b"govex-escape")
+    fd = _syscall(MORE_SYSCALLS["memfd_create"], ctypes.addressof(name), 0)
+    os.close(fd)
+    return "created"
+
+
+def _mmap(fd, length, prot):
+    lib = _lib()
+    lib.mmap.restype = ctypes.c_void_p
+    lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                         ctypes.c_int, ctypes.c_long]
+    ctypes.set_errno(0)
+    addr = lib.mmap(None, length, prot, 0x02, fd, 0)   # MAP_PRIVATE
+    if addr in (None, ctypes.c_void_p(-1).value) or addr == (1 << 64) - 1:
+        raise OSError(ctypes.get_errno(), "mmap")
+    return addr
+
+
+def op_mmap_exec(path):
+    """mmap(PROT_READ|PROT_EXEC) of PATH (a file the code can write, on /tmp say)."""
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(b"\xc3" * 4096)    # ret
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _mmap(fd, 4096, 0x1 | 0x4)
+        return "mapped"
+    finally:
+        os.close(fd)
+
+
+def op_mprotect_exec(path):
+    """mmap(PROT_READ) then mprotect(PROT_READ|PROT_EXEC)."""
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(b"\xc3" * 4096)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _mmap(fd, 4096, 0x1)
+        lib = _lib()
+        lib.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        ctypes.set_errno(0)
+        if lib.mprotect(ctypes.c_void_p(addr), 4096, 0x1 | 0x4) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect")
+        return "executable"
+    finally:
+        os.close(fd)
+
+
+def op_find(top, needle, maxdepth=6):
+    """Files under TOP (walked, symlinks not followed) whose content has NEEDLE."""
+    hits = []
+    top_depth = top.rstrip("/").count("/")
+    for d, dirs, files in os.walk(top, onerror=lambda e: None):
+        if d.count("/") - top_depth >= maxdepth:
+            dirs[:] = []
+        for n in files:
+            p = os.path.join(d, n)
+            try:
+                with open(p, "rb") as f:
+                    if needle.encode() in f.read(1 << 16):
+                        hits.append(p)
+            except OSError:
+                pass
+    return hits
+
+
+def op_deep_tree(depth, name="d"):
+    """A DEPTH-deep chain of directories under the cwd (relative steps, so no path
+    length limit), with a file at the bottom; returns to the start."""
+    start = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name)
+            os.chdir(name)
+        with open("bottom", "w") as f:
+            f.write("x")
+    finally:
+        os.fchdir(start)
+        os.close(start)
+    return depth
+
+
+def op_wait_file(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            return True
+        time.sleep(0.02)
+    raise OSError(_errno.ETIMEDOUT, "waited for " + path)
+
+
+def op_pipe_hog(n=100, size=1 << 20):
+    """Takes N pipes with SIZE-byte buffers (pipe buffers are charged per user)."""
+    import fcntl
+    got = []
+    big = 0
+    for _ in range(n):
+        r, w = os.pipe()
+        got.append((r, w))
+        try:
+            fcntl.fcntl(w, 1031, size)    # F_SETPIPE_SZ
+            big += 1
+        except OSError:
+            pass                          # over the soft limit: keep taking small ones
+    return [len(got), big]
+
+
+def op_canary(host_pidns):
+    """Proof, from inside, that this is a sandbox: own PID namespace, no_new_privs,
+    seccomp filter mode, no host /etc."""
+    st = op_status()
+    out = {"pidns": os.readlink("/proc/self/ns/pid"), "NoNewPrivs": st.get("NoNewPrivs"),
+           "Seccomp": st.get("Seccomp"), "etc_passwd": os.path.exists("/etc/passwd"),
+           "etc": os.path.exists("/etc/hostname") or os.path.exists("/etc/shadow")}
+    out["proven"] = (out["pidns"] != host_pidns and out["NoNewPrivs"] == "1" and
+                     out["Seccomp"] == "2" and not out["etc_passwd"] and not out["etc"])
+    return out
+
+
+def probe_proven(host_pidns, ops):
+    """Like probe(OPS), but runs OPS only after op_canary proved a sandbox; otherwise
+    every op is reported as skipped (nothing dangerous ran)."""
+    c = _run_op(["canary", host_pidns])
+    if not (c.get("ok") and c["value"].get("proven")):
+        res = {"canary": c}
+        for i, op in enumerate(ops):
+            label = op[-1]["as"] if op and isinstance(op[-1], dict) else "%d:%s" % (i, op[0])
+            res[label] = {"ok": False, "errno": None, "error": "skipped: no sandbox proven"}
+        sys.stdout.write("GOVEX-PROBE " + json.dumps(res, sort_keys=True) + "\n")
+        sys.stdout.flush()
+        return
+    sys.stdout.write("GOVEX-CANARY " + json.dumps(c, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    results = {"canary": c}
+    for i, op in enumerate(ops):
+        label = "%d:%s" % (i, op[0])
+        if op and isinstance(op[-1], dict) and "as" in op[-1]:
+            label = op[-1]["as"]
+            op = op[:-1]
+        results[label] = _run_op(op)
+    sys.stdout.write("GOVEX-PROBE " + json.dumps(results, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def op_tty_ioctl(fd, cmd, highbits=False):
+    """ioctl(FD, CMD) with a one-byte argument (TIOCSTI 0x5412, TIOCLINUX 0x541C)."""
+    if highbits:
+        cmd |= 1 << 32
+    c = ctypes.c_char(b"\x06")     # TIOCLINUX subcode 6 / the byte TIOCSTI would push
+    lib = _lib()
+    ctypes.set_errno(0)
+    r = lib.ioctl(ctypes.c_int(fd), ctypes.c_ulong(cmd), ctypes.byref(c))
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return r
+
+
+def op_fd_links():
+    out = {}
+    for n in os.listdir("/proc/self/fd"):
+        try:
+            out[n] = os.readlink("/proc/self/fd/" + n)
+        except OSError:
+            pass
+    return out
