@@ -369,6 +369,34 @@ def op_sysv_fill(total, each=64 << 20):
     return n
 
 
+def op_msgq_fill(total):
+    """Kernel memory: SysV message queues (msgget + msgsnd of 8 KiB messages, never
+    received) until TOTAL bytes are queued or the kernel says no."""
+    _need_guard()
+    lib = _lib()
+    size = 8192
+    buf = ctypes.create_string_buffer(8 + size)
+    ctypes.c_long.from_buffer(buf).value = 1  # mtype
+    n = 0
+    while n < total:
+        ctypes.set_errno(0)
+        qid = lib.msgget(0, 0o1600)  # IPC_PRIVATE, IPC_CREAT|0600
+        if qid < 0:
+            raise OSError(ctypes.get_errno(), "msgget")
+        for _ in range(2):        # msgmnb is 16 KiB per queue by default
+            ctypes.set_errno(0)
+            if lib.msgsnd(qid, buf, ctypes.c_size_t(size), 0o4000) < 0:  # IPC_NOWAIT
+                err = ctypes.get_errno()
+                if err == _errno.EAGAIN:
+                    break
+                raise OSError(err, "msgsnd")
+            n += size
+            if n % (16 << 20) == 0:
+                progress("sysvmsg", n)
+    progress("sysvmsg", n)
+    return n
+
+
 def op_posix_shm_fill(total):
     """POSIX shared memory: files in /dev/shm ('absent' when there is none)."""
     _need_guard()

@@ -64,16 +64,19 @@ def _dirs(t):
 
 
 def _cache_files(cache):
+    """Files in the cache dir, slot lock files aside (as non-root the slot locks may live
+    there: one per concurrent run at most, not one per run)."""
     out = []
     for root, dirs, files in os.walk(cache):
-        out += [os.path.join(root, f) for f in files]
+        out += [os.path.join(root, f) for f in files if not f.endswith(".lock")]
     return sorted(out)
 
 
-def _slot_free(n):
+def _slot_free(n, cache):
     """True when nobody holds slot N's lock (a dead run's slot)."""
-    for d in SLOT_DIRS + (os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"),
-                                       "govex"),):
+    runtime = os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "govex")
+    for d in SLOT_DIRS + (runtime, os.path.join(runtime, "slots"), cache,
+                          os.path.join(cache, "govex"), os.path.join(cache, "govex", "slots")):
         p = os.path.join(d, "%s.lock" % n)
         try:
             fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
@@ -90,18 +93,19 @@ def _slot_free(n):
     return None
 
 
-def _dead_run_cgroups(killed):
+def _dead_run_cgroups(killed, cache):
     """govex.* cgroups of runs that are over: today's govex.<pid>.<seq> of a govex pid
-    that is gone, or govex.slot-N whose slot lock nobody holds."""
+    this test killed, or govex.slot-N whose slot lock nobody holds.  (Other sessions on
+    the machine may have cgroups of their own in the shared v1 hierarchies.)"""
     out = []
     for c in e.run_cgroups():
         name = os.path.basename(c)
         m = re.match(r"govex\.(\d+)\.\d+$", name)
-        if m and (int(m.group(1)) in killed or not g.pid_alive(int(m.group(1)))):
+        if m and int(m.group(1)) in killed:
             out.append(c)
             continue
         m = re.match(r"govex\.slot-(\d+)$", name)
-        if m and _slot_free(m.group(1)):
+        if m and _slot_free(m.group(1), cache):
             out.append(c)
     return out
 
@@ -162,7 +166,7 @@ def _check(t, killed, marker, tmpdir, cache, before_cache, env, pol):
     g.eq(alive, [], "processes of the SIGKILLed runs still alive after the next run")
     # a wave that takes every slot the dead runs could have held
     _next_runs(t, env, pol, N)
-    left = _dead_run_cgroups(killed)
+    left = _dead_run_cgroups(killed, cache)
     g.eq(left, [], "cgroups of SIGKILLed runs left behind")
     g.eq(sorted(os.listdir(tmpdir)), [], "workdirs of SIGKILLed runs left in TMPDIR")
     after = _cache_files(cache)

@@ -82,6 +82,19 @@ def test_sysv_shm(t):
     _later_run_ok(t, pol)
 
 
+def test_sysv_msg_kernel_memory(t):
+    """Messages queued in SysV message queues are kernel memory (up to msgmni x msgmnb,
+    ~500 MiB per IPC namespace by default): the cgroup accounts kernel memory too."""
+    e.need_restricted("memory_aggregate")
+    pol = _strict(t)
+    _, doc, res, prog = e.run_bomb(t, pol, [["msgq_fill", TOTAL, {"as": "msg"}]])
+    if res is not None and res["msg"].get("errno") in ("ENOSYS", "EPERM") \
+            and prog.get("sysvmsg", 0) == 0:
+        return _later_run_ok(t, pol)
+    _memory_outcome(doc, res, prog, "sysvmsg", "msg")
+    _later_run_ok(t, pol)
+
+
 def test_posix_shm(t):
     e.need_restricted("memory_aggregate")
     pol = _strict(t)
@@ -201,6 +214,8 @@ if __name__ == "__main__":
     sys.exit(g.main([
         ("memfd: 1 GiB of memfds under 512 MiB is a memory_limit, peak is real", test_memfd),
         ("SysV shm: touched segments are the run's memory", test_sysv_shm),
+        ("SysV message queues (kernel memory) are the run's memory",
+         test_sysv_msg_kernel_memory),
         ("POSIX shm in /dev/shm is the run's memory", test_posix_shm),
         ("tmpfs (/tmp, workdir) pages are the run's memory", test_tmpfs_fill),
         ("threads each allocating stay within the memory limit", test_threads_allocating),
