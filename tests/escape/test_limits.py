@@ -112,7 +112,12 @@ def test_tmpfs_fill(t):
     pol = _strict(t, file_size_bytes=64 * MIB)
     ops = [["files_fill", "/tmp/gvx-fill", TOTAL, {"as": "tmp"}],
            ["files_fill", "gvx-fill", TOTAL, {"as": "work"}]]
-    _, doc, res, prog = e.run_bomb(t, pol, ops)
+    # today's fresh workdir is a host directory under TMPDIR: keep it in the test's dir
+    tmpdir = t.path("tmpdir")
+    os.mkdir(tmpdir)
+    os.chmod(t.tmp, 0o711)
+    os.chmod(tmpdir, 0o777)
+    _, doc, res, prog = e.run_bomb(t, pol, ops, extra_env={"TMPDIR": tmpdir})
     touched = prog.get("files", 0)
     # progress counts per op; the peak must cover at least the larger of them, and the
     # sum written by both must stay within the limit
