@@ -324,7 +324,7 @@ def op_link(src, dst):
     return os.stat(dst).st_nlink
 
 
-def op_unix_socket(kind="stream"):
+def op_unix_socket_kind(kind="stream"):
     s = socket.socket(socket.AF_UNIX,
                       socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM)
     s.close()
@@ -340,7 +340,7 @@ def op_unix_connect(path):
     return "connected"
 
 
-def op_socketpair():
+def op_socketpair_x():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     a.sendall(b"x")
     v = b.recv(1)
@@ -515,7 +515,7 @@ def op_pipe_hog(n=100, size=1 << 20):
     return [len(got), big]
 
 
-def op_canary(host_pidns):
+def op_canary_proof(host_pidns):
     """Proof, from inside, that this is a sandbox: own PID namespace, no_new_privs,
     seccomp filter mode, no host /etc."""
     st = op_status()
@@ -530,7 +530,7 @@ def op_canary(host_pidns):
 def probe_proven(host_pidns, ops):
     """Like probe(OPS), but runs OPS only after op_canary proved a sandbox; otherwise
     every op is reported as skipped (nothing dangerous ran)."""
-    c = _run_op(["canary", host_pidns])
+    c = _run_op(["canary_proof", host_pidns])
     if not (c.get("ok") and c["value"].get("proven")):
         res = {"canary": c}
         for i, op in enumerate(ops):
@@ -558,6 +558,318 @@ def op_tty_ioctl(fd, cmd, highbits=False):
         cmd |= 1 << 32
     c = ctypes.c_char(b"\x06")     # TIOCLINUX subcode 6 / the byte TIOCSTI would push
     lib = _lib()
+# ---------------------------------------------------------------- issue 9 red team
+# The canary (is this really the sandbox?), memory and task bombs, a syscall sweep.
+# A bomb operation refuses to run unless guard() has seen a proven sandbox inside the
+# same process (the test also proves it with a canary run before sending the bomb).
+
+def _status_fields():
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def op_canary():
+    """Facts the test checks before any dangerous operation: PID namespace, pid, no_new_privs,
+    seccomp mode, and whether /etc is the host's."""
+    st = _status_fields()
+    etc = None
+    try:
+        s = os.stat("/etc")
+        etc = [s.st_dev, s.st_ino]
+    except OSError:
+        pass
+    return {"pid": os.getpid(), "pidns": os.readlink("/proc/self/ns/pid"),
+            "nnp": st.get("NoNewPrivs"), "seccomp": st.get("Seccomp"), "etc": etc,
+            "shadow": os.path.exists("/etc/shadow") or os.path.exists("/etc/passwd")}
+
+
+_GUARD = {}
+
+
+def guard(host_pidns, host_etc):
+    """Called by a bomb snippet before anything dangerous: exits 97 unless this process is
+    in another PID namespace than the host's, has no_new_privs and seccomp, and does not
+    see the host's /etc."""
+    c = op_canary()
+    ok = (c["pidns"] != host_pidns and c["pid"] < 100 and c["nnp"] == "1"
+          and c["seccomp"] == "2" and c["etc"] != host_etc and not c["shadow"])
+    if not ok:
+        sys.stdout.write("GOVEX-GUARD refused %s\n" % json.dumps(c))
+        sys.stdout.flush()
+        os._exit(97)
+    _GUARD["ok"] = True
+
+
+def _need_guard():
+    if not _GUARD.get("ok"):
+        raise RuntimeError("bomb without a proven sandbox")
+
+
+def progress(what, n):
+    """A line the test reads even when the run is killed right after."""
+    sys.stdout.write("GOVEX-PROGRESS %s %d\n" % (what, n))
+    sys.stdout.flush()
+
+
+def op_memfd_fill(total, each=32 << 20):
+    """memfd_create + ftruncate + write, EACH bytes per memfd (under the file size rlimit)
+    until TOTAL bytes were written or an error; all fds stay open."""
+    _need_guard()
+    chunk = b"\x5a" * (1 << 20)
+    fds, n = [], 0
+    while n < total:
+        fd = os.memfd_create("gvx%d" % len(fds))
+        fds.append(fd)
+        os.ftruncate(fd, each)
+        done = 0
+        while done < each and n < total:
+            done += os.write(fd, chunk)
+            n += len(chunk)
+            if n % (16 << 20) == 0:
+                progress("memfd", n)
+    progress("memfd", n)
+    return n
+
+
+def op_sysv_fill(total, each=64 << 20):
+    """SysV segments of EACH bytes: shmget, shmat, touch every page, shmdt (the segment
+    stays, not removed) until TOTAL bytes were touched."""
+    _need_guard()
+    lib = _lib()
+    lib.shmat.restype = ctypes.c_void_p
+    lib.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    lib.shmdt.argtypes = [ctypes.c_void_p]
+    n = 0
+    while n < total:
+        ctypes.set_errno(0)
+        sid = lib.shmget(0, ctypes.c_size_t(each), 0o1600)  # IPC_PRIVATE, IPC_CREAT|0600
+        if sid < 0:
+            raise OSError(ctypes.get_errno(), "shmget")
+        addr = lib.shmat(sid, None, 0)
+        if addr is None or addr == ctypes.c_void_p(-1).value:
+            raise OSError(ctypes.get_errno(), "shmat")
+        step = 1 << 20
+        for off in range(0, each, step):
+            ctypes.memset(addr + off, 0x5a, step)
+            n += step
+            if n % (16 << 20) == 0:
+                progress("sysv", n)
+        lib.shmdt(ctypes.c_void_p(addr))
+    progress("sysv", n)
+    return n
+
+
+def op_msgq_fill(total):
+    """Kernel memory: SysV message queues (msgget + msgsnd of 8 KiB messages, never
+    received) until TOTAL bytes are queued or the kernel says no."""
+    _need_guard()
+    lib = _lib()
+    size = 8192
+    buf = ctypes.create_string_buffer(8 + size)
+    ctypes.c_long.from_buffer(buf).value = 1  # mtype
+    n = 0
+    while n < total:
+        ctypes.set_errno(0)
+        qid = lib.msgget(0, 0o1600)  # IPC_PRIVATE, IPC_CREAT|0600
+        if qid < 0:
+            raise OSError(ctypes.get_errno(), "msgget")
+        for _ in range(2):        # msgmnb is 16 KiB per queue by default
+            ctypes.set_errno(0)
+            if lib.msgsnd(qid, buf, ctypes.c_size_t(size), 0o4000) < 0:  # IPC_NOWAIT
+                err = ctypes.get_errno()
+                if err == _errno.EAGAIN:
+                    break
+                raise OSError(err, "msgsnd")
+            n += size
+            if n % (16 << 20) == 0:
+                progress("sysvmsg", n)
+    progress("sysvmsg", n)
+    return n
+
+
+def op_posix_shm_fill(total):
+    """POSIX shared memory: files in /dev/shm ('absent' when there is none)."""
+    _need_guard()
+    if not os.path.isdir("/dev/shm"):
+        return "absent"
+    return _fill_files("/dev/shm/gvx", total, "posixshm")
+
+
+def _fill_files(prefix, total, what, each=32 << 20):
+    chunk = b"\x5a" * (1 << 20)
+    n, i = 0, 0
+    while n < total:
+        with open("%s%d" % (prefix, i), "wb", buffering=0) as f:
+            done = 0
+            while done < each and n < total:
+                done += f.write(chunk)
+                n += len(chunk)
+                if n % (16 << 20) == 0:
+                    progress(what, n)
+        i += 1
+    progress(what, n)
+    return n
+
+
+def op_files_fill(prefix, total):
+    """Files of 32 MiB each named PREFIX0, PREFIX1, ... (a tmpfs: /tmp, the workdir)."""
+    _need_guard()
+    return _fill_files(prefix, total, "files")
+
+
+def op_thread_alloc(nthreads, each):
+    """NTHREADS threads each allocate and touch EACH bytes and hold them."""
+    _need_guard()
+    held, errs = [], []
+    ready = threading.Barrier(nthreads + 1)
+
+    def work():
+        try:
+            held.append(b"\x5a" * each)
+        except MemoryError:
+            errs.append("ENOMEM")
+        try:
+            ready.wait(10)
+        except threading.BrokenBarrierError:
+            pass
+
+    threading.stack_size(256 << 10)
+    ts = [threading.Thread(target=work) for _ in range(nthreads)]
+    for t in ts:
+        t.start()
+    ready.wait(10)
+    progress("threads", len(held) * each)
+    if errs:
+        raise MemoryError("threads could not allocate")
+    for t in ts:
+        t.join()
+    return len(held) * each
+
+
+def op_tasks():
+    return len(os.listdir("/proc/self/task"))
+
+
+def op_raw_clone(limit):
+    """Raw clone(CLONE_VM|CLONE_THREAD|...) threads running libc's pause(), not Python
+    threads: until clone fails or LIMIT; returns [made, errno name, tasks counted]."""
+    _need_guard()
+    lib = _lib()
+    flags = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000  # VM FS FILES SIGHAND THREAD SYSVSEM
+    fn = ctypes.cast(lib.pause, ctypes.c_void_p)
+    lib.clone.restype = ctypes.c_int
+    lib.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    stacks, made, err = [], 0, None
+    size = 32 << 10
+    while made < limit:
+        st = ctypes.create_string_buffer(size)
+        stacks.append(st)
+        top = (ctypes.addressof(st) + size - 64) & ~0xF
+        ctypes.set_errno(0)
+        r = lib.clone(fn, ctypes.c_void_p(top), flags, None)
+        if r < 0:
+            err = _ename(ctypes.get_errno())
+            break
+        made += 1
+        if made % 16 == 0:
+            progress("clone", made)
+    _KEEP.append(stacks)
+    return [made, err, op_tasks()]
+
+
+_KEEP = []
+
+
+def op_thread_bomb(limit):
+    """threading.Thread until start() fails or LIMIT; returns [made, error, tasks]."""
+    _need_guard()
+    stop = threading.Event()
+    threading.stack_size(64 << 10)
+    made, err = 0, None
+    while made < limit:
+        t = threading.Thread(target=stop.wait, daemon=True)
+        try:
+            t.start()
+        except RuntimeError as e:
+            err = "RuntimeError: %s" % e
+            break
+        made += 1
+        if made % 16 == 0:
+            progress("threads", made)
+    n = op_tasks()
+    stop.set()
+    return [made, err, n]
+
+
+def op_busy(seconds, nthreads=1):
+    """Burns CPU in NTHREADS threads (the main one included) for SECONDS of wall time."""
+    end = time.monotonic() + seconds
+
+    def spin():
+        x = 0
+        while time.monotonic() < end:
+            x += 1
+
+    ts = [threading.Thread(target=spin, daemon=True) for _ in range(nthreads - 1)]
+    for t in ts:
+        t.start()
+    spin()
+    return seconds
+
+
+# x86_64 system call numbers by name, for the allowlist sweep (the kernel has them up to
+# 469 as of 6.18; unknown numbers are ENOSYS from the kernel itself).
+NR = {
+    "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6,
+    "poll": 7, "lseek": 8, "mmap": 9, "mprotect": 10, "munmap": 11, "brk": 12,
+    "rt_sigaction": 13, "rt_sigprocmask": 14, "rt_sigreturn": 15, "ioctl": 16,
+    "socket": 41, "socketpair": 53, "clone": 56, "fork": 57, "vfork": 58, "execve": 59,
+    "exit": 60, "exit_group": 231, "execveat": 322, "clone3": 435, "pause": 34,
+    "mq_open": 240, "keyctl": 250, "inotify_init": 253, "inotify_init1": 294,
+    "fanotify_init": 300, "perf_event_open": 298, "bpf": 321, "userfaultfd": 323,
+    "io_uring_setup": 425, "open_tree": 428, "fsopen": 430, "pidfd_getfd": 438,
+    "process_madvise": 440, "mount_setattr": 442, "landlock_create_ruleset": 444,
+    "memfd_secret": 447, "futex_waitv": 449, "cachestat": 451, "statmount": 457,
+    "listmount": 458, "lsm_get_self_attr": 459, "lsm_set_self_attr": 460,
+    "lsm_list_modules": 461, "ptrace": 101, "kcmp": 312, "add_key": 248,
+    "request_key": 249, "unshare": 272, "setns": 308, "process_vm_readv": 310,
+    "process_vm_writev": 311, "seccomp": 317,
+}
+
+
+def op_sweep(numbers, args=None):
+    """Calls each syscall number with harmless arguments (-1 everywhere: a bad fd, a bad
+    pointer, an invalid flag, an invalid signal) under a 0.3 s alarm, so a wrongly allowed
+    call fails in the kernel (EBADF/EFAULT/EINVAL) and does nothing, and a blocking one is
+    interrupted (EINTR).  ARGS maps a number (as a string) to other arguments.  Returns
+    {number: errno name, or "ok:<value>"}."""
+    import signal as _signal
+    lib = _lib()
+    old = _signal.signal(_signal.SIGALRM, lambda *a: None)
+    out = {}
+    try:
+        for nr in numbers:
+            a = (args or {}).get(str(nr), [-1] * 6)
+            progress("sweep", nr)
+            _signal.setitimer(_signal.ITIMER_REAL, 0.3)
+            ctypes.set_errno(0)
+            r = lib.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
+            e = ctypes.get_errno()
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+            out[str(nr)] = ("ok:%d" % r) if r >= 0 else _ename(e)
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, old)
+    return out
+
+
+def op_ioctl(fd, cmd):
+    lib = _lib()
+    c = ctypes.c_char(b"x")
     ctypes.set_errno(0)
     r = lib.ioctl(ctypes.c_int(fd), ctypes.c_ulong(cmd), ctypes.byref(c))
     if r < 0:
@@ -573,3 +885,37 @@ def op_fd_links():
         except OSError:
             pass
     return out
+def op_unix_socket(kind="pathname", path="/tmp/gvx.sock"):
+    """socket(AF_UNIX) itself (no connect needed): under network deny it is refused."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        if kind == "abstract":
+            s.bind("\0gvx-rt-b")
+        elif kind == "pathname":
+            s.bind(path)
+    finally:
+        s.close()
+    return "made"
+
+
+def op_socketpair():
+    a, b = socket.socketpair()
+    a.sendall(b"ping")
+    data = b.recv(4)
+    a.close()
+    b.close()
+    return data.decode()
+
+
+def op_int80(nr):
+    """An i386 system call (int 0x80) from a page of machine code: mov eax, NR; int 0x80;
+    ret.  Returns its value if the process survives."""
+    import mmap
+    code = b"\xb8" + nr.to_bytes(4, "little") + b"\xcd\x80\xc3"
+    m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    m.write(code)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    f = ctypes.CFUNCTYPE(ctypes.c_int)(addr)
+    sys.stdout.write("GOVEX-BEFORE int80\n")
+    sys.stdout.flush()
+    return f()

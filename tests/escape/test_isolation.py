@@ -83,11 +83,11 @@ SOCKET_DENIED = ("EACCES", "EAFNOSUPPORT")   # contract 7: network deny, any fam
 
 
 def _socket_ops(sock_path, abstract):
-    return [["unix_socket", "stream", {"as": "unix_stream"}],
-            ["unix_socket", "dgram", {"as": "unix_dgram"}],
+    return [["unix_socket_kind", "stream", {"as": "unix_stream"}],
+            ["unix_socket_kind", "dgram", {"as": "unix_dgram"}],
             ["unix_connect", sock_path, {"as": "pathname"}],
             ["abstract", abstract, {"as": "abstract"}],
-            ["socketpair", {"as": "socketpair"}]]
+            ["socketpair_x", {"as": "socketpair"}]]
 
 
 def _check_sockets(res, ls, abstract_hits):
