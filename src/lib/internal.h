@@ -321,6 +321,9 @@ struct govex__backend_ops {
 
 extern const struct govex__backend_ops govex__controlled_backend;
 extern const struct govex__backend_ops govex__restricted_backend;
+/* The restricted backend's seccomp allowlist: how many syscall numbers of this
+ * architecture its policy-independent base list reaches (compiled in, never cached). */
+int govex__restricted_syscalls_allowed(void);
 
 /* The registry, in preference order (lightest adequate backend first). */
 extern const struct govex__backend_ops *const govex__backends[];
