@@ -39,7 +39,7 @@ if [ -z "${TEST_PYTHON:-}" ]; then # Debian's python3.11 ships without its test 
 		[ -d "$v/lib/python3.12/test/test_json" ] && TEST_PYTHON=$v/bin/python3
 	done
 fi
-TESTS=${TESTS:-"test_json test_re test_threading test_tempfile test_os test_io test_subprocess test_sqlite3 test_zlib test_hashlib test_datetime test_pathlib test_shutil test_signal test_select test_selectors test_mmap test_time test_random test_struct test_fcntl test_posix test_asyncio.test_events test_asyncio.test_subprocess test_asyncio.test_unix_events test_socket"}
+TESTS=${TESTS:-"test_json test_re test_threading test_tempfile test_os test_io test_subprocess test_sqlite3 test_zlib test_hashlib test_datetime test_pathlib test_shutil test_signal test_select test_selectors test_mmap test_time test_random test_struct test_fcntl test_posix test_asyncio.test_events test_asyncio.test_subprocess test_asyncio.test_unix_events"}
 
 names() { # strace log -> syscall names
 	sed -n -E 's/^[0-9]+ +(<\.\.\. )?([a-z0-9_]+)[( ].*/\2/p' "$1" | sort -u
