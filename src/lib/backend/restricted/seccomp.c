@@ -242,8 +242,7 @@ static const char *const base[] = {
     "epoll_pwait2",
     "eventfd",
     "eventfd2",
-    /* on sockets the run already has (socketpair, or socket() where the network is
-	 * allowed) */
+    /* on sockets the run has (socketpair; socket() where the network is allowed) */
     "sendto",
     "recvfrom",
     "sendmsg",
@@ -410,7 +409,8 @@ int govex__restricted_syscalls_allowed(void)
 	int nrs[ARRAY_SIZE(base) + ARRAY_SIZE(conditional)];
 	int n = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(base) + ARRAY_SIZE(conditional); i++) {
-		const char *name = i < ARRAY_SIZE(base) ? base[i] : conditional[i - ARRAY_SIZE(base)];
+		const char *name =
+		    i < ARRAY_SIZE(base) ? base[i] : conditional[i - ARRAY_SIZE(base)];
 		int nr = seccomp_syscall_resolve_name(name);
 		if (nr == __NR_SCMP_ERROR || nr < 0)
 			continue;
