@@ -377,6 +377,9 @@ extern const struct govex__backend_ops govex__restricted_backend;
 /* Every control the restricted backend's code can ever report (a cached report is
  * intersected with it). */
 govex__ctlset govex__restricted_max_controls(void);
+/* The restricted backend's seccomp allowlist: how many syscall numbers of this
+ * architecture its policy-independent base list reaches (compiled in, never cached). */
+int govex__restricted_syscalls_allowed(void);
 
 /* The registry, in preference order (lightest adequate backend first). */
 extern const struct govex__backend_ops *const govex__backends[];

@@ -418,10 +418,16 @@ static json_t *report_json(const struct govex__backend_ops *b, const struct gove
 		json_array_append_new(un, json_pack("{s:s, s:s}", "control",
 						    govex__control_name(r->unavailable[i].control),
 						    "reason", r->unavailable[i].reason));
-	return json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION,
-			 "name", b->name, "backend_version", b->version, "available",
-			 r->available, "enforced",
-			 govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION,
+			      "name", b->name, "backend_version", b->version, "available",
+			      r->available, "enforced",
+			      govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
+	/* the size of the seccomp allowlist, from this build (not from the cached report) */
+	if (o && b == &govex__restricted_backend && r->available &&
+	    (r->enforced & ((govex__ctlset)1 << GOVEX_CTL_SYSCALL_FILTER)))
+		json_object_set_new(o, "syscalls_allowed",
+				    json_integer(govex__restricted_syscalls_allowed()));
+	return o;
 }
 
 GOVEX_API int govex_runtime_backends_json(govex_runtime *rt, char **ret_json)

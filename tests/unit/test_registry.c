@@ -406,7 +406,15 @@ START_TEST(test_backends_json)
 	json_array_foreach(a, i, r)
 	{
 		ck_assert(json_is_object(r));
-		ck_assert_uint_eq(json_object_size(r), 6);
+		/* the restricted backend adds syscalls_allowed when it enforces syscall_filter */
+		json_t *sa = json_object_get(r, "syscalls_allowed");
+		ck_assert_uint_eq(json_object_size(r), sa ? 7 : 6);
+		if (sa) {
+			ck_assert_str_eq(govex__backends[i]->name, "restricted");
+			ck_assert(json_is_integer(sa));
+			ck_assert_int_eq(json_integer_value(sa), govex__restricted_syscalls_allowed());
+			ck_assert_int_gt(json_integer_value(sa), 100);
+		}
 		ck_assert_str_eq(json_string_value(json_object_get(r, "version")),
 				 "govex.backend/v1");
 		ck_assert(json_is_string(json_object_get(r, "name")));
