@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -157,6 +158,7 @@ static void restricted_release(void *state)
 		return;
 	rplan_free(&st->plan);
 	rfilter_free(&st->filter);
+	rfilter_free(&st->guard);
 	rcg_setup_free(&st->cg);
 	pthread_mutex_destroy(&st->cg_lock);
 	free(st);
@@ -213,6 +215,8 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 			st->root_bind = true;
 	if (r >= 0)
 		r = rfilter_build(st->deny_net, st->deny_subprocess, &st->filter, err);
+	if (r >= 0)
+		r = rguard_build(st->deny_subprocess, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);
 		return r;
@@ -265,6 +269,9 @@ struct run_ctx {
 	struct rcg_run cg;
 	uid_t uid; /* the program's ids (root: the slot's) */
 	gid_t gid;
+	/* subprocess: deny: the program child hands its execve listener to the shim over
+	 * this socketpair ([0] the shim's end, [1] the child's), or -1 */
+	int xsock[2];
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -314,6 +321,21 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 	step = "setsid"; /* no controlling terminal, own session and group */
 	if (setsid() < 0)
 		goto fail;
+	/* The guard filter (tty ioctls; under subprocess: deny, execve notified to the shim,
+	 * which lets only the first one through).  Before the descriptors are tidied: the
+	 * listener goes to the shim over xsock.  It allows everything else, so the steps
+	 * below are unaffected; the allowlist is loaded last. */
+	step = "seccomp_guard";
+	if (c->xsock[1] >= 0) {
+		close(c->xsock[0]);
+		r = rexec_install(&st->guard, c->xsock[1]);
+	} else {
+		r = rfilter_load(&st->guard);
+	}
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
 	if (govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, &ce, &step) < 0)
 		goto fail;
 	step = "chdir";
@@ -455,7 +477,8 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 		int keep[16], n = 0;
 		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	 f->ce[1],
 			      f->rep[1],	 f->kill[0],	    l->extra_fd, c->cg.procs_fd[0],
-			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd};
+			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd, c->xsock[0],
+			      c->xsock[1]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
@@ -506,6 +529,12 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 	for (int i = 0; i < RCG_N; i++)
 		if (c->cg.procs_fd[i] >= 0)
 			close(c->cg.procs_fd[i]);
+	if (c->xsock[1] >= 0)
+		close(c->xsock[1]);
+	/* subprocess: deny: the child's execve listener arrives on xsock[0], then its
+	 * notifications on listener */
+	int xsock = c->xsock[0], listener = -1;
+	unsigned execs = 0;
 
 	int64_t cpu_budget_ns = -1, cpu_used_ns = 0;
 	if (c->cg.cpu_fd >= 0 && l->limits->cpu_ms)
@@ -513,8 +542,10 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 	bool done = false;
 	int status = 0;
 	while (!done) {
-		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
-				      {.fd = sfd, .events = POLLIN}};
+		struct pollfd p[4] = {{.fd = f->kill[0], .events = POLLIN},
+				      {.fd = sfd, .events = POLLIN},
+				      {.fd = xsock, .events = POLLIN},
+				      {.fd = listener, .events = POLLIN}};
 		struct timespec ts, *tsp = NULL;
 		if (cpu_budget_ns >= 0) {
 			/* every CPU may burn the rest of the budget in parallel */
@@ -527,12 +558,27 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 			ts.tv_nsec = (long)(wait % 1000000000);
 			tsp = &ts;
 		}
-		int n = ppoll(p, 2, tsp, NULL);
+		int n = ppoll(p, 4, tsp, NULL);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			rep.killed = 1; /* the host asked (or died) */
 			break;
+		}
+		if (n > 0 && p[2].revents) {
+			/* the listener, or the child closed its end (it failed before) */
+			int lfd = rexec_receive(xsock);
+			if (lfd >= 0)
+				listener = lfd;
+			close(xsock);
+			xsock = -1;
+		}
+		if (n > 0 && (p[3].revents & POLLIN)) {
+			if (rexec_answer(listener, &execs) < 0)
+				break; /* an execve nobody can answer: the run ends here */
+		} else if (n > 0 && p[3].revents) {
+			close(listener); /* no task left under the filter */
+			listener = -1;
 		}
 		if (n > 0 && (p[1].revents & POLLIN)) {
 			struct signalfd_siginfo si;
@@ -598,6 +644,11 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 /* Everything a run holds on the host, released in reverse order. */
 static void run_release(struct run_ctx *c, struct rslot *slot)
 {
+	for (int i = 0; i < 2; i++)
+		if (c->xsock[i] >= 0) {
+			close(c->xsock[i]);
+			c->xsock[i] = -1;
+		}
 	rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
 	rplan_free(&c->plan);
@@ -618,6 +669,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	for (int i = 0; i < RCG_N; i++)
 		c.cg.procs_fd[i] = -1;
 	c.cg.cpu_fd = -1;
+	c.xsock[0] = c.xsock[1] = -1;
 
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return govex__launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
@@ -693,6 +745,13 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		run_release(&c, &slot);
 		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
 	}
+	if (st->deny_subprocess &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c.xsock) < 0) {
+		int e = errno;
+		govex__pipes_close(&c.f);
+		run_release(&c, &slot);
+		return govex__launch_failed(l, o, err, "socketpair", e, NULL);
+	}
 
 	uint64_t start = govex__now_ns();
 	pid_t pid = rns_clone(rns_flags(st->userns, st->deny_net));
@@ -708,6 +767,12 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		if (c.cg.procs_fd[i] >= 0) {
 			close(c.cg.procs_fd[i]);
 			c.cg.procs_fd[i] = -1;
+		}
+	/* the shim and the child have theirs: the shim sees the child's end close */
+	for (int i = 0; i < 2; i++)
+		if (c.xsock[i] >= 0) {
+			close(c.xsock[i]);
+			c.xsock[i] = -1;
 		}
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	r = govex__supervise_run(l, &c.f, pid, start, o, amend_report, &c.cg, err);

@@ -150,9 +150,26 @@ struct rfilter {
 /* Builds the filter for a policy with libseccomp and exports it as BPF. */
 int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret,
 		  struct govex_error *err);
+/* The guard stacked on it: ioctl TIOCSTI/TIOCLINUX refused; with exec_once, execve and
+ * execveat sent to a user-notification listener (execonce.c). */
+int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err);
+/* Exports a libseccomp filter as BPF (the caller releases ctx). */
+typedef void *scmp_filter_ctx;
+int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error *err);
 void rfilter_free(struct rfilter *f);
 /* Installs it (async-signal-safe; no_new_privs must be set). */
 int rfilter_load(const struct rfilter *f);
+
+/* ---- one execve under subprocess: deny (execonce.c), async-signal-safe -------------- */
+
+/* Program child: installs guard (built with exec_once) with a new listener and sends the
+ * listener over sock (closed here).  Returns 0 or -errno. */
+int rexec_install(const struct rfilter *guard, int sock);
+/* Shim: receives the listener from sock; -ECHILD when the child closed sock first. */
+int rexec_receive(int sock);
+/* Shim: answers one notification on listener: the first execve continues, every later
+ * one fails with EPERM (*count counts them). */
+int rexec_answer(int listener, unsigned *count);
 
 /* ---- cgroups (cgroup.c) ------------------------------------------------------------- */
 
@@ -251,6 +268,7 @@ struct rstate {
 	int landlock_abi; /* <= 0: none */
 	struct rplan plan;
 	struct rfilter filter;
+	struct rfilter guard; /* tty ioctls; with deny_subprocess, execve only once */
 	/* cgroup parents, discovered on the first run (discovery test-creates a cgroup
 	 * per hierarchy) */
 	pthread_mutex_t cg_lock;

@@ -299,11 +299,9 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess)
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	if ((r = add_names(ctx, SCMP_ACT_ALLOW, base, ARRAY_SIZE(base))) < 0)
 		return r;
-	/* ioctl: every command but typing into a terminal's input queue and the console's
-	 * (TIOCSTI, TIOCLINUX).  libseccomp lets an unconditional rule override conditional
-	 * ones, so those two are refused by a prologue in front of the exported program
-	 * (see prologue()), which compares the command's low 32 bits as the kernel reads
-	 * them. */
+	/* ioctl: every command here; typing into a terminal's input queue and the
+	 * console's (TIOCSTI, TIOCLINUX) are refused by the guard filter (rguard_build),
+	 * since libseccomp lets an unconditional rule override conditional ones. */
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 0)) < 0)
 		return r;
 	/* clone: never a new namespace (unshare and setns are not on the list either); under
@@ -380,30 +378,6 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess)
 	return 0;
 }
 
-/* The prologue in front of libseccomp's program: ioctl(fd, TIOCSTI or TIOCLINUX) of the
- * native ABI fails with EPERM; everything else falls through to the program (which
- * checks the architecture again and kills any other ABI). */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ARG1_LO offsetof(struct seccomp_data, args[1])
-#else
-#define ARG1_LO (offsetof(struct seccomp_data, args[1]) + 4)
-#endif
-enum { PROLOGUE_LEN = 8 };
-static void prologue(struct sock_filter *p, uint32_t arch, int nr_ioctl)
-{
-	struct sock_filter pro[PROLOGUE_LEN] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 6),
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr_ioctl, 0, 4),
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG1_LO),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)TIOCSTI, 1, 0),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)TIOCLINUX, 0, 1),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	};
-	memcpy(p, pro, sizeof(pro));
-}
-
 int govex__restricted_syscalls_allowed(void)
 {
 	/* syscall numbers the base list reaches on this architecture, distinct (a name may
@@ -425,6 +399,37 @@ int govex__restricted_syscalls_allowed(void)
 	return n;
 }
 
+/* Exports ctx as BPF into ret (through a memfd: libseccomp writes to a descriptor). */
+int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error *err)
+{
+	int mfd = memfd_create("govex-seccomp", MFD_CLOEXEC);
+	if (mfd < 0)
+		return govex__err(err, errno, errno, "seccomp: memfd: %s", strerror(errno));
+	int r = seccomp_export_bpf(ctx, mfd);
+	if (r < 0) {
+		close(mfd);
+		return govex__err(err, -r, -r, "seccomp: cannot export the filter: %s",
+				  strerror(-r));
+	}
+	off_t size = lseek(mfd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		close(mfd);
+		return govex__err(err, GOVEX_EINTERNAL, 0, "seccomp: exported filter of %lld bytes",
+				  (long long)size);
+	}
+	struct sock_filter *insns = malloc((size_t)size);
+	if (!insns || pread(mfd, insns, (size_t)size, 0) != (ssize_t)size) {
+		free(insns);
+		close(mfd);
+		return govex__err(err, EIO, EIO, "seccomp: cannot read the exported filter");
+	}
+	close(mfd);
+	ret->insns = insns;
+	ret->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
 int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
@@ -441,40 +446,42 @@ int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, stru
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r == 0)
 		r = build(ctx, deny_net, deny_subprocess);
-	int mfd = -1;
-	if (r == 0) {
-		mfd = memfd_create("govex-seccomp", MFD_CLOEXEC);
-		if (mfd < 0)
-			r = -errno;
-	}
 	if (r == 0)
-		r = seccomp_export_bpf(ctx, mfd);
+		r = rfilter_export(ctx, ret, err);
+	else
+		r = govex__err(err, -r, -r, "seccomp: cannot build the filter: %s", strerror(-r));
 	seccomp_release(ctx);
-	if (r < 0) {
-		if (mfd >= 0)
-			close(mfd);
-		return govex__err(err, -r, -r, "seccomp: cannot build the filter: %s",
-				  strerror(-r));
-	}
-	off_t size = lseek(mfd, 0, SEEK_END);
-	const off_t pro = PROLOGUE_LEN * (off_t)sizeof(struct sock_filter);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    (size + pro) / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS) {
-		close(mfd);
-		return govex__err(err, GOVEX_EINTERNAL, 0, "seccomp: exported filter of %lld bytes",
-				  (long long)size);
-	}
-	struct sock_filter *insns = malloc((size_t)(size + pro));
-	if (!insns || pread(mfd, insns + PROLOGUE_LEN, (size_t)size, 0) != (ssize_t)size) {
-		free(insns);
-		close(mfd);
-		return govex__err(err, EIO, EIO, "seccomp: cannot read the exported filter");
-	}
-	close(mfd);
-	prologue(insns, seccomp_arch_native(), SCMP_SYS(ioctl));
-	ret->insns = insns;
-	ret->len = (unsigned short)((size + pro) / (off_t)sizeof(struct sock_filter));
-	return 0;
+	return r;
+}
+
+/*
+ * The guard: a second, default-allow filter stacked on the allowlist (the kernel runs
+ * both; the stricter answer wins).  It refuses ioctl TIOCSTI and TIOCLINUX, comparing
+ * the command's low 32 bits as the kernel reads them, and with exec_once turns execve
+ * and execveat into user notifications answered by the shim (execonce.c).
+ */
+int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return govex__err(err, ENOMEM, ENOMEM, "seccomp: cannot make a filter");
+	/* another ABI is killed by the allowlist; this one only sees the native calls */
+	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	static const unsigned long ttycmds[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(ttycmds); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, ttycmds[i]));
+	if (r == 0 && exec_once)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
+	if (r == 0 && exec_once)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0);
+	if (r == 0)
+		r = rfilter_export(ctx, ret, err);
+	else
+		r = govex__err(err, -r, -r, "seccomp: cannot build the guard filter: %s",
+			       strerror(-r));
+	seccomp_release(ctx);
+	return r;
 }
 
 void rfilter_free(struct rfilter *f)
