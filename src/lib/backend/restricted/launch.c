@@ -13,8 +13,11 @@
  * (files it creates in a write root belong to the caller) and loses every capability at
  * execve because it is not uid 0 there.
  *
- * Order in the program child (minijail's): cgroups, cgroup namespace, setsid, stdio,
- * chdir, no_new_privs, Landlock, ids and capabilities, rlimits, seccomp, execve.
+ * Order in the program child (minijail's): cgroups, cgroup namespace, setsid, the
+ * seccomp guard (tty ioctls; under subprocess: deny its execve listener goes to the shim,
+ * see execonce.c), stdio, chdir, no_new_privs, Landlock, ids and capabilities, rlimits,
+ * the seccomp allowlist, execve.  (User notifications with CONTINUE need Linux 5.5; this
+ * backend already needs 5.12 for the mount API.)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
