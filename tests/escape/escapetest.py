@@ -321,64 +321,6 @@ def probe_lines(stdout):
     return None
 
 
-# ---------------------------------------------------------------- canary, bombs (issue 9)
-
-def host_facts():
-    """What the sandbox must not share with the host: its PID namespace and /etc."""
-    s = os.stat("/etc")
-    return os.readlink("/proc/self/ns/pid"), [s.st_dev, s.st_ino]
-
-
-def proven_canary(res, label="canary"):
-    """Fails unless the canary probe's result shows a sandbox: its own PID namespace (and
-    a small pid), no_new_privs, seccomp filtering, and not the host's /etc."""
-    c = allowed(res, label)
-    host_pidns, host_etc = host_facts()
-    why = []
-    if c.get("pidns") == host_pidns or not (isinstance(c.get("pid"), int) and c["pid"] < 100):
-        why.append("the host's PID namespace")
-    if c.get("nnp") != "1":
-        why.append("no no_new_privs")
-    if c.get("seccomp") != "2":
-        why.append("no seccomp filter")
-    if c.get("etc") == host_etc or c.get("shadow"):
-        why.append("the host's /etc")
-    if why:
-        raise g.Failure("canary: NOT a sandbox (%s): %r -- no dangerous payload sent"
-                        % (", ".join(why), c))
-    return c
-
-
-def prove(t, pol):
-    """Runs the canary under policy file POL and checks it (before any bomb)."""
-    _, doc, res = run_probe(t, [["canary", {"as": "canary"}]], pol=pol)
-    return proven_canary(res)
-
-
-def bomb_code(ops):
-    """The probe with a guard first: the snippet exits 97 before OPS unless it finds
-    itself in a sandbox (a second wall behind the test's canary run)."""
-    pidns, etc = host_facts()
-    return probe_code(ops, prelude="guard(%r, %r)\n" % (pidns, etc))
-
-
-def progress_of(doc):
-    """{what: largest count} from the snippet's GOVEX-PROGRESS lines."""
-    out = {}
-    for line in (doc.get("stdout") or "").splitlines():
-        if line.startswith("GOVEX-PROGRESS "):
-            _, what, n = line.split()
-            out[what] = max(out.get(what, 0), int(n))
-    return out
-
-
-def probe_of(doc):
-    for line in (doc.get("stdout") or "").splitlines():
-        if line.startswith("GOVEX-PROBE "):
-            return json.loads(line[len("GOVEX-PROBE "):])
-    return None
-
-
 def run_proven(t, ops, pol=None, args=(), prelude="", expect_backend="restricted", **kw):
     """Runs OPS behind the canary; returns (proc, result doc, probe results) after
     proven(res)."""
@@ -483,6 +425,66 @@ def write_cache_file(path, key, doc, mode=0o600):
         f.write(body if key is None else key + "\n" + body)
     os.chmod(tmp, mode)
     os.rename(tmp, path)
+
+
+# ---------------------------------------------------------------- canary, bombs (issue 9)
+
+def host_facts():
+    """What the sandbox must not share with the host: its PID namespace and /etc."""
+    s = os.stat("/etc")
+    return os.readlink("/proc/self/ns/pid"), [s.st_dev, s.st_ino]
+
+
+def proven_canary(res, label="canary"):
+    """Fails unless the canary probe's result shows a sandbox: its own PID namespace (and
+    a small pid), no_new_privs, seccomp filtering, and not the host's /etc."""
+    c = allowed(res, label)
+    host_pidns, host_etc = host_facts()
+    why = []
+    if c.get("pidns") == host_pidns or not (isinstance(c.get("pid"), int) and c["pid"] < 100):
+        why.append("the host's PID namespace")
+    if c.get("nnp") != "1":
+        why.append("no no_new_privs")
+    if c.get("seccomp") != "2":
+        why.append("no seccomp filter")
+    if c.get("etc") == host_etc or c.get("shadow"):
+        why.append("the host's /etc")
+    if why:
+        raise g.Failure("canary: NOT a sandbox (%s): %r -- no dangerous payload sent"
+                        % (", ".join(why), c))
+    return c
+
+
+def prove(t, pol):
+    """Runs the canary under policy file POL and checks it (before any bomb)."""
+    _, doc, res = run_probe(t, [["canary", {"as": "canary"}]], pol=pol)
+    return proven_canary(res)
+
+
+def bomb_code(ops):
+    """The probe with a guard first: the snippet exits 97 before OPS unless it finds
+    itself in a sandbox (a second wall behind the test's canary run)."""
+    pidns, etc = host_facts()
+    return probe_code(ops, prelude="guard(%r, %r)\n" % (pidns, etc))
+
+
+def progress_of(doc):
+    """{what: largest count} from the snippet's GOVEX-PROGRESS lines."""
+    out = {}
+    for line in (doc.get("stdout") or "").splitlines():
+        if line.startswith("GOVEX-PROGRESS "):
+            _, what, n = line.split()
+            out[what] = max(out.get(what, 0), int(n))
+    return out
+
+
+def probe_of(doc):
+    for line in (doc.get("stdout") or "").splitlines():
+        if line.startswith("GOVEX-PROBE "):
+            return json.loads(line[len("GOVEX-PROBE "):])
+    return None
+
+
 def run_bomb(t, pol, ops, timeout=g.HARD_TIMEOUT, **kw):
     """Proves the sandbox under POL with the canary, then runs the guarded OPS under
     the same policy.  Returns (Proc, result document, probe results or None when the

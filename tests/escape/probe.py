@@ -558,6 +558,23 @@ def op_tty_ioctl(fd, cmd, highbits=False):
         cmd |= 1 << 32
     c = ctypes.c_char(b"\x06")     # TIOCLINUX subcode 6 / the byte TIOCSTI would push
     lib = _lib()
+    ctypes.set_errno(0)
+    r = lib.ioctl(ctypes.c_int(fd), ctypes.c_ulong(cmd), ctypes.byref(c))
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    return r
+
+
+def op_fd_links():
+    out = {}
+    for n in os.listdir("/proc/self/fd"):
+        try:
+            out[n] = os.readlink("/proc/self/fd/" + n)
+        except OSError:
+            pass
+    return out
+
+
 # ---------------------------------------------------------------- issue 9 red team
 # The canary (is this really the sandbox?), memory and task bombs, a syscall sweep.
 # A bomb operation refuses to run unless guard() has seen a proven sandbox inside the
@@ -877,14 +894,6 @@ def op_ioctl(fd, cmd):
     return r
 
 
-def op_fd_links():
-    out = {}
-    for n in os.listdir("/proc/self/fd"):
-        try:
-            out[n] = os.readlink("/proc/self/fd/" + n)
-        except OSError:
-            pass
-    return out
 def op_unix_socket(kind="pathname", path="/tmp/gvx.sock"):
     """socket(AF_UNIX) itself (no connect needed): under network deny it is refused."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
