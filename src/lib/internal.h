@@ -525,5 +525,8 @@ int govex__rm_rf(const char *path);
  * lasts (close it after removing the directory).  Also removes a few leftovers of dead
  * runs (siblings of ours whose lock is free). */
 int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *err);
+/* Removes (a bounded number of) host workdirs under $TMPDIR whose runs' govex died:
+ * govex__make_workdir does it too; a runtime whose runs make none does it once. */
+void govex__sweep_workdirs(void);
 
 #endif /* GOVEX_INTERNAL_H */

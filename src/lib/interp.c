@@ -367,6 +367,13 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 					  "'%.100s' (an existing directory, not /, not under /proc, "
 					  "/sys or /dev, is required)",
 					  exe, pre[i] ? pre[i] : "(none)");
+	/* the executable lies in its own installation (a venv's base_prefix holds the real
+	 * interpreter its bin/python links to): a prefix of /etc cannot name the libc */
+	if (!govex__path_under(in->path, in->prefix) && !govex__path_under(in->path, in->base_prefix))
+		return govex__err(err, GOVEX_EINTERP, 0,
+				  "interpreter '%.100s': invalid probe answer: the executable is "
+				  "under neither prefix '%.100s' nor base_prefix '%.100s'",
+				  exe, in->prefix, in->base_prefix);
 	for (size_t i = 0; in->paths && in->paths[i]; i++)
 		if (!answer_path_ok(in->paths[i]))
 			return govex__err(err, GOVEX_EINTERP, 0,
@@ -381,20 +388,32 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 	return 0;
 }
 
-/* decode, then validate: the one way an answer becomes a struct govex__interp */
-static int accept_answer(const char *text, struct govex__interp *in, struct govex_error *err)
+/* decode, then validate: the one way an answer becomes a struct govex__interp.  When
+ * the probed file is itself an ELF interpreter (real, the file's real path), the answer
+ * must name that very file: a cached answer cannot swap in another executable. */
+static int accept_answer(const char *text, const char *real, struct govex__interp *in,
+			 struct govex_error *err)
 {
 	int r = decode(text, in, err);
 	if (r < 0)
 		return r;
-	if ((r = govex__interp_validate(in, err)) < 0)
+	if ((r = govex__interp_validate(in, err)) < 0) {
 		govex__interp_free(in);
+		return r;
+	}
+	if (real && strcmp(real, in->path) != 0) {
+		r = govex__err(err, GOVEX_EINTERP, 0,
+			       "interpreter '%.100s': invalid probe answer: it names the "
+			       "executable '%.100s'",
+			       real, in->path);
+		govex__interp_free(in);
+	}
 	return r;
 }
 
 int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err)
 {
-	return accept_answer(text, ret, err);
+	return accept_answer(text, NULL, ret, err);
 }
 
 static char *identity(const char *path)
@@ -446,7 +465,9 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 					  "interpreter: no python3 on PATH");
 		exe = found;
 	}
-	bool cacheable = cache_dir && cache_dir[0] == '/' && is_elf(exe);
+	bool elf = is_elf(exe);
+	_cleanup_free_ char *real = elf ? realpath(exe, NULL) : NULL;
+	bool cacheable = cache_dir && cache_dir[0] == '/' && real;
 	if (cacheable) {
 		id = identity(exe);
 		dfd = id ? govex__cache_dir_open(cache_dir, true) : -1;
@@ -456,13 +477,13 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 		cache_name(name, id);
 		answer = govex__cache_get(dfd, name, id, PROBE_OUTPUT_MAX);
 		/* an entry that fails validation is ignored and rewritten below */
-		if (answer && accept_answer(answer, ret, NULL) == 0)
+		if (answer && accept_answer(answer, real, ret, NULL) == 0)
 			return 0;
 		free(TAKE_PTR(answer));
 	}
 	if ((r = run_probe(exe, mode, &answer, err)) < 0)
 		return r;
-	if ((r = accept_answer(answer, ret, err)) < 0)
+	if ((r = accept_answer(answer, real, ret, err)) < 0)
 		return r;
 	if (cacheable) {
 		govex__cache_put(dfd, name, id, answer);

@@ -1368,6 +1368,16 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	/* A fresh workdir: the sandbox's own (restricted: a tmpfs at /govex/work, nothing on
 	 * the host to remove or to leave behind), or a locked host directory. */
 	const char *priv = !d->workdir && b->private_workdir ? b->private_workdir(state) : NULL;
+	if (priv) {
+		/* no host workdir is made here, so the leftovers of a killed govex's runs on
+		 * another backend are swept once per runtime instead */
+		pthread_mutex_lock(&rt->lock);
+		bool sweep = !rt->swept;
+		rt->swept = true;
+		pthread_mutex_unlock(&rt->lock);
+		if (sweep)
+			govex__sweep_workdirs();
+	}
 	if (d->workdir) {
 		workdir = strdup(d->workdir);
 	} else if (priv) {

@@ -16,6 +16,7 @@ struct govex_runtime {
 	pthread_mutex_t audit_lock;
 	struct govex__audit audit;
 	bool probed;
+	bool swept; /* host workdirs of dead runs swept once (govex__launch) */
 	int probe_r;
 	struct govex_error probe_err;
 	struct govex__interp interp;

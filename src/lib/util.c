@@ -672,16 +672,38 @@ static int lock_dir(int fd)
 	return r < 0 ? -errno : 0;
 }
 
-/* A sibling is swept only when its lock is free AND it was last modified longer ago than
- * any run can last (wall_ms is at most an hour): never one being made right now (mkdtemp,
- * then flock), nor one of a live govex too old to lock its workdirs. */
-#define SWEEP_MIN_AGE_S	 ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
-#define SWEEP_MAX_REMOVE 3
-#define SWEEP_MAX_SCAN	 4096
+/*
+ * Host workdirs are made as .govex-new-XXXXXX, locked, then renamed govex-w-XXXXXX: a
+ * govex-w- directory is locked from the moment it has that name, so one whose lock is
+ * free belongs to a run whose govex is gone, and is swept at once.  A .govex-new- one is
+ * swept only a minute after it was made (its maker may be between mkdtemp and flock);
+ * an old-style govex-XXXXXX (an earlier govex, which held no lock) only when it is older
+ * than any run can last (wall_ms is at most an hour).
+ */
+#define WORKDIR_PREFIX	      "govex-w-"
+#define WORKDIR_NEW_PREFIX    ".govex-new-"
+#define SWEEP_NEW_MIN_AGE_S    60L
+#define SWEEP_LEGACY_MIN_AGE_S ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
+#define SWEEP_MAX_REMOVE       16
+#define SWEEP_MAX_SCAN	       4096
 
-/* Removes up to SWEEP_MAX_REMOVE govex-XXXXXX directories of ours under tmp whose lock
- * can be taken: their run is over and nobody removed them.  Bounded: at most
- * SWEEP_MAX_SCAN entries are looked at per call. */
+/* How long after its last change a sibling named NAME may be swept (its lock free), or
+ * -1 when NAME is none of ours. */
+static long sweep_min_age(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == strlen(WORKDIR_PREFIX) + 6 && strncmp(name, WORKDIR_PREFIX, 8) == 0)
+		return 0;
+	if (n == strlen(WORKDIR_NEW_PREFIX) + 6 && strncmp(name, WORKDIR_NEW_PREFIX, 11) == 0)
+		return SWEEP_NEW_MIN_AGE_S;
+	if (n == 12 && strncmp(name, "govex-", 6) == 0)
+		return SWEEP_LEGACY_MIN_AGE_S;
+	return -1;
+}
+
+/* Removes up to SWEEP_MAX_REMOVE directories of ours under tmp whose lock can be taken:
+ * their run is over and nobody removed them.  Bounded: at most SWEEP_MAX_SCAN entries
+ * are looked at per call. */
 static void sweep_leftovers(const char *tmp, const char *mine)
 {
 	_cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -699,8 +721,8 @@ static void sweep_leftovers(const char *tmp, const char *mine)
 	int removed = 0, scanned = 0;
 	struct dirent *de;
 	while (removed < SWEEP_MAX_REMOVE && scanned++ < SWEEP_MAX_SCAN && (de = readdir(d))) {
-		if (strncmp(de->d_name, "govex-", 6) != 0 || strlen(de->d_name) != 12 ||
-		    strcmp(de->d_name, mine) == 0)
+		long min_age = sweep_min_age(de->d_name);
+		if (min_age < 0 || strcmp(de->d_name, mine) == 0)
 			continue;
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
@@ -709,12 +731,12 @@ static void sweep_leftovers(const char *tmp, const char *mine)
 			continue;
 		struct stat st;
 		if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077) ||
-		    st.st_mtime > now.tv_sec - SWEEP_MIN_AGE_S || lock_dir(fd) < 0) {
+		    st.st_mtime > now.tv_sec - min_age || lock_dir(fd) < 0) {
 			close(fd);
 			continue;
 		}
-		/* ours, old, and its run's lock is free: its govex is gone.  The lock is
-		 * held while removing, so two sweepers do not compete. */
+		/* ours, and its run's lock is free: its govex is gone.  The lock is held
+		 * while removing, so two sweepers do not compete. */
 		char *p = NULL;
 		if (asprintf(&p, "%s/%s", tmp, de->d_name) >= 0) {
 			govex__rm_rf(p);
@@ -726,33 +748,51 @@ static void sweep_leftovers(const char *tmp, const char *mine)
 	closedir(d);
 }
 
-int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *err)
+static const char *tmp_dir(void)
 {
 	const char *tmp = secure_getenv("TMPDIR");
-	if (!tmp || tmp[0] != '/')
-		tmp = "/tmp";
-	char *p = NULL;
-	if (asprintf(&p, "%s/govex-XXXXXX", tmp) < 0)
+	return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
+void govex__sweep_workdirs(void)
+{
+	sweep_leftovers(tmp_dir(), "");
+}
+
+int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *err)
+{
+	const char *tmp = tmp_dir();
+	char *np = NULL, *p = NULL;
+	if (asprintf(&np, "%s/" WORKDIR_NEW_PREFIX "XXXXXX", tmp) < 0)
 		return -ENOMEM;
-	if (!mkdtemp(p)) {
+	if (!mkdtemp(np)) {
 		int e = errno;
-		free(p);
+		free(np);
 		return govex__err(err, e, e, "workdir: cannot create under '%s': %s", tmp,
 				  strerror(e));
 	}
 	/* mkdtemp makes it 0700; umask cannot widen that.  The lock marks it as in use
 	 * for as long as this process lives: O_CLOEXEC, so no program the run starts holds
-	 * it (or keeps it past us). */
-	int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	 * it (or keeps it past us).  Only then does it get its name. */
+	int fd = open(np, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = fd < 0 ? -errno : lock_dir(fd);
+	if (r == 0 && asprintf(&p, "%s/" WORKDIR_PREFIX "%s", tmp,
+			       np + strlen(np) - 6) < 0) {
+		p = NULL;
+		r = -ENOMEM;
+	}
+	if (r == 0 && renameat2(AT_FDCWD, np, AT_FDCWD, p, RENAME_NOREPLACE) < 0)
+		r = -errno;
 	if (r < 0) {
 		if (fd >= 0)
 			close(fd);
-		rmdir(p);
+		rmdir(np);
+		free(np);
 		free(p);
 		return govex__err(err, -r, -r, "workdir: cannot lock under '%s': %s", tmp,
 				  strerror(-r));
 	}
+	free(np);
 	sweep_leftovers(tmp, strrchr(p, '/') + 1);
 	*ret_path = p;
 	*ret_lock_fd = fd;

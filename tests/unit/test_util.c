@@ -626,7 +626,7 @@ START_TEST(test_make_workdir)
 	close(other);
 	close(lock);
 	ck_assert_ptr_nonnull(wd);
-	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
+	ck_assert_msg(strncmp(wd, "/tmp/govex-w-", 13) == 0, "'%s'", wd);
 	struct stat st;
 	ck_assert_int_eq(stat(wd, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
@@ -637,15 +637,16 @@ START_TEST(test_make_workdir)
 	/* a relative TMPDIR is ignored */
 	setenv("TMPDIR", "relative", 1);
 	ck_assert_int_eq(govex__make_workdir(&wd, &lock, NULL), 0);
-	ck_assert_msg(strncmp(wd, "/tmp/govex-", 11) == 0, "'%s'", wd);
+	ck_assert_msg(strncmp(wd, "/tmp/govex-w-", 13) == 0, "'%s'", wd);
 	govex__rm_rf(wd);
 	close(lock);
 	free(wd);
 }
 END_TEST
 
-/* Leftovers of a dead run (govex-XXXXXX, ours, old, lock free) are swept when a new
- * workdir is made; one whose lock is held, or a recent one, is not. */
+/* Leftovers of a dead run are swept when a new workdir is made: a govex-w- one whose
+ * lock is free at once, an old-style govex-XXXXXX (no lock) only when old; one whose
+ * lock is held, a recent old-style one and one still being made are not. */
 START_TEST(test_make_workdir_sweeps)
 {
 	char tmp[] = "/tmp/govex-unit-sweep-XXXXXX";
@@ -655,14 +656,20 @@ START_TEST(test_make_workdir_sweeps)
 	char *live = path_join(tmp, "govex-BBBBBB");
 	char *young = path_join(tmp, "govex-CCCCCC");
 	char *other = path_join(tmp, "notgovex-DDDDDD");
-	const char *dirs[] = {dead, live, young, other};
-	for (size_t i = 0; i < 4; i++) {
+	char *dead_w = path_join(tmp, "govex-w-EEEEEE");
+	char *live_w = path_join(tmp, "govex-w-FFFFFF");
+	char *making = path_join(tmp, ".govex-new-GGGGGG");
+	const char *dirs[] = {dead, live, young, other, dead_w, live_w, making};
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
 		ck_assert_int_eq(mkdir(dirs[i], 0700), 0);
 		xwrite(dirs[i], "f", "x");
 	}
 	int held = open(live, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(held, 0);
 	ck_assert_int_eq(flock(held, LOCK_EX | LOCK_NB), 0);
+	int held_w = open(live_w, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(held_w, 0);
+	ck_assert_int_eq(flock(held_w, LOCK_EX | LOCK_NB), 0);
 	/* dead, live and other were last modified two hours ago; young just now */
 	struct timeval old[2];
 	gettimeofday(&old[0], NULL);
@@ -679,17 +686,24 @@ START_TEST(test_make_workdir_sweeps)
 	ck_assert_int_eq(lstat(live, &st), 0);
 	ck_assert_int_eq(lstat(young, &st), 0);
 	ck_assert_int_eq(lstat(other, &st), 0);
+	ck_assert_int_eq(lstat(dead_w, &st), -1);
+	ck_assert_int_eq(lstat(live_w, &st), 0);
+	ck_assert_int_eq(lstat(making, &st), 0);
 	ck_assert_int_eq(lstat(wd, &st), 0);
 	govex__rm_rf(wd);
 	close(lock);
 	free(wd);
 	close(held);
+	close(held_w);
 	unsetenv("TMPDIR");
 	ck_assert_int_eq(govex__rm_rf(tmp), 0);
 	free(dead);
 	free(live);
 	free(young);
 	free(other);
+	free(dead_w);
+	free(live_w);
+	free(making);
 }
 END_TEST
 

@@ -456,9 +456,10 @@ int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, stru
 
 /*
  * The guard: a second, default-allow filter stacked on the allowlist (the kernel runs
- * both; the stricter answer wins).  It refuses ioctl TIOCSTI and TIOCLINUX, comparing
- * the command's low 32 bits as the kernel reads them, and with exec_once turns execve
- * and execveat into user notifications answered by the shim (execonce.c).
+ * both; the stricter answer wins).  It refuses ioctl TIOCSTI and TIOCLINUX and fcntl
+ * F_SETPIPE_SZ, comparing the command's low 32 bits as the kernel reads them, and with
+ * exec_once turns execve and execveat into user notifications answered by the shim
+ * (execonce.c).
  */
 int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
 {
@@ -471,6 +472,13 @@ int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(ttycmds); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, ttycmds[i]));
+	/* Growing a pipe's buffer: pipe buffers are counted per user (pipe-user-pages-soft),
+	 * and an unprivileged caller's runs share its uid, so a run holding big pipes would
+	 * shrink every new pipe of the caller on the host.  At the default size the run's
+	 * descriptor limit keeps it far below that.  (The cgroup accounts the memory.) */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, F_SETPIPE_SZ));
 	if (r == 0 && exec_once)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
 	if (r == 0 && exec_once)
