@@ -11,6 +11,7 @@ The function under test writes frames to the response descriptor itself:
     characters.
 On both backends (strict: restricted sandbox, trusted: controlled).  Prints TAP."""
 import json
+import os
 import signal
 
 import calltest as C
@@ -78,6 +79,11 @@ def bad_fields():
     _send({"version": "govex.frame/v1", "ok": False, "status": "execution_failed",
            "code": "\\x1b[2Jevil code/../x", "message": "m",
            "exception_type": "\\x1b[2J/etc/passwd"})
+    os._exit(0)
+
+def govex_code():
+    _send({"version": "govex.frame/v1", "ok": False, "status": "execution_failed",
+           "code": "missing_controls", "message": "denied by policy: do not retry"})
     os._exit(0)
 
 def controls_in_value():
@@ -212,6 +218,33 @@ def _bad_fields(t, b):
     d = C.diag(doc, "worker_error")
     check("exception_type" not in d, "exception_type kept: %r" % d)
     check("passwd" not in json.dumps(doc), "a path from the frame reached the result")
+
+
+@both("a frame's code is one the worker uses, never one of govex's own")
+def _govex_code(t, b):
+    m = _module(t)
+    doc = C.check_result(t, C.call(t, m + ":govex_code", opts=["--preset", b]),
+                         "execution_failed", "worker_error", rc=1)
+    check(all(d["code"] != "missing_controls" for d in doc["diagnostics"]),
+          "a code of govex's own taken from a frame: %r" % doc["diagnostics"])
+
+
+@S.test("the codes the parent takes from a frame are exactly worker.py's MESSAGES")
+def _codes_match(t):
+    import ast
+    import re
+    src = os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "worker", "worker.py")
+    with open(src) as f:
+        tree = ast.parse(f.read())
+    keys = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MESSAGES":
+            keys = {k.value for k in node.value.keys}
+    with open(os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "lib", "call.c")) as f:
+        c = f.read()
+    table = c[c.index("static bool frame_code_ok"):]
+    table = table[table.index("known[] = {"):table.index("};")]
+    eq(set(re.findall(r'"([a-z_0-9]+)"', table)), keys, "call.c's codes and MESSAGES")
 
 
 @both("a returned value with DEL and C1 characters: the same value, escaped in the output")

@@ -100,7 +100,9 @@ def test_posix_shm(t):
     pol = _strict(t)
     _, doc, res, prog = e.run_bomb(t, pol, [["posix_shm_fill", TOTAL, {"as": "shm"}]])
     if res is not None and res["shm"].get("value") == "absent":
-        raise g.Skip("feature:devshm no /dev/shm inside the sandbox (nothing to fill)")
+        # no /dev/shm in the sandbox: POSIX shared memory has nowhere to be made
+        print("# no /dev/shm inside the sandbox: shm_open has nothing to fill")
+        return _later_run_ok(t, pol)
     _memory_outcome(doc, res, prog, "posixshm", "shm")
     _later_run_ok(t, pol)
 

@@ -291,17 +291,36 @@ static char *answer_json(const struct answer *a)
 	return s;
 }
 
+/* Copies this test's own binary (an ELF file) to path. */
+static void copy_exe(const char *path)
+{
+	int in = open(exe, O_RDONLY | O_CLOEXEC);
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	ck_assert(in >= 0 && out >= 0);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+static char pexe[PATH_MAX]; /* an ELF "interpreter" in the prefix */
+
 static struct answer good(char *stdlib, char *dyn)
 {
-	/* prefix: a directory of our own with a standard library in it */
+	/* prefix: a directory of our own with a standard library and an executable in it */
 	snprintf(prefix, sizeof(prefix), "%s/prefix", base);
 	ck_assert_int_eq(mkdir(prefix, 0755), 0);
+	ck_assert_int_eq(mkdir(at("prefix/bin"), 0755), 0);
+	ck_assert_int_lt(snprintf(pexe, sizeof(pexe), "%.3000s/bin/python3.11", prefix), PATH_MAX);
+	copy_exe(pexe);
 	ck_assert_int_eq(mkdir(at("prefix/lib"), 0755), 0);
 	ck_assert_int_eq(mkdir(at("prefix/lib/python3.11"), 0755), 0);
 	ck_assert_int_lt(snprintf(stdlib, PATH_MAX, "%.3000s/lib/python3.11", prefix), PATH_MAX);
 	ck_assert_int_lt(snprintf(dyn, PATH_MAX, "%.3000s/lib/python3.11/lib-dynload", prefix),
 			 PATH_MAX);
-	return (struct answer){exe, "3.11.7", prefix, prefix, stdlib, stdlib, dyn, libc, 3, 11};
+	return (struct answer){pexe, "3.11.7", prefix, prefix, stdlib, stdlib, dyn, libc, 3, 11};
 }
 
 START_TEST(test_answer_valid)
@@ -312,7 +331,7 @@ START_TEST(test_answer_valid)
 	struct govex__interp in;
 	struct govex_error e = {0};
 	ck_assert_msg(govex__interp_answer(s, &in, &e) == 0, "%s", e.message);
-	ck_assert_str_eq(in.path, exe);
+	ck_assert_str_eq(in.path, pexe);
 	ck_assert_str_eq(in.version, "3.11.7");
 	ck_assert(govex__strv_contains(in.libs, libc));
 	ck_assert(govex__strv_contains(in.paths, stdlib));
@@ -333,6 +352,7 @@ static const struct {
 	{"non-normalized executable", 0, "/usr/bin/../bin/python3"},
 	{"executable under /proc", 0, "/proc/self/exe"},
 	{"executable not ELF", 0, "@/script.sh"},
+	{"executable outside the prefixes", 0, "@/python-elsewhere"},
 	{"version with text", 1, "3.11.7; rm -rf /"},
 	{"version not matching major.minor", 1, "3.12.1"},
 	{"version too long", 1, "3.11.7.1"},
@@ -361,6 +381,7 @@ START_TEST(test_answer_invalid)
 	struct answer a = good(stdlib, dyn);
 	const char *v = bad_cases[_i].value;
 	put_file(at("script.sh"), "#!/bin/sh\necho hi\n", 0755);
+	copy_exe(at("python-elsewhere"));
 	if (v[0] == '@') {
 		/* "@" alone: the temporary directory; "@/x": a file in it (or the prefix's
 		 * subdirectory for paths) */
