@@ -297,6 +297,9 @@ static bool reports_load(govex_runtime *rt, json_t *a)
 	return true;
 }
 
+/* seconds a cached report that lacks controls is believed (see probe_backends) */
+#define PESSIMISTIC_REPORT_TTL_S 60
+
 static void probe_backends(govex_runtime *rt)
 {
 	_cleanup_free_ char *build = NULL, *key = NULL, *data = NULL;
@@ -314,6 +317,20 @@ static void probe_backends(govex_runtime *rt)
 			loaded = reports_load(rt, a);
 			json_decref(a);
 		}
+	}
+	/* A cached report that lacks a control this build can enforce is believed for a
+	 * minute only: it makes govex more careful (runs are refused), but a probe that
+	 * failed for a passing reason (or under valgrind, which knows no open_tree) must
+	 * not refuse every run of this build until the next boot. */
+	for (size_t i = 0; loaded && i < govex__n_backends; i++) {
+		const struct govex__report *rep = &rt->reports[i];
+		if (!report_cacheable(i) || (rep->available && (govex__restricted_max_controls() &
+								~rep->enforced) == 0))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    time(NULL) - st.st_mtime > PESSIMISTIC_REPORT_TTL_S || st.st_mtime > time(NULL))
+			loaded = false;
 	}
 	bool complete = true;
 	for (size_t i = 0; i < govex__n_backends; i++) {

@@ -206,6 +206,35 @@ def test_poisoned_backend_cache(t):
          "controlled's enforced controls after the cache was poisoned")
 
 
+def test_pessimistic_cache_expires(t):
+    """A cached report that says the sandbox is unavailable (a probe that failed for a
+    passing reason) refuses strict runs for a minute at most, then is probed again."""
+    e.need_restricted("network_deny", "syscall_filter")
+    env, cache = e.cache_env(t)
+    _warm_cache(t, env)
+    files = e.cache_files(cache, "backends-v")
+    g.check(files, "no backend cache file in %s: %r" % (cache, os.listdir(cache)))
+    for f in files:
+        key, doc = e.split_cache_file(f)
+        for b in doc:
+            if b.get("name") == "restricted":
+                b["available"] = False
+                b["reason"] = "namespaces unusable: a passing failure"
+                b["enforced"] = []
+        e.write_cache_file(f, key, doc)
+    pol = t.write_json("strict-auto.json", g.preset("strict"))
+    r = t.run(["run", "--policy", pol, "--json", "-c", "print(1)"], env=env)
+    g.eq(r.result()["status"], "policy_refused", "status while the report is fresh")
+    old = time.time() - 120
+    for f in files:
+        os.utime(f, (old, old))
+    r = t.run(["run", "--policy", pol, "--json", "-c", "print(1)"], env=env)
+    doc = r.result()
+    g.eq(doc["status"], "success", "status once the report is two minutes old\n" +
+         r.describe())
+    g.eq(doc["backend"]["name"], "restricted", "backend")
+
+
 def _poison_probe(path, how, sys_paths, other_exe=None):
     key, doc = e.split_cache_file(path)
     prefix, stdlib, plat, dyn = sys_paths
@@ -697,6 +726,8 @@ if __name__ == "__main__":
          test_write_root_over_cache_refused_as_nobody),
         ("1: a poisoned backend cache never sends strict to controlled",
          test_poisoned_backend_cache),
+        ("1: a pessimistic cached report expires after a minute",
+         test_pessimistic_cache_expires),
         ("1: a poisoned probe cache never binds extra host paths",
          test_poisoned_probe_cache),
         ("1: a symlinked cache dir is not used", test_cache_dir_symlink_not_used),

@@ -51,7 +51,10 @@ def main():
                     '--errors-for-leak-kinds=definite', '--show-leak-kinds=definite',
                     '--child-silent-after-fork=yes', GOVEX] + args
             try:
-                p = subprocess.run(argv, capture_output=True, timeout=120, cwd=tmp)
+                # a cache of its own: under valgrind (which has no open_tree) the sandbox
+                # probes as unavailable, and that report is nobody else's business
+                env = dict(os.environ, XDG_CACHE_HOME=os.path.join(tmp, 'cache'))
+                p = subprocess.run(argv, capture_output=True, timeout=120, cwd=tmp, env=env)
             except subprocess.TimeoutExpired:
                 print('not ok %d - %s # timed out' % (i, name))
                 continue
