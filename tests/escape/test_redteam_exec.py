@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Second red team (rt-c): `subprocess: deny` means one execve (the interpreter's own
+start), then none.  Attacks on the exec-once guard (a seccomp user-notification
+listener held by the shim, PID 1 of the sandbox) and on the allowlist around it: exec
+from a thread, racing and storming execs, execveat by fd or by name, /proc/self/fd,
+stacking a permissive filter, signalling the shim, prctl options, raw clone flags; and
+the file-system walls: hardlinks and renames from a write root to read roots.
+
+Every exec target is the interpreter itself (bound, granted EXECUTE by Landlock), so
+only the guard can refuse it; a success prints GOVEX-EXECED, which run_proven reports
+as a failure.  Every payload runs behind the canary (run_proven).
+"""
+import os
+import signal
+import sys
+import tempfile
+import shutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+
+def _ok(doc):
+    g.eq(doc["status"], "success", "status (the run goes on after refused execs)")
+
+
+def test_exec_from_thread(t):
+    e.need_restricted("subprocess_deny", "syscall_filter")
+    _, doc, res = e.run_proven(t, [["rc_exec_thread", {"as": "thr"}]])
+    g.eq(e.allowed(res, "thr"), "EPERM", "execve from a second thread")
+    _ok(doc)
+
+
+def test_exec_race_and_storm(t):
+    """8 threads released together, 20 execs each: 160 notifications, every one EPERM,
+    the shim keeps answering (no hang), the run ends normally."""
+    e.need_restricted("subprocess_deny", "syscall_filter")
+    _, doc, res = e.run_proven(t, [["rc_exec_race", 8, 20, {"as": "race"}]])
+    g.eq(e.allowed(res, "race"), {"EPERM": 160}, "racing execs")
+    _ok(doc)
+
+
+def test_execveat_variants(t):
+    """execveat is off the allowlist (ENOSYS, before the guard is even asked): by fd
+    (O_RDONLY and O_PATH, AT_EMPTY_PATH) and by name; execve of /proc/self/fd/N is
+    the guard's (EPERM)."""
+    e.need_restricted("subprocess_deny", "syscall_filter")
+    e.need_x86_64()
+    ops = [["rc_execveat_fd", False, {"as": "fd"}], ["rc_execveat_fd", True, {"as": "opath"}],
+           ["rc_execveat_path", {"as": "name"}], ["rc_exec_procfd", {"as": "procfd"}]]
+    _, doc, res = e.run_proven(t, ops)
+    for label in ("fd", "opath", "name"):
+        e.denied(res, label, "ENOSYS")
+    e.denied(res, "procfd", "EPERM")
+    _ok(doc)
+
+
+def test_stacked_filter_cannot_allow_exec(t):
+    """prctl(PR_SET_SECCOMP) is allowed (prctl is on the list): a stacked filter that
+    answers ALLOW, or TRACE, cannot override the guard's notification."""
+    e.need_restricted("subprocess_deny", "syscall_filter")
+    e.need_x86_64()
+    _, doc, res = e.run_proven(t, [["rc_stack_trace_then_exec", {"as": "trace"}],
+                                   ["rc_stack_allow_then_exec", {"as": "allow"}]])
+    # TRACE without a tracer is ENOSYS; the guard's USER_NOTIF outranks TRACE, so EPERM
+    e.denied(res, "trace", "EPERM")
+    e.denied(res, "allow", "EPERM")
+    _ok(doc)
+
+
+def test_signal_the_shim(t):
+    """The shim (pid 1) holds the listener: signals from inside do not reach it (as
+    root the program is another uid: EPERM; unprivileged, pid 1 of a PID namespace
+    ignores signals it has no handler for) and exec stays refused afterwards."""
+    e.need_restricted("subprocess_deny", "process_tree_kill")
+    sigs = [int(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1,
+                             signal.SIGPIPE, signal.SIGCHLD, signal.SIGSTOP, signal.SIGKILL)]
+    _, doc, res = e.run_proven(t, [["getpid", {"as": "me"}],
+                                   ["rc_signal_shim"] + sigs + [{"as": "sig"}]])
+    if e.allowed(res, "me") == 1:
+        e.skip("shim", "the program is pid 1 here")
+    got = e.allowed(res, "sig")
+    g.eq(got[-1], "EPERM", "execve after signalling the shim")
+    if os.geteuid() == 0:
+        g.eq([x[1] for x in got[:-1]], ["EPERM"] * len(sigs),
+             "signals to the root shim from the run's uid")
+    _ok(doc)
+
+
+PR_SET_MM, PR_SET_MM_START_CODE = 35, 1
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 47, 2
+PR_SET_SECUREBITS = 28
+PR_SET_IO_FLUSHER = 57
+PR_SET_MEMORY_MERGE = 67
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SPECULATION_CTRL = 53
+
+
+def test_prctl_options(t):
+    """prctl is allowed whole: the options that could reach past the process need a
+    capability the sandbox does not have (EPERM); the harmless ones work."""
+    e.need_restricted("syscall_filter")
+    e.need_x86_64()
+    ops = [["rc_prctl", PR_SET_MM, PR_SET_MM_START_CODE, 0x400000, {"as": "set_mm"}],
+           ["rc_prctl", PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, 21, {"as": "ambient"}],
+           ["rc_prctl", PR_SET_SECUREBITS, 0, {"as": "securebits"}],
+           ["rc_prctl", PR_SET_IO_FLUSHER, 1, {"as": "io_flusher"}],
+           ["rc_prctl", PR_SET_CHILD_SUBREAPER, 1, {"as": "subreaper"}],
+           ["rc_prctl", PR_SET_PDEATHSIG, 9, {"as": "pdeathsig"}],
+           ["rc_prctl", PR_SET_DUMPABLE, 1, {"as": "dumpable"}]]
+    _, doc, res = e.run_proven(t, ops)
+    for label in ("set_mm", "ambient", "securebits", "io_flusher"):
+        e.denied(res, label, "EPERM")
+    for label in ("subreaper", "pdeathsig", "dumpable"):
+        g.eq(e.allowed(res, label), 0, label)
+    _ok(doc)
+
+
+SYSCALLS_OFF = {
+    # name: (number, args)  -- each is off the allowlist: ENOSYS whatever the arguments
+    "personality": (135, [0x0400000, 0, 0, 0, 0, 0]),      # READ_IMPLIES_EXEC
+    "name_to_handle_at": (303, [-100, 0, 0, 0, 0, 0]),
+    "open_by_handle_at": (304, [-100, 0, 0, 0, 0, 0]),
+    "mbind": (237, [-1] * 6), "set_mempolicy": (238, [-1] * 6),
+    "migrate_pages": (256, [1, -1, 0, 0, 0, 0]), "move_pages": (279, [1] + [0] * 5),
+    "kcmp": (312, [1, 1, 0, 0, 0, 0]), "seccomp": (317, [3, 0, 0, 0, 0, 0]),  # GET_NOTIF_SIZES
+    "process_vm_readv": (310, [1, 0, 0, 0, 0, 0]), "ptrace": (101, [16, 1, 0, 0, 0, 0]),
+    "memfd_create": (319, [0, 0, 0, 0, 0, 0]), "clone3": (435, [0, 0, 0, 0, 0, 0]),
+    "pidfd_getfd": (438, [0, 0, 0, 0, 0, 0]), "vmsplice": (278, [-1] * 6),
+    "process_madvise": (440, [-1] * 6), "memfd_secret": (447, [0] * 6),
+    "execveat": (322, [-1] * 6), "unshare": (272, [0x10000000, 0, 0, 0, 0, 0]),
+    "setns": (308, [-1, 0, 0, 0, 0, 0]), "ioprio_set": (251, [1, 0, 0x6000, 0, 0, 0]),
+    "sched_setattr": (314, [0, 0, 0, 0, 0, 0]), "sched_setscheduler": (144, [0, 1, 0, 0, 0, 0]),
+}
+
+
+def test_dangerous_syscalls_off_the_list(t):
+    e.need_restricted("syscall_filter")
+    e.need_x86_64()
+    nums = [v[0] for v in SYSCALLS_OFF.values()]
+    args = {str(v[0]): v[1] for v in SYSCALLS_OFF.values()}
+    _, doc, res = e.run_proven(t, [["sweep", nums, args, {"as": "sweep"}]])
+    got = e.allowed(res, "sweep")
+    bad = {n: got.get(str(v[0])) for n, v in SYSCALLS_OFF.items()
+           if got.get(str(v[0])) != "ENOSYS"}
+    g.check(not bad, "allowed (not ENOSYS): %r" % bad)
+    _ok(doc)
+
+
+def test_ksm_opt_in_refused(t):
+    """FINDING (hardening): prctl(PR_SET_MEMORY_MERGE) (no capability needed on 6.18)
+    and madvise(MADV_MERGEABLE) let sandboxed code put its memory into KSM, which
+    deduplicates pages across every process of the host: where ksmd runs, the timing
+    of a write to a merged page tells the run whether another run or a host process
+    holds a page with the same bytes (the known KSM side channel).  Expected: refused
+    (EPERM) by the guard filter, as F_SETPIPE_SZ is."""
+    e.need_restricted("syscall_filter")
+    e.need_x86_64()
+    _, doc, res = e.run_proven(t, [["rc_prctl", PR_SET_MEMORY_MERGE, 1, {"as": "prctl"}],
+                                   ["rc_madvise_mergeable", {"as": "madvise"}]])
+    e.denied(res, "prctl", "EPERM")
+    e.denied(res, "madvise", "EPERM")
+    _ok(doc)
+
+
+CLONE_VM, CLONE_VFORK, CLONE_THREAD, CLONE_SIGHAND = 0x100, 0x4000, 0x10000, 0x800
+CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWTIME, CLONE_PARENT = 0x10000000, 0x20000, 0x80, 0x8000
+
+
+def test_clone_flags(t):
+    """Raw clone: a process with bits above 31 set (the kernel reads the low 32), a
+    vfork, CLONE_PARENT, a thread asking for namespaces: all EPERM."""
+    e.need_restricted("subprocess_deny", "syscall_filter")
+    e.need_x86_64()
+    thr = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD
+    ops = [["rc_clone_flags", int(signal.SIGCHLD) | (1 << 32), {"as": "fork_hi"}],
+           ["rc_clone_flags", int(signal.SIGCHLD) | (CLONE_THREAD << 32), {"as": "fork_hithread"}],
+           ["rc_clone_flags", CLONE_VM | CLONE_VFORK | int(signal.SIGCHLD), {"as": "vfork"}],
+           ["rc_clone_flags", CLONE_PARENT | int(signal.SIGCHLD), {"as": "parent"}],
+           ["rc_clone_flags", thr | CLONE_NEWUSER, {"as": "thr_user"}],
+           ["rc_clone_flags", thr | CLONE_NEWNS, {"as": "thr_ns"}],
+           ["rc_clone_flags", thr | CLONE_NEWTIME, {"as": "thr_time"}]]
+    _, doc, res = e.run_proven(t, ops)
+    for label in ("fork_hi", "fork_hithread", "vfork", "parent", "thr_user", "thr_ns",
+                  "thr_time"):
+        e.denied(res, label, "EPERM")
+    _ok(doc)
+
+
+def _dirs(t):
+    """A write root and a read root on the same host file system (outside /tmp)."""
+    base = tempfile.mkdtemp(prefix="govex-rc-", dir="/var/tmp")
+    t.defer(shutil.rmtree, base, True)
+    os.chmod(base, 0o755)
+    w, r = os.path.join(base, "w"), os.path.join(base, "r")
+    os.mkdir(w, 0o777)
+    os.mkdir(r, 0o755)
+    os.chmod(w, 0o777)
+    with open(os.path.join(r, "host.txt"), "w") as f:
+        f.write("host file\n")
+    os.chmod(os.path.join(r, "host.txt"), 0o666)   # DAC would allow a write: only the mounts stop it
+    return base, w, r
+
+
+def test_links_and_renames_across_binds(t):
+    """A hardlink in the write root to a file of a read root (same host file system)
+    and renames between them cross mounts: EXDEV; the read root's file is unchanged."""
+    e.need_restricted("fs_write_allowlist")
+    base, w, r = _dirs(t)
+    pol = e.policy(t, filesystem={"read": [r], "write": [w]})
+    ops = [["rc_hardlink", os.path.join(r, "host.txt"), os.path.join(w, "alias"), {"as": "link"}],
+           ["rc_write_new", os.path.join(w, "mine"), {"as": "mine"}],
+           ["rc_rename", os.path.join(w, "mine"), os.path.join(r, "planted"), {"as": "into_ro"}],
+           ["rc_rename", os.path.join(r, "host.txt"), os.path.join(w, "stolen"), {"as": "out_ro"}],
+           ["rc_write_new", os.path.join(r, "host.txt"), {"as": "write_ro"}]]
+    _, doc, res = e.run_proven(t, ops, pol=pol)
+    e.denied(res, "link", "EXDEV")
+    e.allowed(res, "mine")
+    e.denied(res, "into_ro", "EXDEV")
+    e.denied(res, "out_ro", "EXDEV")
+    e.denied_any(res, "write_ro", ("EROFS", "EACCES"))
+    with open(os.path.join(r, "host.txt")) as f:
+        g.eq(f.read(), "host file\n", "the read root's file")
+    g.check(not os.path.exists(os.path.join(r, "planted")), "a file was planted in a read root")
+    g.check(os.path.exists(os.path.join(w, "mine")), "the write root's own file")
+    _ok(doc)
+
+
+if __name__ == "__main__":
+    sys.exit(g.main([
+        ("exec once: execve from a second thread is EPERM", test_exec_from_thread),
+        ("exec once: 8 racing threads x 20 execs, all EPERM", test_exec_race_and_storm),
+        ("exec once: execveat by fd/O_PATH/name ENOSYS, /proc/self/fd EPERM",
+         test_execveat_variants),
+        ("exec once: a stacked ALLOW/TRACE filter cannot let execve through",
+         test_stacked_filter_cannot_allow_exec),
+        ("exec once: signalling the shim changes nothing", test_signal_the_shim),
+        ("allowlist: prctl options that reach past the process are EPERM",
+         test_prctl_options),
+        ("allowlist: KSM opt-in (PR_SET_MEMORY_MERGE, MADV_MERGEABLE) is refused",
+         test_ksm_opt_in_refused),
+        ("allowlist: personality, handles, mempolicy, kcmp, seccomp(2) ... are ENOSYS",
+         test_dangerous_syscalls_off_the_list),
+        ("allowlist: raw clone flags (high bits, vfork, CLONE_PARENT, ns) are EPERM",
+         test_clone_flags),
+        ("mounts: hardlinks and renames from a write root to a read root are EXDEV",
+         test_links_and_renames_across_binds),
+    ]))

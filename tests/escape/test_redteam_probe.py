@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Second red team (rt-c): the interpreter probe and what its answer decides.
+
+The probe runs the interpreter a policy names inside a sandbox (probe.c); its answer is
+untrusted and validated (interp.c, govex__interp_validate) before the run's mounts are
+planned from it.  An interpreter that is a script (a wrapper, a pyenv shim) is code the
+policy names: these tests make it the attacker.  It may print any answer that passes
+validation; it tries to write out of the probe (a FIFO, a world-writable directory,
+/dev/shm) and to leave a process behind.  And write roots that alias the interpreter's
+files through a bind mount (protected_path).
+
+Nothing here is a bomb; the runs that read files go through run_proven (canary).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+SYS_PY = "/usr/bin/python3"
+
+GENUINE = r'''
+import sys, json, sysconfig
+p = sysconfig.get_paths()
+libs = set()
+for line in open('/proc/self/maps'):
+    parts = line.split(None, 5)
+    if len(parts) == 6 and '.so' in parts[5]:
+        libs.add(parts[5].strip())
+print(json.dumps({'executable': sys.executable,
+    'version': '%d.%d.%d' % tuple(sys.version_info[:3]),
+    'major': sys.version_info[0], 'minor': sys.version_info[1],
+    'prefix': sys.prefix, 'base_prefix': sys.base_prefix,
+    'stdlib': p.get('stdlib'), 'platstdlib': p.get('platstdlib'),
+    'dynload': [d for d in sys.path if d.endswith('lib-dynload')], 'libs': sorted(libs)}))
+'''
+
+
+def _sys_python():
+    if not os.path.exists(SYS_PY):
+        e.skip("python3", "no %s" % SYS_PY)
+    real = os.path.realpath(SYS_PY)
+    with open(real, "rb") as f:
+        if f.read(4) != b"\x7fELF":
+            e.skip("python3", "%s is not an ELF executable" % real)
+    return real
+
+
+def _genuine():
+    """The system interpreter's own answer, asked on the host (the test's own act)."""
+    out = subprocess.run([_sys_python(), "-I", "-S", "-c", GENUINE], capture_output=True,
+                         timeout=20, check=True).stdout
+    return json.loads(out)
+
+
+def _base(t):
+    """A world-readable directory outside /tmp (the probe and the run see the host's
+    /var/tmp only through binds)."""
+    d = tempfile.mkdtemp(prefix="govex-rc-", dir="/var/tmp")
+    os.chmod(d, 0o755)
+    t.defer(shutil.rmtree, d, True)
+    return d
+
+
+def _secret(base):
+    """A host directory no policy here names, with a world-readable file in it."""
+    s = os.path.join(base, "secret")
+    os.mkdir(s, 0o755)
+    os.chmod(s, 0o755)
+    token = "RC-SECRET-%s" % uuid.uuid4().hex
+    with open(os.path.join(s, "key.txt"), "w") as f:
+        f.write(token)
+    os.chmod(os.path.join(s, "key.txt"), 0o644)
+    return s, token
+
+
+def _wrapper(base, answer, pre=""):
+    """A "python3" that is a shell script: runs PRE, then prints ANSWER (JSON) as the
+    probe's answer, whatever it is asked."""
+    d = os.path.join(base, "fakepy", "bin")
+    os.makedirs(d)
+    for p in (os.path.join(base, "fakepy"), d):
+        os.chmod(p, 0o755)
+    ans = os.path.join(base, "fakepy", "answer.json")
+    with open(ans, "w") as f:
+        json.dump(answer, f)
+    os.chmod(ans, 0o644)
+    w = os.path.join(d, "python3")
+    with open(w, "w") as f:
+        f.write("#!/bin/sh\n%s\nexec cat %s\n" % (pre, ans))
+    os.chmod(w, 0o755)
+    return w
+
+
+def _read_secret_run(t, w, secret):
+    pol = e.policy(t, python={"interpreter": w, "site": False})
+    env, _ = e.cache_env(t)
+    _, doc, res = e.run_proven(t, [["read", os.path.join(secret, "key.txt"), {"as": "key"}],
+                                   ["listdir", secret, {"as": "dir"}]], pol=pol, env=env)
+    return doc, res
+
+
+def test_planted_prefix_binds_host_dir(t):
+    """FINDING: a wrapper's answer naming prefix = a host directory (an existing
+    directory, not a system tree; the executable lies under base_prefix, so
+    govex__interp_validate accepts it) makes every run of that policy bind the
+    directory read-only: the run reads a host file outside its allowlist.  Expected:
+    ENOENT (the directory is not in the sandbox)."""
+    e.need_restricted("fs_read_allowlist")
+    base = _base(t)
+    secret, token = _secret(base)
+    ans = _genuine()
+    ans["prefix"] = secret
+    w = _wrapper(base, ans)
+    doc, res = _read_secret_run(t, w, secret)
+    e.denied(res, "key", "ENOENT")
+    e.denied(res, "dir", "ENOENT")
+
+
+def test_planted_stdlib_binds_host_dir(t):
+    """FINDING: the same with stdlib = prefix = the host directory and platstdlib the
+    real standard library (under base_prefix): the directory is one of the
+    interpreter's 'paths' and is bound.  Expected: ENOENT."""
+    e.need_restricted("fs_read_allowlist")
+    base = _base(t)
+    secret, token = _secret(base)
+    ans = _genuine()
+    ans["prefix"] = secret
+    ans["platstdlib"] = ans["stdlib"]
+    ans["stdlib"] = secret
+    w = _wrapper(base, ans)
+    doc, res = _read_secret_run(t, w, secret)
+    e.denied(res, "key", "ENOENT")
+    e.denied(res, "dir", "ENOENT")
+
+
+def test_planted_lib_binds_its_directory(t):
+    """FINDING: a 'library' in the answer may be any ELF shared object anywhere; its
+    directory becomes one of the interpreter's paths and is bound whole.  A host
+    directory that merely holds a .so (a plugin dir, a build tree) is then readable.
+    Expected: ENOENT for the other files of that directory."""
+    e.need_restricted("fs_read_allowlist")
+    base = _base(t)
+    secret, token = _secret(base)
+    ans = _genuine()
+    real_so = [l for l in ans["libs"] if os.path.basename(l).startswith("libc.so")] or ans["libs"]
+    shutil.copy(os.path.realpath(real_so[0]), os.path.join(secret, "libplugin.so"))
+    os.chmod(os.path.join(secret, "libplugin.so"), 0o644)
+    ans["libs"] = ans["libs"] + [os.path.join(secret, "libplugin.so")]
+    w = _wrapper(base, ans)
+    doc, res = _read_secret_run(t, w, secret)
+    e.denied(res, "key", "ENOENT")
+
+
+def test_probe_cannot_write_or_linger(t):
+    """The wrapper, run by the probe (uid 0 without capabilities as root), tries to
+    write to a FIFO the host reads (mode 0666), into a world-writable host directory,
+    into /dev/shm and /var/tmp, and to leave a process behind.  None of it happens and
+    the run still works (its answer is the genuine one)."""
+    e.need_restricted("fs_read_allowlist", "no_new_privileges")
+    base = _base(t)
+    fifo = os.path.join(base, "fifo")
+    os.mkfifo(fifo, 0o666)
+    os.chmod(fifo, 0o666)
+    open_dir = os.path.join(base, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o1777)
+    marker = "%d.%d" % (100000 + os.getpid() % 1000, int(time.time()) % 100000)
+    shm = "/dev/shm/govex-rc-%s" % uuid.uuid4().hex
+    vt = "/var/tmp/govex-rc-planted-%s" % uuid.uuid4().hex
+    t.defer(lambda: [os.path.exists(p) and os.unlink(p) for p in (shm, vt)])
+    pre = ("(echo PWNED-FIFO > %(fifo)s) 2>/dev/null\n"
+           "(echo PWNED > %(dir)s/planted) 2>/dev/null\n"
+           "(echo PWNED > %(shm)s) 2>/dev/null\n"
+           "(echo PWNED > %(vt)s) 2>/dev/null\n"
+           "(mkfifo %(dir)s/newfifo) 2>/dev/null\n"
+           "(setsid sleep %(marker)s </dev/null >/dev/null 2>&1 &)\n"
+           "(nohup sleep %(marker)s </dev/null >/dev/null 2>&1 &)\n"
+           % {"fifo": fifo, "dir": open_dir, "shm": shm, "vt": vt, "marker": marker})
+    w = _wrapper(base, _genuine(), pre)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    t.defer(os.close, rfd)
+    pol = e.policy(t, python={"interpreter": w, "site": False})
+    env, _ = e.cache_env(t)
+    r = t.run(["run", "--policy", pol, "--json", "-c", "print('hi')"], env=env)
+    doc = r.result()
+    g.eq(doc["status"], "success", "the run after the wrapper's probe\n" + r.describe())
+    try:
+        got = os.read(rfd, 4096)
+    except BlockingIOError:
+        got = b""
+    g.eq(got, b"", "bytes the probe wrote into a host FIFO")
+    for p in (os.path.join(open_dir, "planted"), os.path.join(open_dir, "newfifo"), shm, vt):
+        g.check(not os.path.lexists(p), "the probe wrote %s on the host" % p)
+    time.sleep(0.3)
+    left = []
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % n, "rb") as f:
+                    if marker.encode() in f.read():
+                        left.append(int(n))
+            except OSError:
+                pass
+    for pid in left:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    g.eq(left, [], "processes the probe left running")
+
+
+def test_write_root_bind_alias_below_stdlib(t):
+    """FINDING (root): a write root that is a bind-mount alias of a directory BENEATH
+    the interpreter's standard library (the same directory under another name, as a
+    container volume or an admin's bind gives) is not refused: protected_overlap's
+    (dev, ino) walk goes up the alias's own path, which never meets the stdlib.
+    Expected: policy_refused / protected_path.  (The alias is made in a private mount
+    namespace of the test's own: the host's mounts are untouched.)"""
+    e.need_restricted("fs_write_allowlist")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        e.skip("root", "a bind mount needs root and unshare(1)")
+    ans = _genuine()
+    target = os.path.join(ans["stdlib"], "json")
+    if not os.path.isdir(target):
+        e.skip("python3", "no %s" % target)
+    base = _base(t)
+    alias = os.path.join(base, "alias")
+    os.mkdir(alias)
+    # control: the stdlib itself, and an alias of the stdlib (the walk up from the
+    # stdlib meets it), are refused; then the alias of a directory beneath it
+    outs = {}
+    for name, src in (("stdlib", ans["stdlib"]), ("below", target)):
+        pol = e.policy(t, name="%s.json" % name, filesystem={"write": [alias]},
+                       python={"interpreter": SYS_PY, "site": False})
+        env, _ = e.cache_env(t)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$1" "$2" && exec "$3" plan --policy "$4" --json '
+                            '-c "print(1)"', "sh", src, alias, g.GOVEX, pol],
+                           capture_output=True, timeout=60, env=env, cwd=t.tmp)
+        try:
+            outs[name] = json.loads(p.stdout)
+        except ValueError:
+            raise g.Failure("plan in the private namespace: rc=%d out=%r err=%r"
+                            % (p.returncode, p.stdout[-300:], p.stderr[-300:]))
+    for name in ("stdlib", "below"):
+        doc = outs[name]
+        g.check(doc.get("status") == "policy_refused" and
+                any(d.get("code") == "protected_path" for d in doc.get("diagnostics", [])),
+                "write root %s, a bind alias of %s, was accepted: status=%r diagnostics=%r"
+                % (alias, "the stdlib" if name == "stdlib" else target, doc.get("status"),
+                   doc.get("diagnostics")))
+
+
+if __name__ == "__main__":
+    sys.exit(g.main([
+        ("answer: a wrapper's prefix naming a host directory is not bound",
+         test_planted_prefix_binds_host_dir),
+        ("answer: a wrapper's stdlib naming a host directory is not bound",
+         test_planted_stdlib_binds_host_dir),
+        ("answer: a wrapper's extra 'library' does not bind its directory",
+         test_planted_lib_binds_its_directory),
+        ("probe: a wrapper cannot write to a FIFO, a host dir, /dev/shm, nor linger",
+         test_probe_cannot_write_or_linger),
+        ("protected_path: a write root aliasing (bind) a dir below the stdlib is refused",
+         test_write_root_bind_alias_below_stdlib),
+    ]))
