@@ -229,6 +229,48 @@ def test_links_and_renames_across_binds(t):
     _ok(doc)
 
 
+def test_roots_swapped_for_symlinks_between_runs(t):
+    """One runtime (its mount plan made once, as in a library user or `govex mcp`): after
+    a first run, the write root and the read root are each replaced by a symlink to a
+    host directory no policy names.  The next run must not write into it nor read from
+    it (capture opens with RESOLVE_NO_SYMLINKS: the run fails to start, or the root is
+    simply absent)."""
+    e.need_restricted("fs_write_allowlist", "fs_read_allowlist")
+    base, w, r = _dirs(t)
+    secret = os.path.join(base, "secret")
+    os.mkdir(secret, 0o777)
+    os.chmod(secret, 0o777)
+    with open(os.path.join(secret, "host.txt"), "w") as f:
+        f.write("SECRET-host\n")
+    os.chmod(os.path.join(secret, "host.txt"), 0o644)
+    with open(os.path.join(r, "host.txt"), "w") as f:
+        f.write("READ-root\n")
+    pol = g.preset("strict")
+    pol["backend"] = "restricted"
+    pol["filesystem"] = dict(pol["filesystem"], read=[r], write=[w])
+    code = ("import os\n"
+            "try:\n    print('R', open(%r).read().strip())\n"
+            "except OSError as ex:\n    print('R', type(ex).__name__)\n"
+            "try:\n    open(%r, 'w').write('planted')\n    print('W ok')\n"
+            "except OSError as ex:\n    print('W', type(ex).__name__)\n"
+            % (os.path.join(r, "host.txt"), os.path.join(w, "planted.txt")))
+    rt = e.RcRuntime(pol)
+    t.defer(rt.close)
+    first = rt.run(code)
+    g.eq(first.get("status"), "success", "first run: %r" % first)
+    g.eq(first.get("stdout"), "R READ-root\nW ok\n", "first run's output")
+    os.unlink(os.path.join(w, "planted.txt"))
+    os.rename(w, w + ".orig")
+    os.symlink(secret, w)
+    os.rename(r, r + ".orig")
+    os.symlink(secret, r)
+    second = rt.run(code)
+    out = second.get("stdout") or ""
+    g.check("SECRET-host" not in out, "the read root followed a swapped symlink: %r" % second)
+    g.check(not os.path.exists(os.path.join(secret, "planted.txt")),
+            "the write root followed a swapped symlink: %r" % second)
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("exec once: execve from a second thread is EPERM", test_exec_from_thread),
@@ -248,4 +290,6 @@ if __name__ == "__main__":
          test_clone_flags),
         ("mounts: hardlinks and renames from a write root to a read root are EXDEV",
          test_links_and_renames_across_binds),
+        ("mounts: roots swapped for symlinks between runs of one runtime are not followed",
+         test_roots_swapped_for_symlinks_between_runs),
     ]))

@@ -259,6 +259,105 @@ def test_write_root_bind_alias_below_stdlib(t):
                    doc.get("diagnostics")))
 
 
+BOMB = r"""#!%(py)s
+# A "python3" whose probe is a bounded clone bomb of spinning threads -- only after it
+# has proven, from inside, that it runs in the probe's sandbox.
+import ctypes, mmap, os, sys
+host_pidns = %(pidns)r
+st = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+ok = (os.readlink("/proc/self/ns/pid") != host_pidns and os.getpid() < 100 and
+      st["NoNewPrivs"].strip() == "1" and st["Seccomp"].strip() == "2")
+if not ok:
+    sys.stdout.write("GOVEX-GUARD refused\n")
+    sys.exit(97)
+LIMIT = %(limit)d
+lib = ctypes.CDLL(None, use_errno=True)
+code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+code.write(b"\xeb\xfe")                      # jmp . : a thread that only spins
+fn = ctypes.addressof(ctypes.c_char.from_buffer(code))
+lib.clone.restype = ctypes.c_int
+lib.clone.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+flags = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000
+stacks = mmap.mmap(-1, LIMIT * 256)          # the spinners never touch their stacks
+base = ctypes.addressof(ctypes.c_char.from_buffer(stacks))
+made = 0
+while made < LIMIT:
+    if lib.clone(ctypes.c_void_p(fn), ctypes.c_void_p(base + (made + 1) * 256 - 16), flags,
+                 None) < 0:
+        break
+    made += 1
+import time
+time.sleep(30)
+"""
+
+
+def test_probe_task_bound_under_spinning_bomb(t):
+    """The probe has no cgroup; the shim counts its tasks by walking
+    /proc every 5 ms and kills beyond PROBE_TASKS_MAX (256).  A wrapper (behind its own
+    canary) makes raw clone threads that spin, competing with the shim for the CPU,
+    up to a bound of 1200 (so the host's pid space is never at risk here).  Measured
+    from the host: the wrapper's task count at its peak (a sampled lower bound: the host
+    lists /proc/PID/task more slowly than the kernel clones).  Expected: the probe is
+    reported killed for its tasks, and no sample exceeds 256 + 64.  Held here (peak
+    sampled: 138)."""
+    e.need_restricted("fs_read_allowlist", "no_new_privileges", "syscall_filter")
+    e.need_x86_64()
+    import threading
+    py = _sys_python()
+    base = _base(t)
+    d = os.path.join(base, "bombpy")
+    os.mkdir(d, 0o755)
+    w = os.path.join(d, "python3")
+    with open(w, "w") as f:
+        f.write(BOMB % {"py": py, "pidns": e.HOST_PIDNS, "limit": 1200})
+    os.chmod(w, 0o755)
+    # first, the canary: the same path with a wrapper that only proves and answers
+    canary = _wrapper(base, _genuine(), pre="")
+    pol = e.policy(t, name="canary.json", python={"interpreter": canary, "site": False})
+    env, _ = e.cache_env(t)
+    e.run_proven(t, [["canary", {"as": "c"}]], pol=pol, env=env)
+    peak = [0]
+    stop = threading.Event()
+
+    def watch():
+        pid = None
+        while not stop.is_set():
+            if pid is None:
+                for n in os.listdir("/proc"):
+                    if n.isdigit():
+                        try:
+                            with open("/proc/%s/cmdline" % n, "rb") as f:
+                                if w.encode() in f.read():
+                                    pid = n
+                                    break
+                        except OSError:
+                            pass
+                continue
+            try:
+                peak[0] = max(peak[0], len(os.listdir("/proc/%s/task" % pid)))
+            except OSError:
+                pid = None
+
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    pol = e.policy(t, name="bomb.json", python={"interpreter": w, "site": False})
+    try:
+        r = t.run(["run", "--policy", pol, "--json", "-c", "print('hi')"], env=env,
+                  timeout=60)
+    finally:
+        stop.set()
+        th.join(5)
+    doc = r.result()
+    g.check("GOVEX-GUARD" not in json.dumps(doc), "the bomb's own canary refused")
+    g.eq(doc.get("status"), "execution_failed", "status of a run whose probe was a bomb")
+    g.check(any("more than 256 tasks" in (d.get("message") or "")
+                for d in doc.get("diagnostics", [])),
+            "the probe was not reported killed for its tasks: %r" % doc.get("diagnostics"))
+    g.check(0 < peak[0] <= 256 + 64,
+            "the probe held %d tasks at its peak (bound 256; the bomb stops at 1200)"
+            % peak[0])
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("answer: a wrapper's prefix naming a host directory is not bound",
@@ -271,4 +370,6 @@ if __name__ == "__main__":
          test_probe_cannot_write_or_linger),
         ("protected_path: a write root aliasing (bind) a dir below the stdlib is refused",
          test_write_root_bind_alias_below_stdlib),
+        ("probe: a spinning clone bomb is stopped near PROBE_TASKS_MAX",
+         test_probe_task_bound_under_spinning_bomb),
     ]))
