@@ -1121,3 +1121,28 @@ def op_rc_madvise_mergeable():
         return _syscall(28, addr, 1 << 16, 12)      # madvise, MADV_MERGEABLE
     finally:
         pass
+
+
+def op_rc_setuid_file(src, dst, how="chmod", mode=0o4755):
+    """Writes a copy of SRC (an executable) at DST and gives it MODE (set-user-ID) by
+    chmod, fchmod, or at creation (open O_CREAT with the mode; umask 0).  Returns the
+    mode the file has afterwards, seen from inside."""
+    import stat as _stat
+    with open(src or sys.executable, "rb") as f:
+        data = f.read()
+    if how == "create":
+        old = os.umask(0)
+        try:
+            fd = os.open(dst, os.O_CREAT | os.O_WRONLY | os.O_EXCL, mode)
+        finally:
+            os.umask(old)
+        os.write(fd, data)
+        os.close(fd)
+    else:
+        with open(dst, "wb") as f:
+            f.write(data)
+            if how == "fchmod":
+                os.fchmod(f.fileno(), mode)
+        if how == "chmod":
+            os.chmod(dst, mode)
+    return _stat.S_IMODE(os.stat(dst).st_mode)

@@ -271,6 +271,57 @@ def test_roots_swapped_for_symlinks_between_runs(t):
             "the write root followed a swapped symlink: %r" % second)
 
 
+def test_setuid_files_in_a_write_root(t):
+    """FINDING: the mounts inside are nosuid, but a file the run leaves in a write root
+    is a host file: the run can make it set-user-ID (chmod, fchmod, or O_CREAT with
+    mode 04755), owned by the run's uid.  Any host user who can reach the directory then
+    runs code as that uid -- as root, the sandbox uid base+N a later run in slot N gets
+    (its processes, its files); as an unprivileged caller, the CALLER's own uid.
+    Demonstrated here: after the run, uid nobody executes the file and gets the run's
+    uid as its euid.  Expected: chmod/fchmod/fchmodat/open/creat/mkdir with S_ISUID or
+    S_ISGID refused (EPERM) by the guard filter (as Flatpak does), so no such file
+    exists on the host."""
+    e.need_restricted("fs_write_allowlist")
+    base, w, r = _dirs(t)
+    if not os.path.exists("/usr/bin/python3"):
+        e.skip("python3", "no /usr/bin/python3")
+    py = ""     # the sandbox's own interpreter (sys.executable inside)
+    pol = e.policy(t, filesystem={"read": [r], "write": [w]},
+                   python={"interpreter": "/usr/bin/python3", "site": False})
+    ops = [["rc_setuid_file", py, os.path.join(w, "su-chmod"), "chmod", {"as": "chmod"}],
+           ["rc_setuid_file", py, os.path.join(w, "su-fchmod"), "fchmod", {"as": "fchmod"}],
+           ["rc_setuid_file", py, os.path.join(w, "su-create"), "create", {"as": "create"}],
+           ["rc_setuid_file", py, os.path.join(w, "sg-chmod"), "chmod", 0o2755, {"as": "sgid"}],
+           ["ids", {"as": "ids"}]]
+    _, doc, res = e.run_proven(t, ops, pol=pol)
+    found = {}
+    for n in ("su-chmod", "su-fchmod", "su-create", "sg-chmod"):
+        p = os.path.join(w, n)
+        if os.path.exists(p):
+            st = os.stat(p)
+            if st.st_mode & 0o6000:
+                found[n] = (oct(st.st_mode & 0o7777), st.st_uid, st.st_gid)
+    proof = None
+    if found and os.geteuid() == 0:
+        import subprocess
+        victim = os.path.join(w, "su-chmod" if "su-chmod" in found else sorted(found)[0])
+        try:
+            proof = subprocess.run([victim, "-I", "-S", "-c",
+                                    "import os; print(os.getuid(), os.geteuid(), os.getgid(), os.getegid())"],
+                                   preexec_fn=e.nobody_preexec(), capture_output=True,
+                                   timeout=20).stdout.decode().strip()
+        except Exception as ex:  # noqa: BLE001
+            proof = "could not run: %s" % ex
+    g.check(not found, "set-id files the run left on the host: %r; uid %d running one got "
+            "'uid euid gid egid' = %r" % (found, e.NOBODY, proof))
+    for label in ("chmod", "fchmod", "sgid"):
+        e.denied(res, label, "EPERM")
+    # at creation the kernel may strip the bit itself; refused or stripped, never set
+    got = res.get("create") or {}
+    g.check(not got.get("ok") or not (got.get("value") or 0) & 0o6000,
+            "open(O_CREAT, 04755): %r" % got)
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("exec once: execve from a second thread is EPERM", test_exec_from_thread),
@@ -290,6 +341,8 @@ if __name__ == "__main__":
          test_clone_flags),
         ("mounts: hardlinks and renames from a write root to a read root are EXDEV",
          test_links_and_renames_across_binds),
+        ("mounts: no set-user/group-ID file is left on the host in a write root",
+         test_setuid_files_in_a_write_root),
         ("mounts: roots swapped for symlinks between runs of one runtime are not followed",
          test_roots_swapped_for_symlinks_between_runs),
     ]))
