@@ -322,6 +322,43 @@ def test_setuid_files_in_a_write_root(t):
             "open(O_CREAT, 04755): %r" % got)
 
 
+def test_setuid_files_as_unprivileged_caller(t):
+    """FINDING (the severe form): the caller is an ordinary user (here nobody, 65534);
+    the run keeps the caller's uid, so the set-user-ID file it leaves in the write root
+    is the CALLER's: a third user (uid 4242 here) who can reach the directory executes it
+    and gets the caller's uid as its euid -- untrusted code planted a backdoor into the
+    caller's account.  Expected: chmod with S_ISUID/S_ISGID refused (EPERM)."""
+    sb = e.need_unprivileged_sandbox(t)
+    base, w, r = _dirs(t)
+    os.chmod(w, 0o777)
+    pol = e.policy(t, name="nb.json", filesystem={"read": [r], "write": [w]},
+                   python={"interpreter": "/usr/bin/python3", "site": False})
+    os.chmod(pol, 0o644)
+    ops = [["rc_setuid_file", "", os.path.join(w, "su"), "chmod", {"as": "chmod"}]]
+    rc, doc, res = e.run_proven_as_nobody(t, sb, ops, pol)
+    p = os.path.join(w, "su")
+    proof = None
+    if os.path.exists(p) and os.stat(p).st_mode & 0o4000:
+        import subprocess
+
+        def other():
+            os.setgroups([])
+            os.setgid(4242)
+            os.setuid(4242)
+        try:
+            proof = subprocess.run([p, "-I", "-S", "-c",
+                                    "import os; print(os.getuid(), os.geteuid())"],
+                                   preexec_fn=other, capture_output=True,
+                                   timeout=20).stdout.decode().strip()
+        except Exception as ex:  # noqa: BLE001
+            proof = "could not run: %s" % ex
+        st = os.stat(p)
+        raise g.Failure("the run left %s mode %o owned by uid %d (the caller); uid 4242 "
+                        "running it got 'uid euid' = %r" % (p, st.st_mode & 0o7777,
+                                                            st.st_uid, proof))
+    e.denied(res, "chmod", "EPERM")
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("exec once: execve from a second thread is EPERM", test_exec_from_thread),
@@ -343,6 +380,8 @@ if __name__ == "__main__":
          test_links_and_renames_across_binds),
         ("mounts: no set-user/group-ID file is left on the host in a write root",
          test_setuid_files_in_a_write_root),
+        ("mounts: no set-user-ID file of the CALLER is left in a write root (as nobody)",
+         test_setuid_files_as_unprivileged_caller),
         ("mounts: roots swapped for symlinks between runs of one runtime are not followed",
          test_roots_swapped_for_symlinks_between_runs),
     ]))
