@@ -359,6 +359,50 @@ def test_setuid_files_as_unprivileged_caller(t):
     e.denied(res, "chmod", "EPERM")
 
 
+def test_signal_the_shim_as_nobody(t):
+    """Unprivileged, the shim and the program share a uid, and the shim (a clone of the
+    govex CLI) still has the CLI's SIGINT/SIGTERM/SIGHUP handlers, so those signals from
+    inside do reach pid 1.  They must change nothing: execve stays EPERM, the run ends
+    normally.  (Hardening note: the shim should reset every handler to SIG_DFL, or be
+    made with CLONE_CLEAR_SIGHAND, so that no host code runs on the sandbox's demand.)"""
+    sb = e.need_unprivileged_sandbox(t)
+    pol = e.policy(t, name="nb.json")
+    os.chmod(pol, 0o644)
+    sigs = [int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGHUP), int(signal.SIGUSR1)]
+    rc, doc, res = e.run_proven_as_nobody(t, sb, [["getpid", {"as": "me"}],
+                                                  ["rc_signal_shim"] + sigs + [{"as": "sig"}],
+                                                  ["rc_exec_thread", {"as": "thr"}]], pol)
+    if e.allowed(res, "me") == 1:
+        e.skip("shim", "the program is pid 1 here")
+    got = e.allowed(res, "sig")
+    g.eq(got[-1], "EPERM", "execve after signalling the shim")
+    g.eq(e.allowed(res, "thr"), "EPERM", "execve from a thread after the signals")
+    g.eq(doc["status"], "success", "status")
+
+
+def test_file_capabilities_in_a_write_root(t):
+    """security.capability (file capabilities: cap_setuid+ep) and trusted.* xattrs on a
+    file the run made in a write root: EPERM (no CAP_SETFCAP / CAP_SYS_ADMIN); user.*
+    works; the host file carries no capability."""
+    e.need_restricted("fs_write_allowlist")
+    base, w, r = _dirs(t)
+    pol = e.policy(t, filesystem={"read": [r], "write": [w]})
+    # vfs_cap_data v2: magic 0x02000000 | EFFECTIVE, permitted = CAP_SETUID (bit 7)
+    caps = (0x02000001).to_bytes(4, "little") + (1 << 7).to_bytes(4, "little") + bytes(12)
+    f = os.path.join(w, "capfile")
+    ops = [["rc_setxattr", f, "security.capability", caps.hex(), {"as": "fcaps"}],
+           ["rc_setxattr", f, "trusted.govex", "01", {"as": "trusted"}],
+           ["rc_setxattr", f, "user.govex", "01", {"as": "user"}]]
+    _, doc, res = e.run_proven(t, ops, pol=pol)
+    e.denied(res, "fcaps", "EPERM")
+    e.denied(res, "trusted", "EPERM")
+    try:
+        got = os.getxattr(f, "security.capability")
+    except OSError:
+        got = None
+    g.eq(got, None, "security.capability on the host file")
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("exec once: execve from a second thread is EPERM", test_exec_from_thread),
@@ -368,6 +412,8 @@ if __name__ == "__main__":
         ("exec once: a stacked ALLOW/TRACE filter cannot let execve through",
          test_stacked_filter_cannot_allow_exec),
         ("exec once: signalling the shim changes nothing", test_signal_the_shim),
+        ("exec once: signals to the shim as nobody (inherited handlers) change nothing",
+         test_signal_the_shim_as_nobody),
         ("allowlist: prctl options that reach past the process are EPERM",
          test_prctl_options),
         ("allowlist: KSM opt-in (PR_SET_MEMORY_MERGE, MADV_MERGEABLE) is refused",
@@ -382,6 +428,8 @@ if __name__ == "__main__":
          test_setuid_files_in_a_write_root),
         ("mounts: no set-user-ID file of the CALLER is left in a write root (as nobody)",
          test_setuid_files_as_unprivileged_caller),
+        ("mounts: no file capability or trusted xattr on a write root's file",
+         test_file_capabilities_in_a_write_root),
         ("mounts: roots swapped for symlinks between runs of one runtime are not followed",
          test_roots_swapped_for_symlinks_between_runs),
     ]))
