@@ -516,3 +516,70 @@ def run_bomb(t, pol, ops, timeout=g.HARD_TIMEOUT, **kw):
             "the guard refused (not a sandbox): %r" % doc.get("stdout"))
     eq(doc["backend"]["name"], "restricted", "backend")
     return r, doc, probe_of(doc), progress_of(doc)
+
+
+# ---------------------------------------------------------------- second red team (rc_)
+# One long-lived runtime (as a library user or `govex mcp` has) driven through ctypes:
+# the plan is made once, then runs are started while the test changes the host.
+
+def rc_libgovex():
+    """libgovex from the plain (unsanitized) build: ctypes cannot load an ASan library
+    into this Python.  Skips when there is none."""
+    import ctypes
+    plain = os.environ.get("GOVEX_PLAIN") or ""
+    cands = [os.path.join(os.path.dirname(plain), "libgovex.so")] if plain else []
+    cands.append(os.path.join(os.path.dirname(HERE), "..", "build", "libgovex.so"))
+    for c in cands:
+        if os.path.exists(c):
+            lib = ctypes.CDLL(os.path.abspath(c))
+            lib.govex_result_json.restype = ctypes.c_char_p
+            return lib
+    skip("libgovex", "no unsanitized libgovex.so (set GOVEX_PLAIN)")
+
+
+class RcRuntime:
+    """govex_runtime_new(policy) once; run(code) many times; JSON results."""
+
+    def __init__(self, policy_doc):
+        import ctypes
+        self.ct = ctypes
+        self.lib = rc_libgovex()
+        err = ctypes.create_string_buffer(512)
+        pol = ctypes.c_void_p()
+        data = json.dumps(policy_doc).encode()
+        if self.lib.govex_policy_parse(data, ctypes.c_size_t(len(data)), ctypes.byref(pol),
+                                       err) < 0:
+            raise g.Failure("govex_policy_parse: %r" % err.raw[8:240].split(b"\0")[0])
+        self.pol = pol
+        rt = ctypes.c_void_p()
+        if self.lib.govex_runtime_new(pol, None, ctypes.byref(rt), err) < 0:
+            raise g.Failure("govex_runtime_new: %r" % err.raw[8:240].split(b"\0")[0])
+        self.rt = rt
+
+    def run(self, code):
+        ct = self.ct
+
+        class Req(ct.Structure):
+            _fields_ = [("language", ct.c_char_p), ("code", ct.c_char_p),
+                        ("code_len", ct.c_size_t), ("source_path", ct.c_char_p),
+                        ("stdin_data", ct.c_char_p), ("stdin_len", ct.c_size_t),
+                        ("workdir", ct.c_char_p), ("limits", ct.c_uint64 * 8),
+                        ("env", ct.c_void_p), ("needs", ct.c_uint), ("shell", ct.c_int),
+                        ("metadata", ct.c_void_p), ("cancel", ct.c_void_p)]
+        src = code.encode()
+        req = Req()
+        req.code = src
+        req.code_len = len(src)
+        res = ct.c_void_p()
+        err = ct.create_string_buffer(512)
+        r = self.lib.govex_runtime_run(self.rt, ct.byref(req), ct.byref(res), err)
+        if r < 0 or not res:
+            return {"status": "error", "error": err.raw[8:240].split(b"\0")[0].decode()}
+        self.lib.govex_result_json.argtypes = [ct.c_void_p, ct.c_void_p]
+        doc = json.loads(self.lib.govex_result_json(res, None).decode())
+        self.lib.govex_result_free(res)
+        return doc
+
+    def close(self):
+        self.lib.govex_runtime_free(self.rt)
+        self.lib.govex_policy_free(self.pol)

@@ -928,3 +928,230 @@ def op_int80(nr):
     sys.stdout.write("GOVEX-BEFORE int80\n")
     sys.stdout.flush()
     return f()
+
+
+# ---------------------------------------------------------------- second red team (rc_)
+# Exec once under subprocess: deny, prctl, raw clone flags, links across binds.  Every
+# exec target is the interpreter itself (bound and granted EXECUTE by Landlock), so only
+# the shim's exec-once guard stands between the call and a second program: success
+# prints GOVEX-EXECED, which run_proven turns into a failure.
+
+_RC_EXECED = "import sys; sys.stdout.write('GOVEX-EXECED\\n')"
+
+
+def _rc_exec_argv():
+    return [sys.executable, "-I", "-S", "-c", _RC_EXECED]
+
+
+def _rc_try_exec(path=None):
+    sys.stdout.flush()
+    argv = _rc_exec_argv()
+    try:
+        os.execv(path or sys.executable, argv)
+    except OSError as ex:
+        return _ename(ex.errno)
+    return "returned"
+
+
+def op_rc_exec_thread():
+    """execve from a second thread (not the one the interpreter started in)."""
+    out = []
+    th = threading.Thread(target=lambda: out.append(_rc_try_exec()))
+    th.start()
+    th.join(10)
+    return out[0] if out else "hung"
+
+
+def op_rc_exec_race(n=8, rounds=20):
+    """N threads released together call execve ROUNDS times each: two notifications in
+    flight at once, and a storm of them.  Returns {errno name: count}."""
+    bar = threading.Barrier(n)
+    got = {}
+    lock = threading.Lock()
+
+    def go():
+        try:
+            bar.wait(10)
+        except threading.BrokenBarrierError:
+            pass
+        for _ in range(rounds):
+            r = _rc_try_exec()
+            with lock:
+                got[r] = got.get(r, 0) + 1
+
+    ts = [threading.Thread(target=go) for _ in range(n)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(30)
+    return got
+
+
+def _rc_execveat(dirfd, path, flags):
+    args = _rc_exec_argv()
+    arr = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+    envp = (ctypes.c_char_p * 1)(None)
+    p = ctypes.create_string_buffer(path.encode())
+    sys.stdout.flush()
+    lib = _lib()
+    ctypes.set_errno(0)
+    lib.syscall(ctypes.c_long(322), ctypes.c_long(dirfd), ctypes.c_long(ctypes.addressof(p)),
+                ctypes.c_long(ctypes.cast(arr, ctypes.c_void_p).value),
+                ctypes.c_long(ctypes.cast(envp, ctypes.c_void_p).value), ctypes.c_long(flags))
+    raise OSError(ctypes.get_errno(), "execveat returned")
+
+
+def op_rc_execveat_fd(opath=False):
+    """execveat(fd, "", AT_EMPTY_PATH) on a descriptor of the interpreter itself."""
+    fd = os.open(sys.executable, (0o10000000 if opath else os.O_RDONLY))  # O_PATH
+    try:
+        _rc_execveat(fd, "", 0x1000)
+    finally:
+        os.close(fd)
+
+
+def op_rc_execveat_path():
+    """execveat(AT_FDCWD, <interpreter>, 0): the other exec system call by name."""
+    _rc_execveat(-100, sys.executable, 0)
+
+
+def op_rc_exec_procfd():
+    """execve("/proc/self/fd/N") of an open descriptor of the interpreter."""
+    fd = os.open(sys.executable, os.O_RDONLY)
+    try:
+        r = _rc_try_exec("/proc/self/fd/%d" % fd)
+    finally:
+        os.close(fd)
+    if r != "returned":
+        raise OSError(getattr(_errno, r, 0), r)
+    return r
+
+
+def op_rc_exec():
+    r = _rc_try_exec()
+    raise OSError(getattr(_errno, r, 0), r)
+
+
+def op_rc_stack_allow_then_exec():
+    """Stacks a filter of our own that answers ALLOW to everything (allowed: prctl is on
+    the list and no_new_privs is set), then calls execve: the stricter answer must win."""
+    import struct
+    ins = struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000)   # BPF_RET|BPF_K, SECCOMP_RET_ALLOW
+    buf = ctypes.create_string_buffer(ins)
+    prog = struct.pack("HxxxxxxQ", 1, ctypes.addressof(buf))
+    pbuf = ctypes.create_string_buffer(prog)
+    _syscall(157, 22, 2, ctypes.addressof(pbuf))         # PR_SET_SECCOMP, FILTER
+    return op_rc_exec()
+
+
+def op_rc_stack_trace_then_exec():
+    """A stacked filter answering TRACE for execve (no tracer: ENOSYS from the kernel,
+    or the guard's answer, whichever wins): never a second program."""
+    import struct
+    ins = (struct.pack("HBBI", 0x20, 0, 0, 0) +            # ld [nr]
+           struct.pack("HBBI", 0x15, 0, 1, 59) +           # jeq execve
+           struct.pack("HBBI", 0x06, 0, 0, 0x7ff00000) +   # ret SECCOMP_RET_TRACE
+           struct.pack("HBBI", 0x06, 0, 0, 0x7fff0000))    # ret ALLOW
+    buf = ctypes.create_string_buffer(ins)
+    prog = struct.pack("HxxxxxxQ", 4, ctypes.addressof(buf))
+    pbuf = ctypes.create_string_buffer(prog)
+    _syscall(157, 22, 2, ctypes.addressof(pbuf))
+    return op_rc_exec()
+
+
+def op_rc_signal_shim(*sigs):
+    """Signals pid 1 (the shim, holder of the execve listener) with each of SIGS, then
+    tries execve.  Returns [[sig, errno or 'sent'], ..., exec result]."""
+    out = []
+    for s in sigs:
+        try:
+            os.kill(1, s)
+            out.append([s, "sent"])
+        except OSError as ex:
+            out.append([s, _ename(ex.errno)])
+    time.sleep(0.2)
+    out.append(_rc_try_exec())
+    return out
+
+
+def op_rc_prctl(option, a2=0, a3=0, a4=0, a5=0):
+    return _syscall(157, option, a2, a3, a4, a5)
+
+
+def op_rc_clone_flags(flags):
+    """Raw clone(FLAGS, stack 0) with flags that must be refused (a process, or a
+    namespace).  A child, should one be made, exits at once."""
+    lib = _lib()
+    ctypes.set_errno(0)
+    r = lib.syscall(ctypes.c_long(56), ctypes.c_ulong(flags), ctypes.c_long(0),
+                    ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+    if r == 0:
+        os._exit(0)
+    if r < 0:
+        raise OSError(ctypes.get_errno(), "clone")
+    try:
+        os.waitpid(r, 0)
+    except OSError:
+        pass
+    return "made %d" % r
+
+
+def op_rc_hardlink(src, dst):
+    os.link(src, dst)
+    return "linked"
+
+
+def op_rc_rename(src, dst):
+    os.rename(src, dst)
+    return "renamed"
+
+
+def op_rc_write_new(path, data="govex-rc"):
+    with open(path, "w") as f:
+        f.write(data)
+    return len(data)
+
+
+def op_rc_madvise_mergeable():
+    """madvise(MADV_MERGEABLE) on an anonymous mapping of our own."""
+    import mmap
+    m = mmap.mmap(-1, 1 << 16)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    try:
+        return _syscall(28, addr, 1 << 16, 12)      # madvise, MADV_MERGEABLE
+    finally:
+        pass
+
+
+def op_rc_setuid_file(src, dst, how="chmod", mode=0o4755):
+    """Writes a copy of SRC (an executable) at DST and gives it MODE (set-user-ID) by
+    chmod, fchmod, or at creation (open O_CREAT with the mode; umask 0).  Returns the
+    mode the file has afterwards, seen from inside."""
+    import stat as _stat
+    with open(src or sys.executable, "rb") as f:
+        data = f.read()
+    if how == "create":
+        old = os.umask(0)
+        try:
+            fd = os.open(dst, os.O_CREAT | os.O_WRONLY | os.O_EXCL, mode)
+        finally:
+            os.umask(old)
+        os.write(fd, data)
+        os.close(fd)
+    else:
+        with open(dst, "wb") as f:
+            f.write(data)
+            if how == "fchmod":
+                os.fchmod(f.fileno(), mode)
+        if how == "chmod":
+            os.chmod(dst, mode)
+    return _stat.S_IMODE(os.stat(dst).st_mode)
+
+
+def op_rc_setxattr(path, name, hexvalue):
+    """setxattr(PATH, NAME, bytes.fromhex(HEXVALUE)) on a file the run made."""
+    if not os.path.exists(path):
+        with open(path, "wb") as f:
+            f.write(b"x")
+    os.setxattr(path, name, bytes.fromhex(hexvalue))
+    return "set"
