@@ -388,6 +388,24 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 	return 0;
 }
 
+/* The interpreter a script's answer names: an absolute, normalized path to an ELF
+ * executable (sys.executable as the script's python saw it), or NULL with err set. */
+static char *answer_executable(const char *script, const char *text, struct govex_error *err)
+{
+	_cleanup_json_ json_t *j = json_loads(text, 0, NULL);
+	const char *named = json_string_value(json_object_get(j, "executable"));
+	if (!named || !answer_path_ok(named) || !is_elf(named)) {
+		govex__err(err, GOVEX_EINTERP, 0,
+			   "interpreter '%.100s': the script names no ELF interpreter ('%.100s')",
+			   script, named ? named : "(none)");
+		return NULL;
+	}
+	char *r = strdup(named);
+	if (!r)
+		govex__err(err, ENOMEM, ENOMEM, "interpreter: out of memory");
+	return r;
+}
+
 /* decode, then validate: the one way an answer becomes a struct govex__interp.  When
  * the probed file is itself an ELF interpreter (real, the file's real path), the answer
  * must name that very file: a cached answer cannot swap in another executable. */
@@ -466,7 +484,19 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 		exe = found;
 	}
 	bool elf = is_elf(exe);
-	_cleanup_free_ char *real = elf ? realpath(exe, NULL) : NULL;
+	if (!elf) {
+		/* A script (a pyenv shim, a wrapper) is the policy's to name, but its answer
+		 * is whatever it prints: it only says which interpreter it runs, and the
+		 * binds come from that ELF's own answer (probed directly, and required to
+		 * name itself).  Both probes run in the sandbox. */
+		if ((r = run_probe(exe, mode, &answer, err)) < 0)
+			return r;
+		_cleanup_free_ char *named = answer_executable(exe, answer, err);
+		if (!named)
+			return -GOVEX_EINTERP;
+		return govex__interp_probe(named, cache_dir, mode, ret, err);
+	}
+	_cleanup_free_ char *real = realpath(exe, NULL);
 	bool cacheable = cache_dir && cache_dir[0] == '/' && real;
 	if (cacheable) {
 		id = identity(exe);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <dlfcn.h>
@@ -550,13 +551,122 @@ static bool ino_at_or_above(const char *path, const struct stat *st)
 	return false;
 }
 
-static bool overlap(const char *a, const char *b)
+/* Mounts as /proc/self/mountinfo lists them: device, root within the filesystem, mount
+ * point (octal escapes undone), in the kernel's order (later ones shadow earlier). */
+struct mnt {
+	dev_t dev;
+	char *root, *point;
+};
+
+static void unescape_octal(char *s)
+{
+	char *d = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+static void mounts_free(struct mnt *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].root);
+		free(m[i].point);
+	}
+	free(m);
+}
+
+static struct mnt *mounts_read(size_t *ret_n)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len, n = 0, cap = 0;
+	struct mnt *m = NULL;
+	*ret_n = 0;
+	if (govex__read_file("/proc/self/mountinfo", 1 << 22, &data, &len, NULL) < 0)
+		return NULL;
+	for (char *line = data, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		unsigned maj, min;
+		char root[4096], point[4096];
+		if (sscanf(line, "%*u %*u %u:%u %4095s %4095s", &maj, &min, root, point) != 4)
+			continue;
+		if (n == cap) {
+			struct mnt *g = realloc(m, (cap = cap ? 2 * cap : 64) * sizeof(*m));
+			if (!g)
+				break;
+			m = g;
+		}
+		unescape_octal(root);
+		unescape_octal(point);
+		m[n].dev = makedev(maj, min);
+		m[n].root = strdup(root);
+		m[n].point = strdup(point);
+		if (!m[n].root || !m[n].point) {
+			free(m[n].root);
+			free(m[n].point);
+			break;
+		}
+		n++;
+	}
+	*ret_n = n;
+	return m;
+}
+
+/* Where path lies within its filesystem: the device and the path from that
+ * filesystem's root (a bind mount shows a directory under another name; this is the
+ * same for both names).  False when it cannot be told. */
+static bool fs_location(const struct mnt *m, size_t n, const char *path, dev_t *ret_dev,
+			char *ret, size_t cap)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	struct stat st;
+	if (!real || stat(real, &st) < 0)
+		return false;
+	const struct mnt *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(m[i].point);
+		if (!govex__path_under(real, m[i].point))
+			continue;
+		if (!best || l >= best_len) { /* the deepest; of equals, the last mounted */
+			best = &m[i];
+			best_len = l;
+		}
+	}
+	if (!best || best->dev != st.st_dev)
+		return false;
+	const char *rest = strcmp(best->point, "/") == 0 ? real : real + best_len;
+	int w = snprintf(ret, cap, "%s%s", strcmp(best->root, "/") == 0 ? "" : best->root, rest);
+	if (w <= 0 || (size_t)w >= cap)
+		return false;
+	if (ret[0] == '\0')
+		snprintf(ret, cap, "/");
+	*ret_dev = st.st_dev;
+	return true;
+}
+
+static bool overlap(const struct mnt *m, size_t n, const char *a, const char *b)
 {
 	if (govex__path_under(a, b) || govex__path_under(b, a))
 		return true;
 	struct stat sa, sb;
-	return (stat(b, &sb) == 0 && ino_at_or_above(a, &sb)) ||
-	       (stat(a, &sa) == 0 && ino_at_or_above(b, &sa));
+	if ((stat(b, &sb) == 0 && ino_at_or_above(a, &sb)) ||
+	    (stat(a, &sa) == 0 && ino_at_or_above(b, &sa)))
+		return true;
+	/* a bind mount of a directory above, at or below b under another name */
+	char la[4096], lb[4096];
+	dev_t da, db;
+	return fs_location(m, n, a, &da, la, sizeof(la)) &&
+	       fs_location(m, n, b, &db, lb, sizeof(lb)) && da == db &&
+	       (govex__path_under(la, lb) || govex__path_under(lb, la));
 }
 
 /*
@@ -573,14 +683,20 @@ static const char *protected_overlap(const govex_runtime *rt, const char *writab
 	const char *kinds[] = {"cache", "govex", "interpreter"};
 	char **w = calloc(1, sizeof(char *));
 	const char *hit = NULL;
+	size_t nm = 0;
+	struct mnt *m = mounts_read(&nm);
 	*ret_path = NULL;
-	if (!w)
+	if (!w || !m) {
+		govex__strv_free(w);
+		mounts_free(m, nm);
 		return "govex"; /* cannot check: refuse */
+	}
 	push_forms(&w, writable);
 	for (size_t k = 0; k < ARRAY_SIZE(kinds) && !hit; k++) {
 		char **prot = calloc(1, sizeof(char *));
 		if (!prot) {
 			govex__strv_free(w);
+			mounts_free(m, nm);
 			return kinds[k];
 		}
 		if (k == 0) {
@@ -612,13 +728,14 @@ static const char *protected_overlap(const govex_runtime *rt, const char *writab
 		}
 		for (size_t i = 0; prot[i] && !hit; i++)
 			for (size_t j = 0; w[j] && !hit; j++)
-				if (overlap(w[j], prot[i])) {
+				if (overlap(m, nm, w[j], prot[i])) {
 					hit = kinds[k];
 					*ret_path = strdup(prot[i]);
 				}
 		govex__strv_free(prot);
 	}
 	govex__strv_free(w);
+	mounts_free(m, nm);
 	return hit;
 }
 

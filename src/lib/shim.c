@@ -167,8 +167,10 @@ void govex__shim_sweep(pid_t pgid)
 int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
 {
 	struct rlimit rl;
-	/* No core dumps of the run's memory into its workdir. */
-	rl.rlim_cur = rl.rlim_max = 0;
+	/* No core dumps of the run's memory: not into its workdir, nor to a host helper a
+	 * pipe core_pattern names (systemd-coredump, apport), which a limit of 0 does not
+	 * stop and 1 does (the kernel's convention). */
+	rl.rlim_cur = rl.rlim_max = 1;
 	if (setrlimit(RLIMIT_CORE, &rl) < 0) {
 		*ret_step = "rlimit_core";
 		return -errno;

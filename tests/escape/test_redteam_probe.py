@@ -434,9 +434,9 @@ os._exit(3)
 
 
 def test_probe_memory_aggregate(t):
-    """FINDING: the probe has no memory cgroup (probe.c: 'memory is bounded per process
-    only'): RLIMIT_AS of 1 GiB per process and up to 256 tasks, so a wrapper's probe can
-    hold ~256 GiB.  Bounded here to 4 processes x 600 MiB (behind the wrapper's own
+    """Found by the red team: the probe had no memory cgroup (RLIMIT_AS of 1 GiB per
+    process and up to 256 tasks, so a wrapper's probe could hold ~256 GiB); it now has
+    one of its own where the host can make one.  Bounded here to 4 processes x 600 MiB (behind the wrapper's own
     canary), measured from the host (VmRSS summed over the probe's processes).
     Expected: the probe's processes together never hold more than its 1 GiB."""
     e.need_restricted("fs_read_allowlist", "no_new_privileges", "syscall_filter")
@@ -484,9 +484,11 @@ def test_probe_memory_aggregate(t):
     doc = r.result()
     g.check("GOVEX-GUARD" not in json.dumps(doc), "the wrapper's own canary refused")
     g.check(peak[0] > 0, "the probe's processes were never seen")
-    g.check(peak[0] <= (1 << 30),
-            "the probe's processes held %d MiB together (its bound: 1024 MiB per process; "
-            "no aggregate)" % (peak[0] >> 20))
+    # the cgroup charges each page once; VmRSS counts the pages the processes share
+    # (the interpreter and its libraries, a few MiB each) in every one of them
+    g.check(peak[0] <= (1 << 30) + (64 << 20),
+            "the probe's processes held %d MiB together (its bound: 1024 MiB for the "
+            "whole probe, plus the shared pages each VmRSS counts again)" % (peak[0] >> 20))
 
 
 def test_planted_stdlib_etc(t):

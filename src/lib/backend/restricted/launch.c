@@ -474,6 +474,9 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 	const char *step = "shim";
 	int r;
 	memset(&rep, 0, sizeof(rep));
+	/* the host's handlers (the CLI's SIGINT/SIGTERM/SIGHUP) are not ours: with the
+	 * default dispositions PID 1 ignores every signal sent from inside */
+	govex__child_reset_signals();
 
 	/* Drop every host descriptor we did not make for this run. */
 	{

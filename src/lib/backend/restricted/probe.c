@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -81,6 +82,11 @@ struct pctx {
 	char *const *argv;
 	char *const *envp;
 	const char *cwd;
+	/* a cgroup of the probe's own where the host can make one (memory and tasks of the
+	 * whole probe, kernel-accounted), and the slot that names it */
+	struct rcg_setup cgs;
+	struct rcg_run cg;
+	struct rslot slot;
 };
 
 /* ---- the plan --------------------------------------------------------------------- */
@@ -173,9 +179,13 @@ static int drop_privilege(bool root, const char **step)
 
 static __attribute__((noreturn)) void probe_child(struct pctx *c)
 {
-	const char *step = "setsid";
+	const char *step = "cgroup";
 	int ce = c->f.ce[1], r;
 	errno = 0;
+	for (int i = 0; i < RCG_N; i++)
+		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
+			goto fail;
+	step = "setsid";
 	if (setsid() < 0)
 		goto fail;
 	if (govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], -1, &ce, &step) < 0)
@@ -287,9 +297,18 @@ static __attribute__((noreturn)) void probe_shim(struct pctx *c)
 	const char *step = "shim";
 	int r;
 	memset(&rep, 0, sizeof(rep));
+	/* the host's handlers (the CLI's SIGINT/SIGTERM/SIGHUP) are not ours: with the
+	 * default dispositions PID 1 ignores every signal sent from inside */
+	govex__child_reset_signals();
 	{
-		int keep[] = {f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0]};
-		govex__close_fds_except(3, keep, ARRAY_SIZE(keep));
+		int keep[16], n = 0;
+		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	       f->ce[1],
+			      f->rep[1],	 f->kill[0],	    c->cg.procs_fd[0], c->cg.procs_fd[1],
+			      c->cg.procs_fd[2]};
+		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+			if (mine[i] >= 0)
+				keep[n++] = mine[i];
+		govex__close_fds_except(3, keep, (size_t)n);
 	}
 	if (c->userns && (r = rns_write_maps(c->uid_map, c->gid_map, &step)) < 0)
 		goto fail;
@@ -378,6 +397,9 @@ fail:
 
 static void pctx_free(struct pctx *c)
 {
+	rcg_destroy(&c->cg);
+	rcg_setup_free(&c->cgs);
+	rslot_release(&c->slot); /* last: the name is free for another only now */
 	rscratch_free(&c->scr);
 	rplan_free(&c->plan);
 	rfilter_free(&c->filter);
@@ -392,6 +414,10 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	_cleanup_free_ char *cwd = getcwd(NULL, 0);
 	int r;
 	memset(&c, 0, sizeof(c));
+	for (int i = 0; i < RCG_N; i++)
+		c.cg.procs_fd[i] = -1;
+	c.cg.cpu_fd = -1;
+	c.slot.n = c.slot.fd = -1;
 	c.userns = geteuid() != 0;
 	snprintf(c.uid_map, sizeof(c.uid_map), "%u %u 1\n", (unsigned)geteuid(),
 		 (unsigned)geteuid());
@@ -407,6 +433,7 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	c.lim.wall_ms = timeout_ms;
 	c.lim.cpu_ms = timeout_ms;
 	c.lim.memory_bytes = 1ULL << 30;
+	c.lim.processes = PROBE_TASKS_MAX;
 	c.lim.file_size_bytes = 1ULL << 20;
 	c.lim.open_files = 256;
 	c.lim.stdout_bytes = out_max;
@@ -420,6 +447,19 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 				  strerror(-r));
 	}
 	rplan_free(&base);
+	/* The whole probe's memory and tasks in a cgroup of its own, where one can be
+	 * made (named by a run slot, like a run's); without one, the per-process rlimits
+	 * and the shim's task count are what bound it. */
+	{
+		char why[PATH_MAX + 80];
+		rcg_discover(&c.cgs, false);
+		struct govex_error ce;
+		if (rslot_acquire(NULL, 65536, &c.slot, why, sizeof(why)) == 0 &&
+		    rcg_create(&c.cgs, c.slot.id, &c.lim, 0, &c.cg, &ce) < 0) {
+			for (int i = 0; i < RCG_N; i++)
+				c.cg.procs_fd[i] = -1;
+		}
+	}
 	struct govex_error fe;
 	if ((r = rfilter_build(true, false, &c.filter, &fe)) < 0) {
 		pctx_free(&c);

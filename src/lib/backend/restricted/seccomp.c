@@ -51,11 +51,15 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <seccomp.h>
 
 #include "restricted.h"
+
+/* prctl(PR_SET_MEMORY_MERGE), Linux 6.4 */
+#define GOVEX_PR_SET_MEMORY_MERGE 67
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -457,8 +461,9 @@ int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, stru
 /*
  * The guard: a second, default-allow filter stacked on the allowlist (the kernel runs
  * both; the stricter answer wins).  It refuses ioctl TIOCSTI and TIOCLINUX and fcntl
- * F_SETPIPE_SZ, comparing the command's low 32 bits as the kernel reads them, and with
- * exec_once turns execve and execveat into user notifications answered by the shim
+ * F_SETPIPE_SZ (comparing the command's low 32 bits as the kernel reads them), modes
+ * with set-user-ID or set-group-ID bits, and opting into same-page merging; with
+ * exec_once it turns execve and execveat into user notifications answered by the shim
  * (execonce.c).
  */
 int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
@@ -479,6 +484,50 @@ int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
 				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, F_SETPIPE_SZ));
+	/* No set-user-ID or set-group-ID file: a file made in a write root is a host file,
+	 * and nosuid holds only inside (as root another user would run it as this slot's
+	 * uid; not root, as the caller).  Every way to set those bits: chmod family, mkdir
+	 * (S_ISGID), mknod, and creating opens (O_CREAT, O_TMPFILE).  openat2 passes its
+	 * mode in memory: it is not on the allowlist. */
+	static const struct {
+		const char *name;
+		unsigned mode_arg; /* the mode's argument */
+		int flags_arg;	   /* the open flags' argument, or -1 */
+	} modes[] = {
+	    {"chmod", 1, -1},  {"fchmod", 1, -1},    {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+	    {"mkdir", 1, -1},  {"mkdirat", 2, -1},   {"mknod", 1, -1},	  {"mknodat", 2, -1},
+	    {"creat", 1, -1},  {"open", 2, 1},	     {"openat", 3, 2},
+	};
+	static const unsigned long bits[] = {S_ISUID, S_ISGID};
+	static const unsigned long creating[] = {O_CREAT, __O_TMPFILE};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(modes); i++) {
+		int nr = seccomp_syscall_resolve_name(modes[i].name);
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue; /* not a syscall of this architecture */
+		for (size_t b = 0; r == 0 && b < ARRAY_SIZE(bits); b++) {
+			struct scmp_arg_cmp mode = {modes[i].mode_arg, SCMP_CMP_MASKED_EQ, bits[b],
+						    bits[b]};
+			if (modes[i].flags_arg < 0) {
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, mode);
+				continue;
+			}
+			for (size_t c = 0; r == 0 && c < ARRAY_SIZE(creating); c++) {
+				struct scmp_arg_cmp flags = {(unsigned)modes[i].flags_arg,
+							     SCMP_CMP_MASKED_EQ, creating[c],
+							     creating[c]};
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, flags, mode);
+			}
+		}
+	}
+	/* Kernel same-page merging opted into (prctl PR_SET_MEMORY_MERGE, madvise
+	 * MADV_MERGEABLE): where ksmd runs, merged pages are a side channel between
+	 * processes, other runs included. */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1,
+				     SCMP_A0(SCMP_CMP_EQ, GOVEX_PR_SET_MEMORY_MERGE));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffULL, MADV_MERGEABLE));
 	if (r == 0 && exec_once)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
 	if (r == 0 && exec_once)
