@@ -928,3 +928,120 @@ def op_int80(nr):
     sys.stdout.write("GOVEX-BEFORE int80\n")
     sys.stdout.flush()
     return f()
+
+
+# ---------------------------------------------------------------- second red team (rd_)
+# Operations of tests/escape/test_redteam_*.py.  Bombs call _need_guard() first.
+
+def op_rd_unix_fill(total, inflight=True, nofile_spare=16):
+    """Kernel memory the memory cgroup may not see: socketpair(AF_UNIX) buffers filled
+    until EAGAIN, up to the open-files limit; with INFLIGHT, filled sockets are then sent
+    (SCM_RIGHTS) into a carrier socket and closed here, so they hold their buffers
+    without holding an fd (the kernel bounds fds in flight per user by RLIMIT_NOFILE).
+    Stops at TOTAL bytes queued.  Returns [bytes queued, sockets filled, error]."""
+    _need_guard()
+    import resource
+    import array
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    chunk = b"\x5a" * 65536
+    queued, filled, err = 0, 0, None
+    keep = []
+
+    def fill(s):
+        n = 0
+        while True:
+            try:
+                n += s.send(chunk)
+            except BlockingIOError:
+                return n
+
+    def fresh_pair():
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.setblocking(False)
+        b.setblocking(False)
+        return a, b
+
+    carriers = []
+    try:
+        while queued < total:
+            if len(keep) + 2 * len(carriers) + nofile_spare + 4 >= soft:
+                if not inflight:
+                    break
+                # move the filled sockets into a carrier's queue, then close them here
+                c1, c2 = fresh_pair()
+                carriers.append((c1, c2))
+                moved = 0
+                while keep:
+                    batch = keep[:200]
+                    try:
+                        c1.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                             array.array("i", [s.fileno() for s in batch]))])
+                    except OSError as e:  # ETOOMANYREFS: the per-user in-flight bound
+                        err = _ename(e.errno)
+                        break
+                    for s in batch:
+                        s.close()
+                    del keep[:200]
+                    moved += len(batch)
+                if not moved or err:
+                    break
+                continue
+            a, b = fresh_pair()
+            queued += fill(a) + fill(b)
+            keep += [a, b]
+            filled += 2
+            if filled % 32 == 0:
+                progress("unix", queued)
+    except OSError as e:
+        err = _ename(e.errno)
+    progress("unix", queued)
+    _KEEP.append((keep, carriers))
+    return [queued, filled, err]
+
+
+def op_rd_cgroup_paths():
+    """What the run sees of cgroups: /proc/self/cgroup and whether /sys/fs/cgroup exists."""
+    with open("/proc/self/cgroup") as f:
+        own = f.read().splitlines()
+    return {"own": own, "sysfs": os.path.exists("/sys/fs/cgroup")}
+
+
+def op_rd_cgroup_write(rel, data):
+    """Opens /sys/fs/cgroup/REL for writing and writes DATA (a limit, our pid)."""
+    with open("/sys/fs/cgroup/" + rel, "w") as f:
+        f.write(data)
+    return "written"
+
+
+def op_rd_write_mode(path, data, mode):
+    """Writes DATA to PATH created with MODE (umask cleared); returns its owner."""
+    old = os.umask(0)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    finally:
+        os.umask(old)
+    try:
+        os.write(fd, data.encode())
+    finally:
+        os.close(fd)
+    st = os.stat(path)
+    return [st.st_uid, st.st_mode & 0o777]
+
+
+def op_rd_uid():
+    return [os.getuid(), os.geteuid(), os.getgid()]
+
+
+def op_rd_plant_fifos(slots_dir, n=8):
+    """Replaces slot lock files 0..N-1 in SLOTS_DIR by FIFOs (unlinking a lock file a
+    live run holds would also hand its slot to the next run)."""
+    done = []
+    for i in range(n):
+        p = os.path.join(slots_dir, "%d.lock" % i)
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+        os.mkfifo(p, 0o600)
+        done.append(i)
+    return done

@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Second red team (issue 9), identities and host state: run slots and the per-slot uid,
+files a run leaves in a shared write root, hostile lock directories for an unprivileged
+caller, the cache directory's special files, and the sweep of dead host workdirs
+(symlinks, hardlinks, and a bind mount of the same file system inside one).
+
+A failing test here is a finding; its message says what was seen."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+
+def _need_root():
+    if os.geteuid() != 0:
+        e.skip("root", "per-slot identities exist only as root")
+
+
+def _shared_write_root(t):
+    os.chmod(t.tmp, 0o711)
+    w = t.path("shared")
+    os.mkdir(w)
+    os.chmod(w, 0o1777)          # writable by every slot's uid, sticky like /tmp
+    return w
+
+
+def _pol(t, w, name="p.json"):
+    return e.policy(t, name=name, limits={"wall_ms": 20000}, filesystem={"write": [w]})
+
+
+# ---------------------------------------------------------------- slots and uids
+
+def test_next_run_of_a_slot_reads_what_the_last_left(t):
+    """README: "concurrent runs cannot read each other's files".  A run that keeps a
+    secret 0600 in a shared write root (a cache volume, say) relies on its uid.  The
+    next run that takes the same slot has the same uid, so it reads the secret.
+
+    Expected (the claim read literally): denied.  If the contract is only about
+    CONCURRENT runs, this test documents that a write root is shared state across
+    time (same slot = same uid), and README/DESIGN must say so."""
+    _need_root()
+    e.need_restricted("syscall_filter")
+    w = _shared_write_root(t)
+    pol = _pol(t, w)
+    secret = os.path.join(w, "secret")
+    _, doc, res = e.run_proven(t, [["rd_write_mode", secret, "tenant-a-secret", 0o600,
+                                    {"as": "w"}], ["rd_uid", {"as": "id"}]], pol=pol)
+    owner, mode = e.allowed(res, "w")
+    g.eq(mode, 0o600, "mode of the secret")
+    g.check(e.is_run_id(owner), "owner %r is not a run id" % owner)
+    # the next runs: slot N is the lowest free one, so with no other run in flight
+    # it is the same slot again (retry: other runs of the host may hold slots)
+    for attempt in range(4):
+        _, doc2, res2 = e.run_proven(t, [["read", secret, {"as": "r"}],
+                                         ["rd_uid", {"as": "id"}]], pol=pol)
+        uid2 = e.allowed(res2, "id")[0]
+        if uid2 == owner:
+            break
+    else:
+        print("# never got slot uid %d again (other runs in flight): inconclusive" % owner)
+        return
+    got = res2["r"]
+    g.check(not got.get("ok"),
+            "a later run (uid %d, the same slot) read the 0600 secret an earlier run "
+            "left in the shared write root: %r -- a slot's uid is reused by every later "
+            "run of that slot, so \"runs cannot read each other's files\" holds only for "
+            "concurrent runs" % (uid2, got))
+
+
+def test_concurrent_runs_cannot_read_0600(t):
+    """Two runs in flight at once have distinct uids: B cannot read A's 0600 file in
+    the shared write root, nor replace it (sticky directory)."""
+    _need_root()
+    e.need_restricted("syscall_filter")
+    w = _shared_write_root(t)
+    pol = _pol(t, w)
+    secret = os.path.join(w, "a-secret")
+    gate = os.path.join(w, "b-done")
+    holder = {}
+
+    def run_a():
+        holder["a"] = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code([
+            ["rd_write_mode", secret, "tenant-a-secret", 0o600, {"as": "w"}],
+            ["rd_uid", {"as": "id"}],
+            ["wait_file", gate, 15.0, {"as": "wait"}]])], timeout=30)
+
+    th = threading.Thread(target=run_a)
+    th.start()
+    try:
+        g.check(e.wait_until(lambda: os.path.exists(secret), 15.0),
+                "run A never wrote its secret")
+        _, doc, res = e.run_proven(t, [["read", secret, {"as": "r"}],
+                                       ["write", secret, "overwritten", {"as": "ow"}],
+                                       ["rd_uid", {"as": "id"}]], pol=pol)
+    finally:
+        with open(gate, "w") as f:
+            f.write("x")
+        th.join(30)
+    resa = e.probe_lines(holder["a"].result().get("stdout"))
+    g.check(resa is not None, "run A printed nothing")
+    ua, ub = e.allowed(resa, "id")[0], e.allowed(res, "id")[0]
+    g.check(ua != ub, "two concurrent runs had the same uid %d" % ua)
+    e.denied(res, "r", "EACCES")
+    e.denied(res, "ow", "EACCES")
+
+
+# ---------------------------------------------------------------- lock directories
+
+def test_hostile_xdg_runtime_dir_as_nobody(t):
+    """An unprivileged caller whose XDG_RUNTIME_DIR is a world-writable directory where
+    another user planted govex -> their own directory: govex keeps no lock there (the
+    planted directory stays empty) and the run works."""
+    sb = e.need_unprivileged_sandbox(t)
+    hostile = t.path("hostile")
+    attacker = t.path("attacker")
+    os.mkdir(hostile)
+    os.mkdir(attacker)
+    os.chmod(hostile, 0o777)
+    os.chmod(attacker, 0o777)
+    os.symlink(attacker, os.path.join(hostile, "govex"))
+    pol = e.policy(t, limits={"wall_ms": 20000})
+    rc, doc, res = e.run_proven_as_nobody(t, sb, [["getpid", {"as": "pid"}]], pol,
+                                          extra_env={"XDG_RUNTIME_DIR": hostile},
+                                          timeout=30)
+    g.eq(doc["status"], "success", "status")
+    g.eq(os.listdir(attacker), [], "files govex made in the planted directory")
+
+
+def test_fifo_slot_lock_as_nobody(t):
+    """A FIFO (or a socket-like special file) where a slot lock should be never blocks a
+    run: it finishes in bounded time."""
+    sb = e.need_unprivileged_sandbox(t)
+    home = sb[0]
+    xdg = os.path.join(home, "xdg")
+    os.mkdir(xdg, 0o700)
+    os.chown(xdg, e.NOBODY, e.NOBODY)
+    slots = os.path.join(xdg, "govex", "slots")
+    os.makedirs(slots, 0o700)
+    for d in (os.path.join(xdg, "govex"), slots):
+        os.chown(d, e.NOBODY, e.NOBODY)
+        os.chmod(d, 0o700)
+    fifo = os.path.join(slots, "0.lock")
+    os.mkfifo(fifo, 0o600)
+    os.chown(fifo, e.NOBODY, e.NOBODY)
+    pol = e.policy(t, limits={"wall_ms": 20000})
+    t0 = time.monotonic()
+    home_, envn, binary = sb
+    e.without_aggregate(pol)
+    rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", "print('hi')"],
+                              cwd=home, env=dict(envn, XDG_RUNTIME_DIR=xdg),
+                              preexec=e.nobody_preexec(), binary=binary, timeout=20)
+    doc = e.result_of(out)
+    g.check(time.monotonic() - t0 < 15, "the run took %.1f s" % (time.monotonic() - t0))
+    g.check(doc["status"] == "success",
+            "one FIFO at slots/0.lock makes every run fail (%r): rslot_acquire stops at "
+            "the first lock file that is not a regular file of ours instead of skipping "
+            "that slot" % doc.get("diagnostics"))
+
+
+def test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody(t):
+    """An unprivileged caller's slot locks live in $XDG_RUNTIME_DIR/govex/slots.  Unlike
+    the cache dir, that directory is not a protected path: a sandboxed policy may have a
+    write root covering it, and the code (same uid inside its user namespace) rewrites
+    the locks.  Here it turns them into FIFOs: every later run of the caller must still
+    work (or the policy must have been refused at planning, protected_path)."""
+    sb = e.need_unprivileged_sandbox(t)
+    home = sb[0]
+    xdg = os.path.join(home, "xdg")
+    os.mkdir(xdg, 0o700)
+    os.chown(xdg, e.NOBODY, e.NOBODY)
+    env = {"XDG_RUNTIME_DIR": xdg}
+    pol = e.policy(t, name="w.json", limits={"wall_ms": 20000}, filesystem={"write": [xdg]})
+    # a first ordinary run makes govex/slots
+    plain = e.policy(t, name="plain.json", limits={"wall_ms": 20000})
+    e.run_proven_as_nobody(t, sb, [["getpid", {"as": "pid"}]], plain, extra_env=env,
+                           timeout=30)
+    slots = os.path.join(xdg, "govex", "slots")
+    g.check(os.path.isdir(slots), "no slot lock directory under XDG_RUNTIME_DIR: %r"
+            % os.listdir(xdg))
+    home_, envn, binary = sb
+    e.without_aggregate(pol)
+    rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", e.proven_code(
+        [["rd_plant_fifos", slots, 8, {"as": "plant"}]])], cwd=home,
+        env=dict(envn, **env), preexec=e.nobody_preexec(), binary=binary, timeout=30)
+    doc = e.result_of(out)
+    if doc["status"] == "policy_refused":
+        g.eq(doc["diagnostics"][0]["code"], "protected_path", "refusal code")
+        return
+    res = e.probe_lines(doc.get("stdout"))
+    g.check(res is not None, "no probe output: %r" % doc)
+    e.proven(res)
+    planted = res["plant"]
+    print("# the sandboxed run (write root %s) replaced the slot locks: %r" % (xdg, planted))
+    rc, doc2, res2 = e.run_proven_as_nobody(t, sb, [["getpid", {"as": "pid"}]], plain,
+                                            extra_env=env, timeout=30)
+    g.eq(doc2["status"], "success", "status of the caller's next run after a sandboxed "
+         "run rewrote its slot locks")
+
+
+# ---------------------------------------------------------------- the cache directory
+
+def _warm(t, env):
+    r = t.run(["backends", "--json"], env=env)
+    r.expect_rc(0)
+
+
+def test_cache_file_fifo_never_blocks(t):
+    """Every cache file replaced by a FIFO: backends and a run finish at once, uncached
+    answers used, nothing believed from the FIFO."""
+    e.need_restricted("syscall_filter")
+    env, cache = e.cache_env(t)
+    _warm(t, env)
+    pol = e.policy(t, limits={"wall_ms": 20000})
+    t.run(["run", "--policy", pol, "--json", "-c", "pass"], env=env)
+    names = [n for n in os.listdir(cache) if n.endswith(".json")]
+    g.check(names, "no cache files in %s" % cache)
+    for n in names:
+        p = os.path.join(cache, n)
+        os.unlink(p)
+        os.mkfifo(p, 0o600)
+    t0 = time.monotonic()
+    r = t.run(["backends", "--json"], env=env, timeout=20)
+    r.expect_rc(0)
+    _, doc, res = e.run_proven(t, [["getpid", {"as": "pid"}]], pol=pol, env=env, timeout=20)
+    g.check(time.monotonic() - t0 < 15, "took %.1f s with FIFO cache files"
+            % (time.monotonic() - t0))
+
+
+def test_cache_file_huge_sparse(t):
+    """A 4 GiB sparse backend cache file (and probe cache files) is refused quickly,
+    not read whole, and the run works."""
+    e.need_restricted("syscall_filter")
+    env, cache = e.cache_env(t)
+    _warm(t, env)
+    pol = e.policy(t, limits={"wall_ms": 20000})
+    t.run(["run", "--policy", pol, "--json", "-c", "pass"], env=env)
+    names = [n for n in os.listdir(cache) if n.endswith(".json")]
+    for n in names:
+        p = os.path.join(cache, n)
+        with open(p, "r+b") as f:
+            f.truncate(4 << 30)
+    t0 = time.monotonic()
+    r = t.run(["backends", "--json"], env=env, timeout=20)
+    r.expect_rc(0)
+    _, doc, res = e.run_proven(t, [["getpid", {"as": "pid"}]], pol=pol, env=env, timeout=20)
+    g.check(time.monotonic() - t0 < 10, "took %.1f s with 4 GiB cache files"
+            % (time.monotonic() - t0))
+
+
+# ---------------------------------------------------------------- sweeping host workdirs
+
+def _controlled_pol(t):
+    return t.policy(name="ctl.json", base="trusted", backend="controlled")
+
+
+def _sweep_scene(t):
+    """TMPDIR with dead-looking workdirs (root's, 0700, unlocked) that hold a symlink,
+    a hardlink and a planted symlink named like a workdir, each pointing at a victim."""
+    tmpdir = t.path("tmpdir")
+    os.mkdir(tmpdir, 0o755)
+    victims = {}
+    for v in ("v_link", "v_hard", "v_planted", "v_bind"):
+        d = t.path(v)
+        os.mkdir(d)
+        with open(os.path.join(d, "keep"), "w") as f:
+            f.write("victim")
+        victims[v] = d
+    dead = os.path.join(tmpdir, "govex-w-aaaaaa")
+    os.mkdir(dead, 0o700)
+    os.symlink(victims["v_link"], os.path.join(dead, "link"))
+    os.link(os.path.join(victims["v_hard"], "keep"), os.path.join(dead, "hard"))
+    os.symlink(victims["v_planted"], os.path.join(tmpdir, "govex-w-bbbbbb"))
+    return tmpdir, dead, victims
+
+
+def test_sweep_never_follows_links(t):
+    """A dead workdir's symlink and hardlink, and a symlink planted under a workdir's
+    name: the sweep removes the links, never what they point at."""
+    if not g.backend_available("controlled"):
+        e.skip("controlled", "no controlled backend")
+    tmpdir, dead, victims = _sweep_scene(t)
+    pol = _controlled_pol(t)
+    r = t.run(["run", "--policy", pol, "--json", "-c", "pass"],
+              env=dict(os.environ, TMPDIR=tmpdir), timeout=30)
+    g.eq(r.result()["status"], "success", "status\n" + r.describe())
+    g.check(not os.path.exists(dead), "the dead workdir was not swept")
+    for v in ("v_link", "v_hard", "v_planted"):
+        g.check(os.path.exists(os.path.join(victims[v], "keep")),
+                "the sweep deleted %s/keep" % v)
+
+
+def test_sweep_never_crosses_a_bind_mount(t):
+    """Contract 10: cleanup never crosses a mount.  A bind mount of a directory of the
+    SAME file system inside a dead workdir has the same st_dev as the workdir: the
+    sweep must still not enter it.  (Run in a private mount namespace: unshare -m.)"""
+    if os.geteuid() != 0:
+        e.skip("root", "bind mounts need root")
+    if not g.backend_available("controlled"):
+        e.skip("controlled", "no controlled backend")
+    tmpdir, dead, victims = _sweep_scene(t)
+    mp = os.path.join(dead, "mnt")
+    os.mkdir(mp)
+    pol = _controlled_pol(t)
+    script = ("set -e; mount --make-rprivate / ; mount --bind \"$1\" \"$2\"; "
+              "test -e \"$2/keep\"; \"$3\" run --policy \"$4\" --json -c pass >/dev/null; "
+              "echo swept; grep -c ' %s' /proc/self/mountinfo || true" % mp)
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", victims["v_bind"], mp,
+                        g.GOVEX, pol], env=dict(os.environ, TMPDIR=tmpdir),
+                       capture_output=True, text=True, timeout=40)
+    if p.returncode != 0 and "swept" not in p.stdout:
+        e.skip("unshare", "cannot make a private mount namespace here: %r" % p.stderr[-300:])
+    g.check(os.path.exists(os.path.join(victims["v_bind"], "keep")),
+            "the sweep of a dead workdir entered a bind mount of the same file system "
+            "(same st_dev) and deleted the mount source's files (%s/keep): rm_tree's "
+            "st_dev check does not see bind mounts" % victims["v_bind"])
+
+
+if __name__ == "__main__":
+    sys.exit(g.main([
+        ("the next run of a slot cannot read what the last run of it left (0600)",
+         test_next_run_of_a_slot_reads_what_the_last_left),
+        ("concurrent runs: distinct uids, 0600 files in a shared write root private",
+         test_concurrent_runs_cannot_read_0600),
+        ("nobody with a hostile XDG_RUNTIME_DIR: no lock in a planted directory",
+         test_hostile_xdg_runtime_dir_as_nobody),
+        ("a FIFO slot lock never blocks a run (nobody)", test_fifo_slot_lock_as_nobody),
+        ("sandboxed code cannot rewrite the caller's slot locks (nobody)",
+         test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody),
+        ("cache files replaced by FIFOs never block", test_cache_file_fifo_never_blocks),
+        ("4 GiB sparse cache files are refused quickly", test_cache_file_huge_sparse),
+        ("the workdir sweep never follows symlinks or hardlinks",
+         test_sweep_never_follows_links),
+        ("the workdir sweep never enters a same-fs bind mount",
+         test_sweep_never_crosses_a_bind_mount),
+    ]))
