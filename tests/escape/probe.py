@@ -1045,3 +1045,8 @@ def op_rd_plant_fifos(slots_dir, n=8):
         os.mkfifo(p, 0o600)
         done.append(i)
     return done
+
+
+def op_rd_unlink(path):
+    os.unlink(path)
+    return "unlinked"

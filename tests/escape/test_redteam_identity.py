@@ -204,6 +204,127 @@ def test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody(t):
          "run rewrote its slot locks")
 
 
+def _delegate_v1(t):
+    """A cgroup of nobody's own in the memory, pids and cpuacct hierarchies (as systemd's
+    Delegate=yes gives a user), and a preexec that puts the spawned govex in it as
+    nobody.  Returns (preexec, dirs)."""
+    parents = {}
+    for d in e.cgroup_parents():
+        for c in ("memory", "pids", "cpuacct"):
+            if os.path.basename(d.split("/sys/fs/cgroup/")[1].split("/")[0]) == c or \
+                    d.split("/sys/fs/cgroup/")[1].split("/")[0] == c:
+                parents[c] = d
+    if set(parents) != {"memory", "pids", "cpuacct"}:
+        e.skip("cgroup", "no v1 memory/pids/cpuacct hierarchies here: %r" % parents)
+    name = "govex-rtd-%d" % os.getpid()
+    dirs = []
+    for c, d in parents.items():
+        p = os.path.join(d, name)
+        os.mkdir(p)
+        dirs.append(p)
+        for f in [p] + [os.path.join(p, n) for n in os.listdir(p)]:
+            os.chown(f, e.NOBODY, e.NOBODY)
+
+    def cleanup():
+        for p in dirs:
+            for _ in range(100):
+                subs = [os.path.join(p, n) for n in os.listdir(p)
+                        if os.path.isdir(os.path.join(p, n))]
+                for sdir in subs + [p]:
+                    try:
+                        with open(os.path.join(sdir, "cgroup.procs")) as f:
+                            for pid in f.read().split():
+                                os.kill(int(pid), 9)
+                    except OSError:
+                        pass
+                for sdir in subs:
+                    try:
+                        os.rmdir(sdir)
+                    except OSError:
+                        pass
+                try:
+                    os.rmdir(p)
+                    break
+                except OSError:
+                    time.sleep(0.05)
+    t.defer(cleanup)
+
+    def preexec():
+        for p in dirs:
+            with open(os.path.join(p, "cgroup.procs"), "w") as f:
+                f.write("0")
+        os.setgroups([])
+        os.setgid(e.NOBODY)
+        os.setuid(e.NOBODY)
+    return preexec, dirs
+
+
+def test_stolen_slot_reclaims_a_live_run_as_nobody(t):
+    """Reclaim kills only a dead run's tasks?  An unprivileged caller with a delegated
+    cgroup: run A holds slot 0 (its cgroup govex.slot-0.<dir dev>.<dir ino>).  Run B,
+    whose policy has a write root over $XDG_RUNTIME_DIR, unlinks slots/0.lock.  Run C
+    then creates a fresh 0.lock, locks it, finds A's cgroup under its own slot name and
+    "reclaims" it: SIGKILL to every task of the LIVE run A."""
+    sb = e.need_unprivileged_sandbox(t)
+    home, envn, binary = sb
+    preexec, dirs = _delegate_v1(t)
+    xdg = os.path.join(home, "xdg")
+    os.mkdir(xdg, 0o700)
+    os.chown(xdg, e.NOBODY, e.NOBODY)
+    env = dict(envn, XDG_RUNTIME_DIR=xdg)
+    plain = e.without_aggregate(e.policy(t, name="plain.json", limits={"wall_ms": 25000}))
+    wpol = e.without_aggregate(e.policy(t, name="w.json", limits={"wall_ms": 20000},
+                                        filesystem={"write": [xdg]}))
+    gate = os.path.join(home, "gate")
+    holder = {}
+
+    def run_a():
+        holder["a"] = e.spawn(["run", "--policy", plain, "--json", "-c", e.proven_code(
+            [["sleep", 6, {"as": "wait"}]])], cwd=home, env=env,
+            preexec=preexec, binary=binary, timeout=40)
+
+    th = threading.Thread(target=run_a)
+    th.start()
+    try:
+        mem = [d for d in dirs if "/memory/" in d][0]
+        seen = e.wait_until(lambda: [n for n in os.listdir(mem)
+                                     if n.startswith("govex.slot-0.")], 15.0)
+        if not seen:
+            with open(gate, "w") as f:
+                f.write("x")
+            th.join(40)
+            e.skip("cgroup", "run A made no per-run cgroup in the delegated one: %r %r"
+                   % (os.listdir(mem), holder.get("a", (None, b"", b""))[1][-400:]))
+        slots = os.path.join(xdg, "govex", "slots")
+        rc, out, err, _ = e.spawn(["run", "--policy", wpol, "--json", "-c", e.proven_code(
+            [["rd_unlink", os.path.join(slots, "0.lock"), {"as": "unlink"}]])], cwd=home,
+            env=env, preexec=preexec, binary=binary, timeout=30)
+        doc = e.result_of(out)
+        if doc["status"] == "policy_refused":
+            g.eq(doc["diagnostics"][0]["code"], "protected_path", "refusal")
+            return
+        resb = e.probe_lines(doc.get("stdout"))
+        g.check(resb is not None, "run B: %r" % doc)
+        e.proven(resb)
+        print("# run B unlinked run A's slot lock: %r" % resb["unlink"])
+        rc, out, err, _ = e.spawn(["run", "--policy", plain, "--json", "-c", "pass"],
+                                  cwd=home, env=env, preexec=preexec, binary=binary,
+                                  timeout=30)
+        print("# run C: %r" % e.result_of(out).get("status"))
+    finally:
+        with open(gate, "w") as f:
+            f.write("x")
+        th.join(45)
+    rca, outa, erra, _ = holder["a"]
+    doca = e.result_of(outa)
+    resa = e.probe_lines(doca.get("stdout"))
+    g.check(doca.get("termination") == "exited" and resa is not None and
+            resa.get("wait", {}).get("ok"),
+            "live run A was killed when run C took its slot after sandboxed run B "
+            "unlinked the lock: status %r termination %r signal %r"
+            % (doca.get("status"), doca.get("termination"), doca.get("signal")))
+
+
 # ---------------------------------------------------------------- the cache directory
 
 def _warm(t, env):
@@ -333,6 +454,8 @@ if __name__ == "__main__":
         ("a FIFO slot lock never blocks a run (nobody)", test_fifo_slot_lock_as_nobody),
         ("sandboxed code cannot rewrite the caller's slot locks (nobody)",
          test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody),
+        ("a slot lock unlinked from a sandbox never lets reclaim kill a live run",
+         test_stolen_slot_reclaims_a_live_run_as_nobody),
         ("cache files replaced by FIFOs never block", test_cache_file_fifo_never_blocks),
         ("4 GiB sparse cache files are refused quickly", test_cache_file_huge_sparse),
         ("the workdir sweep never follows symlinks or hardlinks",
