@@ -1050,3 +1050,31 @@ def op_rd_plant_fifos(slots_dir, n=8):
 def op_rd_unlink(path):
     os.unlink(path)
     return "unlinked"
+
+
+def op_rd_exec_flood(seconds, nthreads=8):
+    """NTHREADS threads call execve("/nonexistent") in a loop for SECONDS: under
+    subprocess: deny each call is a seccomp notification the shim answers (work done
+    outside the run's cgroup).  Returns [calls, last errno name]."""
+    _need_guard()
+    lib = _lib()
+    argv = (ctypes.c_char_p * 2)(b"/nonexistent-gvx", None)
+    end = time.monotonic() + seconds
+    count = [0]
+    errs = []
+
+    def spin():
+        e = 0
+        while time.monotonic() < end:
+            ctypes.set_errno(0)
+            lib.execve(b"/nonexistent-gvx", argv, None)
+            e = ctypes.get_errno()
+            count[0] += 1
+        errs.append(e)
+
+    ts = [threading.Thread(target=spin, daemon=True) for _ in range(nthreads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return [count[0], _ename(errs[0]) if errs else None]

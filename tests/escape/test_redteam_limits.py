@@ -159,6 +159,56 @@ def op_rd_race(nstarters, each):
     g.check(nerr > 0, "no thread start ever failed")
 
 
+def _children_cpu_ms():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1000.0
+
+
+def test_cpu_outside_the_cgroup_exec_flood(t):
+    """cpu_time_aggregate: every CPU-millisecond of the run.  Under subprocess: deny each
+    execve after the first is a seccomp user notification answered by the shim, which is
+    not in the run's cgroup.  8 threads calling execve in a loop make the host burn CPU
+    the cgroup never sees.  Measured from outside: the CPU of govex and everything
+    under it (children rusage of this test) minus usage.cpu_ms must stay small."""
+    e.need_restricted("cpu_time_aggregate", "subprocess_deny")
+    budget = 500
+    pol = _pol(t, cpu_ms=budget, wall_ms=6000)
+    e.prove(t, pol)
+    before = _children_cpu_ms()
+    r = t.run(["run", "--policy", pol, "--json", "-c",
+               e.bomb_code([["rd_exec_flood", 5.0, 8, {"as": "flood"}]])], timeout=20)
+    host = _children_cpu_ms() - before
+    doc = r.result()
+    used = doc["usage"]["cpu_ms"]
+    print("# termination %s, usage.cpu_ms %r, host CPU of govex + shim + program %.0f ms, "
+          "probe %r" % (doc["termination"], used, host,
+                        (e.probe_of(doc) or {}).get("flood")))
+    g.check(isinstance(used, int), "no cpu_ms in the result")
+    g.check(host - used <= 150,
+            "the run made the host spend %.0f ms of CPU and its result says cpu_ms %d "
+            "(budget %d, termination %s): %.0f ms were spent outside the run's cgroup "
+            "(the shim answering execve notifications), beyond cpu_ms"
+            % (host, used, budget, doc["termination"], host - used))
+
+
+def test_cpu_baseline_busy_loop(t):
+    """Control for the test above: a plain busy loop under the same budget; the host's
+    CPU beyond usage.cpu_ms (govex and the shim's own work) stays small."""
+    e.need_restricted("cpu_time_aggregate")
+    budget = 500
+    pol = _pol(t, cpu_ms=budget, wall_ms=6000)
+    before = _children_cpu_ms()
+    r = t.run(["run", "--policy", pol, "--json", "-c",
+               e.probe_code([["busy", 5, 1, {"as": "busy"}]])], timeout=20)
+    host = _children_cpu_ms() - before
+    doc = r.result()
+    used = doc["usage"]["cpu_ms"]
+    print("# busy: termination %s, cpu_ms %r, host %.0f ms" % (doc["termination"], used, host))
+    g.eq(doc["termination"], "cpu_limit", "termination")
+    g.check(host - used <= 150, "host CPU %.0f ms vs cpu_ms %d" % (host, used))
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("AF_UNIX socket buffers (and fds in flight) stay within memory_bytes",
@@ -171,4 +221,7 @@ if __name__ == "__main__":
          test_cpu_spread_over_threads),
         ("threads started by racing threads never pass processes: 32",
          test_pids_racing_threads),
+        ("execve notifications: the shim's CPU is not charged beyond cpu_ms",
+         test_cpu_outside_the_cgroup_exec_flood),
+        ("control: a busy loop's host CPU matches its cpu_ms", test_cpu_baseline_busy_loop),
     ]))
