@@ -1078,3 +1078,13 @@ def op_rd_exec_flood(seconds, nthreads=8):
     for t in ts:
         t.join()
     return [count[0], _ename(errs[0]) if errs else None]
+
+
+def op_rd_output_flood(seconds, fd=1):
+    """Writes 64 KiB blocks to FD for SECONDS (far past stdout_bytes); returns bytes."""
+    b = b"x" * 65536
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += os.write(fd, b)
+    return n

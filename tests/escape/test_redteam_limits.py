@@ -209,6 +209,29 @@ def test_cpu_baseline_busy_loop(t):
     g.check(host - used <= 150, "host CPU %.0f ms vs cpu_ms %d" % (host, used))
 
 
+def test_cpu_outside_the_cgroup_output_flood(t):
+    """Output past stdout_bytes: govex keeps reading (and dropping) whatever the run
+    writes until it ends, so the host spends about as much CPU in govex as the run
+    spends writing: with cpu_ms 1500 the host burns about twice that.  The run is not
+    stopped at the bound (termination exited, status output_limit)."""
+    e.need_restricted("cpu_time_aggregate")
+    budget = 1500
+    pol = _pol(t, cpu_ms=budget, wall_ms=6000)
+    before = _children_cpu_ms()
+    r = t.run(["run", "--policy", pol, "--json", "-c",
+               e.probe_code([["rd_output_flood", 4.0, 1, {"as": "flood"}]])], timeout=20)
+    host = _children_cpu_ms() - before
+    doc = r.result()
+    used = doc["usage"]["cpu_ms"]
+    print("# status %s termination %s, stdout_bytes %r, cpu_ms %r, host CPU %.0f ms"
+          % (doc["status"], doc["termination"], doc.get("stdout_bytes"), used, host))
+    g.check(host - used <= 300,
+            "the run wrote %r bytes past a %d-byte stdout bound; govex drained them all: "
+            "host CPU %.0f ms for a run whose cpu_ms is %r (%s): the draining is CPU "
+            "spent for the run outside its cgroup"
+            % (doc.get("stdout_bytes"), 65536, host, used, doc["termination"]))
+
+
 if __name__ == "__main__":
     sys.exit(g.main([
         ("AF_UNIX socket buffers (and fds in flight) stay within memory_bytes",
@@ -224,4 +247,6 @@ if __name__ == "__main__":
         ("execve notifications: the shim's CPU is not charged beyond cpu_ms",
          test_cpu_outside_the_cgroup_exec_flood),
         ("control: a busy loop's host CPU matches its cpu_ms", test_cpu_baseline_busy_loop),
+        ("output past stdout_bytes: govex's draining is not CPU beyond cpu_ms",
+         test_cpu_outside_the_cgroup_output_flood),
     ]))
