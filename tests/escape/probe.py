@@ -1088,3 +1088,24 @@ def op_rd_output_flood(seconds, fd=1):
     while time.monotonic() < end:
         n += os.write(fd, b)
     return n
+
+
+def op_rd_plant_setid(src, dst, mode=0o6755, how="chmod"):
+    """Copies SRC to DST and gives it MODE (setuid/setgid bits) by chmod, or by creating
+    it with that mode (how="open"); returns [mode, uid, gid] as seen inside."""
+    with open(src, "rb") as f:
+        data = f.read()
+    if how == "open":
+        old = os.umask(0)
+        try:
+            fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        finally:
+            os.umask(old)
+        os.write(fd, data)
+        os.close(fd)
+    else:
+        with open(dst, "wb") as f:
+            f.write(data)
+        os.chmod(dst, mode)
+    st = os.stat(dst)
+    return [st.st_mode & 0o7777, st.st_uid, st.st_gid]

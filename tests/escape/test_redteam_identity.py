@@ -111,6 +111,128 @@ def test_concurrent_runs_cannot_read_0600(t):
     e.denied(res, "ow", "EACCES")
 
 
+def _suid_fs(path):
+    return not (os.statvfs(path).f_flag & os.ST_NOSUID)
+
+
+def _host_exec_as_nobody(path):
+    """Runs PATH (a byte-for-byte copy of this host's python3, checked by the caller)
+    as nobody on the host; returns its (ruid, euid, suid, rgid, egid, sgid)."""
+    p = subprocess.run([path, "-I", "-S", "-c",
+                        "import os; print(list(os.getresuid() + os.getresgid()))"],
+                       preexec_fn=e.nobody_preexec(), capture_output=True, text=True,
+                       timeout=10, env={"PATH": "/usr/bin:/bin"})
+    return json.loads(p.stdout) if p.returncode == 0 else "failed: %r" % p.stderr[-300:]
+
+
+def test_setuid_file_left_for_host_users(t):
+    """A run (as root: uid base+N) copies the interpreter into its write root and sets
+    the setuid and setgid bits (chmod 06755, or open(O_CREAT, 06755)).  The write
+    root is nosuid inside the sandbox, but not on the host: any local user who runs the
+    file gets the slot's uid and gid, the identity of every later run of that slot (its
+    files in write roots, its processes for kill()).  (open(O_CREAT, 06755) is stripped
+    to 0755 here; chmod is not.)  Expected: the bits are refused (seccomp on
+    chmod/fchmod/fchmodat/fchmodat2 mode S_ISUID|S_ISGID, as flatpak does)."""
+    _need_root()
+    e.need_restricted("syscall_filter")
+    w = _shared_write_root(t)
+    if not _suid_fs(w):
+        e.skip("suid", "the test's directory is on a nosuid file system")
+    pol = _pol(t, w)
+    exe = os.path.realpath(sys.executable)
+    _, doc, res = e.run_proven(t, [
+        ["rd_plant_setid", "/proc/self/exe", os.path.join(w, "by-chmod"), 0o6755, "chmod",
+         {"as": "chmod"}],
+        ["rd_plant_setid", "/proc/self/exe", os.path.join(w, "by-open"), 0o6755, "open",
+         {"as": "open"}],
+        ["rd_uid", {"as": "id"}]], pol=pol)
+    uid = e.allowed(res, "id")[0]
+    print("# inside: chmod %r, open %r" % (res["chmod"], res["open"]))
+    found = []
+    for name in ("by-chmod", "by-open"):
+        p = os.path.join(w, name)
+        if not os.path.exists(p):
+            continue
+        st = os.stat(p)
+        if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+            found.append("%s: mode %o owner %d:%d" % (name, st.st_mode & 0o7777, st.st_uid,
+                                                       st.st_gid))
+    if not found:
+        return
+    # show what a host user gets (only a byte-for-byte copy of a host interpreter runs)
+    got = None
+    p = os.path.join(w, "by-chmod")
+    with open(p, "rb") as f1:
+        planted = f1.read()
+    for cand in (exe, "/usr/bin/python3"):
+        try:
+            with open(os.path.realpath(cand), "rb") as f2:
+                if f2.read() == planted:
+                    got = _host_exec_as_nobody(p)
+                    break
+        except OSError:
+            pass
+    raise g.Failure("a run (uid %d) left set-id files in its write root on a suid file "
+                    "system: %s; host user nobody running by-chmod got resuid/resgid %r"
+                    % (uid, "; ".join(found), got))
+
+
+CALLER = 4242     # an unprivileged caller other than nobody (nobody is the local attacker)
+
+
+def test_setuid_file_left_for_host_users_unprivileged(t):
+    """The same as an unprivileged caller (uid 4242): the code keeps the caller's uid in
+    its user namespace, so a setuid copy of the interpreter it leaves in a write root
+    hands the CALLER's account to every local user (here nobody)."""
+    sb = e.need_unprivileged_sandbox(t)
+    home, envn, binary = sb
+    w = os.path.join(home, "w4242")
+    os.mkdir(w, 0o700)
+    os.chown(w, CALLER, CALLER)
+    if not _suid_fs(w):
+        e.skip("suid", "the test's directory is on a nosuid file system")
+    cwd = os.path.join(home, "c4242")
+    os.mkdir(cwd, 0o700)
+    os.chown(cwd, CALLER, CALLER)
+    pol = e.without_aggregate(e.policy(t, name="w4242.json", limits={"wall_ms": 20000},
+                                       filesystem={"write": [w]}))
+    os.chmod(pol, 0o644)
+
+    def as_caller():
+        os.setgroups([])
+        os.setgid(CALLER)
+        os.setuid(CALLER)
+    rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", e.proven_code([
+        ["rd_plant_setid", "/proc/self/exe", os.path.join(w, "by-chmod"), 0o6755, "chmod",
+         {"as": "chmod"}], ["rd_uid", {"as": "id"}]])], cwd=cwd,
+        env=dict(envn, HOME=cwd, TMPDIR=cwd), preexec=as_caller, binary=binary, timeout=30)
+    doc = e.result_of(out)
+    res = e.probe_lines(doc.get("stdout"))
+    g.check(res is not None, "no probe output as uid %d: %r %r" % (CALLER, doc, err[-300:]))
+    e.proven(res)
+    print("# inside: %r %r" % (res["chmod"], res["id"]))
+    p = os.path.join(w, "by-chmod")
+    if not os.path.exists(p) or not os.stat(p).st_mode & (stat.S_ISUID | stat.S_ISGID):
+        return
+    st = os.stat(p)
+    os.chmod(w, 0o755)        # let the local attacker reach it (the caller's choice)
+    got = None
+    with open(p, "rb") as f1:
+        planted = f1.read()
+    for cand in (sys.executable, "/usr/bin/python3"):
+        try:
+            with open(os.path.realpath(cand), "rb") as f2:
+                if f2.read() == planted:
+                    got = _host_exec_as_nobody(p)
+                    break
+        except OSError:
+            pass
+    raise g.Failure("sandboxed code of caller uid %d left %s mode %o owner %d:%d in its "
+                    "write root: host user nobody running it got resuid/resgid %r (the "
+                    "caller's account)" % (CALLER, p, st.st_mode & 0o7777, st.st_uid,
+                                           st.st_gid, got))
+
+
 # ---------------------------------------------------------------- lock directories
 
 def test_hostile_xdg_runtime_dir_as_nobody(t):
@@ -449,6 +571,10 @@ if __name__ == "__main__":
          test_next_run_of_a_slot_reads_what_the_last_left),
         ("concurrent runs: distinct uids, 0600 files in a shared write root private",
          test_concurrent_runs_cannot_read_0600),
+        ("a run leaves no set-id file for host users in its write root",
+         test_setuid_file_left_for_host_users),
+        ("an unprivileged caller's run leaves no set-id file of the caller's",
+         test_setuid_file_left_for_host_users_unprivileged),
         ("nobody with a hostile XDG_RUNTIME_DIR: no lock in a planted directory",
          test_hostile_xdg_runtime_dir_as_nobody),
         ("a FIFO slot lock never blocks a run (nobody)", test_fifo_slot_lock_as_nobody),
