@@ -1109,3 +1109,26 @@ def op_rd_plant_setid(src, dst, mode=0o6755, how="chmod"):
         os.chmod(dst, mode)
     st = os.stat(dst)
     return [st.st_mode & 0o7777, st.st_uid, st.st_gid]
+
+
+def op_rd_sigqueue_hog(n, hold):
+    """Queues N instances of SIGRTMIN (blocked) to itself with kill(): kill() overrides
+    RLIMIT_SIGPENDING but each pending signal still counts against the uid's pending-
+    signal count, which the caller's other processes share when the run keeps the
+    caller's uid.  Holds them HOLD seconds (the test looks meanwhile).  Returns [queued,
+    errno name]."""
+    import signal as _signal
+    _need_guard()
+    sig = _signal.SIGRTMIN
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, [sig])
+    done, err = 0, None
+    while done < n:
+        try:
+            os.kill(os.getpid(), sig)
+        except OSError as e:
+            err = _ename(e.errno)
+            break
+        done += 1
+    progress("sigqueue", done)
+    time.sleep(hold)
+    return [done, err]

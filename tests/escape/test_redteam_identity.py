@@ -233,6 +233,68 @@ def test_setuid_file_left_for_host_users_unprivileged(t):
                                            st.st_gid, got))
 
 
+SIGQ_CHECK = r"""
+import ctypes, os, signal, json
+libc = ctypes.CDLL(None, use_errno=True)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])
+class V(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+r = libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), V(1))
+e1 = ctypes.get_errno() if r < 0 else 0
+tid = ctypes.c_void_p()
+r2 = libc.timer_create(1, None, ctypes.byref(tid))
+e2 = ctypes.get_errno() if r2 < 0 else 0
+print(json.dumps({"sigqueue": os.strerror(e1) if e1 else "ok",
+                  "timer_create": os.strerror(e2) if e2 else "ok"}))
+"""
+
+
+def test_pending_signals_per_user_as_nobody(t):
+    """Contract 5 (not root): per-user kernel limits one run could exhaust are closed.
+    kill() of a blocked real-time signal to oneself queues one entry per call and, for
+    kill(), ignores RLIMIT_SIGPENDING, yet every entry counts against the uid's pending
+    signals.  A run of caller nobody queues 200,000: meanwhile the caller's own host
+    processes get EAGAIN from sigqueue() and timer_create()."""
+    sb = e.need_unprivileged_sandbox(t)
+    home, envn, binary = sb
+    pol = e.without_aggregate(e.policy(t, name="sq.json", limits={"wall_ms": 25000}))
+    check = os.path.join(home, "sqcheck.py")
+    with open(check, "w") as f:
+        f.write(SIGQ_CHECK)
+    os.chmod(check, 0o644)
+
+    def host_check():
+        p = subprocess.run(["/usr/bin/python3", "-I", "-S", check],
+                           preexec_fn=e.nobody_preexec(), capture_output=True, text=True,
+                           timeout=10, cwd=home, env={"PATH": "/usr/bin:/bin"})
+        return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr[-200:]}
+
+    before = host_check()
+    if before != {"sigqueue": "ok", "timer_create": "ok"}:
+        e.skip("python3", "the host check does not work here: %r" % before)
+    holder = {}
+
+    def run_a():
+        holder["a"] = e.spawn(["run", "--policy", pol, "--json", "-c", e.bomb_code(
+            [["rd_sigqueue_hog", 200000, 5.0, {"as": "hog"}]])], cwd=home, env=envn,
+            preexec=e.nobody_preexec(), binary=binary, timeout=40)
+
+    e.run_proven_as_nobody(t, sb, [["getpid", {"as": "pid"}]], pol, timeout=30)
+    th = threading.Thread(target=run_a)
+    th.start()
+    time.sleep(2.5)
+    during = host_check()
+    th.join(45)
+    rc, out, err, _ = holder["a"]
+    doc = e.result_of(out)
+    prog = e.progress_of(doc)
+    print("# run A queued %r; the caller's host process meanwhile: %r"
+          % (prog.get("sigqueue"), during))
+    g.check(prog.get("sigqueue"), "run A queued nothing: %r" % doc.get("stdout", "")[-300:])
+    g.eq(during, before, "the caller's own process while its sandboxed run held %d pending "
+         "signals (sigqueue/timer_create)" % prog.get("sigqueue", 0))
+
+
 # ---------------------------------------------------------------- lock directories
 
 def test_hostile_xdg_runtime_dir_as_nobody(t):
@@ -575,6 +637,8 @@ if __name__ == "__main__":
          test_setuid_file_left_for_host_users),
         ("an unprivileged caller's run leaves no set-id file of the caller's",
          test_setuid_file_left_for_host_users_unprivileged),
+        ("a run of nobody cannot exhaust the caller's pending signals",
+         test_pending_signals_per_user_as_nobody),
         ("nobody with a hostile XDG_RUNTIME_DIR: no lock in a planted directory",
          test_hostile_xdg_runtime_dir_as_nobody),
         ("a FIFO slot lock never blocks a run (nobody)", test_fifo_slot_lock_as_nobody),
