@@ -295,6 +295,31 @@ def test_pending_signals_per_user_as_nobody(t):
          "signals (sigqueue/timer_create)" % prog.get("sigqueue", 0))
 
 
+# systemd's "foreign UID range" (UIDS-GIDS.md, systemd >= 257; pkg-config --variable=
+# foreign_uid_base systemd): the owners of foreign OS images (/var/lib/machines, images
+# systemd-mountfsd maps into managed user namespaces); FOREIGN_UID_BASE is the image's
+# root.
+SYSTEMD_FOREIGN = (0x7FFE0000, 0x7FFEFFFF)
+
+
+def test_run_ids_outside_systemd_foreign_range(t):
+    """launch.c says the default identity range is "a range no distribution
+    allocates".  It is exactly systemd's foreign UID range: slot 0 runs as 0x7FFE0000,
+    the uid that owns (as its root) every foreign-owned image on a systemd >= 257 host,
+    so a run with a read root over such an image reads its root-only files, and with a
+    write root rewrites them.  The run's uid and gid must lie outside that range (and
+    outside the user database)."""
+    _need_root()
+    e.need_restricted("syscall_filter")
+    _, doc, res = e.run_proven(t, [["rd_uid", {"as": "id"}]])
+    uid, euid, gid = e.allowed(res, "id")
+    lo, hi = SYSTEMD_FOREIGN
+    g.check(not (lo <= uid <= hi or lo <= gid <= hi),
+            "the run's uid/gid %d/%d (0x%x) is in systemd's foreign UID range "
+            "0x%x-0x%x: on a systemd >= 257 host it owns foreign OS images "
+            "(uid 0x%x is their root)" % (uid, gid, uid, lo, hi, lo))
+
+
 # ---------------------------------------------------------------- lock directories
 
 def test_hostile_xdg_runtime_dir_as_nobody(t):
@@ -633,6 +658,8 @@ if __name__ == "__main__":
          test_next_run_of_a_slot_reads_what_the_last_left),
         ("concurrent runs: distinct uids, 0600 files in a shared write root private",
          test_concurrent_runs_cannot_read_0600),
+        ("the default run ids are outside systemd's foreign UID range",
+         test_run_ids_outside_systemd_foreign_range),
         ("a run leaves no set-id file for host users in its write root",
          test_setuid_file_left_for_host_users),
         ("an unprivileged caller's run leaves no set-id file of the caller's",
