@@ -534,6 +534,33 @@ def test_stolen_slot_reclaims_a_live_run_as_nobody(t):
             % (doca.get("status"), doca.get("termination"), doca.get("signal")))
 
 
+def test_tmp_fallback_lock_dir_planted_as_nobody(t):
+    """A service account (HOME=/nonexistent, no XDG_RUNTIME_DIR: cron, a daemon) has no
+    usable runtime or cache dir, so its slot locks fall back to /tmp/govex-<uid>/slots.
+    Any local user can make /tmp/govex-<uid> first: govex refuses it (not the caller's,
+    rightly), and then refuses every run (launch step 'slot'), though this caller cannot
+    make cgroups at all.  Expected: the run goes on (another private place, or no slot
+    when the slot would name nothing).  Run in a private mount namespace with its own
+    /tmp (unshare -m), so the host's /tmp is never touched."""
+    sb = e.need_unprivileged_sandbox(t)
+    home, envn, binary = sb
+    pol = e.without_aggregate(e.policy(t, name="svc.json", limits={"wall_ms": 20000}))
+    os.chmod(pol, 0o644)
+    script = ("set -e; mount --make-rprivate /; mount -t tmpfs -o mode=1777 tmpfs /tmp; "
+              "mkdir -m 755 /tmp/govex-%d; cd \"$1\"; "
+              "exec setpriv --reuid=%d --regid=%d --clear-groups env -i PATH=/usr/bin:/bin "
+              "HOME=/nonexistent LANG=C.UTF-8 \"$2\" run --policy \"$3\" --json -c "
+              "'print(\"svc-ok\")'" % (e.NOBODY, e.NOBODY, e.NOBODY))
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", home, binary, pol],
+                       capture_output=True, text=True, timeout=40)
+    if not p.stdout.strip():
+        e.skip("unshare", "no private mount namespace here: %r" % p.stderr[-300:])
+    doc = json.loads(p.stdout)
+    g.check(doc["status"] == "success" and "svc-ok" in doc.get("stdout", ""),
+            "another user's /tmp/govex-%d denies every run of a service account: %r"
+            % (e.NOBODY, doc.get("diagnostics")))
+
+
 # ---------------------------------------------------------------- the cache directory
 
 def _warm(t, env):
@@ -671,6 +698,8 @@ if __name__ == "__main__":
         ("a FIFO slot lock never blocks a run (nobody)", test_fifo_slot_lock_as_nobody),
         ("sandboxed code cannot rewrite the caller's slot locks (nobody)",
          test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody),
+        ("a planted /tmp/govex-<uid> never denies a service account's runs (nobody)",
+         test_tmp_fallback_lock_dir_planted_as_nobody),
         ("a slot lock unlinked from a sandbox never lets reclaim kill a live run",
          test_stolen_slot_reclaims_a_live_run_as_nobody),
         ("cache files replaced by FIFOs never block", test_cache_file_fifo_never_blocks),
