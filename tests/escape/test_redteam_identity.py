@@ -611,6 +611,61 @@ def test_cache_file_huge_sparse(t):
             % (time.monotonic() - t0))
 
 
+def test_cache_dir_in_a_shared_parent(t):
+    """XDG_CACHE_HOME is a world-writable, non-sticky directory where another user made
+    govex first (their own directory), or a symlink govex -> their directory: govex
+    never uses it (nothing written there, nothing believed), runs still work."""
+    e.need_restricted("syscall_filter")
+    os.chmod(t.tmp, 0o711)
+    for kind in ("dir", "symlink"):
+        shared = t.path("shared-" + kind)
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        theirs = t.path("theirs-" + kind)
+        os.mkdir(theirs)
+        os.chmod(theirs, 0o777)
+        if kind == "dir":
+            os.chown(theirs, e.NOBODY, e.NOBODY)
+            os.rename(theirs, os.path.join(shared, "govex"))
+            theirs = os.path.join(shared, "govex")
+        else:
+            os.symlink(theirs, os.path.join(shared, "govex"))
+        env = dict(os.environ, XDG_CACHE_HOME=shared)
+        r = t.run(["backends", "--json"], env=env)
+        r.expect_rc(0)
+        pol = e.policy(t, name="c-%s.json" % kind, limits={"wall_ms": 20000})
+        e.run_proven(t, [["getpid", {"as": "pid"}]], pol=pol, env=env)
+        g.eq(os.listdir(theirs), [], "files govex wrote in another user's %s" % kind)
+
+
+def test_cache_concurrent_writers(t):
+    """Eight govex runs filling an empty cache at once: every one succeeds, every
+    cache file is whole (a key line and JSON), no temporary is left behind."""
+    e.need_restricted("syscall_filter")
+    env, cache = e.cache_env(t)
+    pol = e.policy(t, name="cw.json", limits={"wall_ms": 20000})
+    import govextest as gt
+    outs = []
+
+    def one(i):
+        outs.append(gt.run(["run", "--policy", pol, "--json", "-c", "pass"], env=env,
+                           cwd=t.tmp, timeout=30))
+    ths = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(40)
+    g.eq(len(outs), 8, "finished")
+    for r in outs:
+        r.expect_rc(0)
+    names = os.listdir(cache)
+    g.check(not [n for n in names if n.startswith(".")], "temporaries left: %r" % names)
+    for n in names:
+        p = os.path.join(cache, n)
+        if os.path.isfile(p) and n.endswith(".json"):
+            e.split_cache_file(p)      # raises on a torn file
+
+
 # ---------------------------------------------------------------- sweeping host workdirs
 
 def _controlled_pol(t):
@@ -704,6 +759,10 @@ if __name__ == "__main__":
          test_stolen_slot_reclaims_a_live_run_as_nobody),
         ("cache files replaced by FIFOs never block", test_cache_file_fifo_never_blocks),
         ("4 GiB sparse cache files are refused quickly", test_cache_file_huge_sparse),
+        ("a cache dir planted in a shared parent is never used",
+         test_cache_dir_in_a_shared_parent),
+        ("concurrent cache writers leave whole files, no temporaries",
+         test_cache_concurrent_writers),
         ("the workdir sweep never follows symlinks or hardlinks",
          test_sweep_never_follows_links),
         ("the workdir sweep never enters a same-fs bind mount",
