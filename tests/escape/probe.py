@@ -1132,3 +1132,25 @@ def op_rd_sigqueue_hog(n, hold):
     progress("sigqueue", done)
     time.sleep(hold)
     return [done, err]
+
+
+def op_rd_own_cgroup_write(ctrl, fname, data):
+    """Writes DATA to FNAME of this process's own cgroup of controller CTRL, found under
+    /sys/fs/cgroup/CTRL by the cgroup inode /proc/self/cgroup cannot name (the cgroup
+    namespace shows "/"): the deepest directory whose tasks file lists our tid."""
+    top = "/sys/fs/cgroup/" + ctrl
+    me = str(threading.get_native_id())
+    found = None
+    for d, subs, files in os.walk(top):
+        if "tasks" in files:
+            try:
+                with open(os.path.join(d, "tasks")) as f:
+                    if me in f.read().split():
+                        found = d
+            except OSError:
+                pass
+    if not found:
+        raise OSError(_errno.ENOENT, "own cgroup not found under " + top)
+    with open(os.path.join(found, fname), "w") as f:
+        f.write(data)
+    return found

@@ -320,6 +320,36 @@ def test_run_ids_outside_systemd_foreign_range(t):
             "(uid 0x%x is their root)" % (uid, gid, uid, lo, hi, lo))
 
 
+def test_racing_runs_distinct_ids(t):
+    """Six govex processes started at once (racing for the lowest free slot): six
+    distinct uids, gids and cgroups."""
+    _need_root()
+    e.need_restricted("syscall_filter")
+    pol = e.policy(t, name="race.json", limits={"wall_ms": 20000})
+    import govextest as gt
+    outs = []
+    code = e.proven_code([["rd_uid", {"as": "id"}], ["sleep", 1.5, {"as": "s"}],
+                          ["rd_cgroup_paths", {"as": "cg"}]])
+
+    def one():
+        outs.append(gt.run(["run", "--policy", pol, "--json", "-c", code], cwd=t.tmp,
+                           timeout=30))
+    ths = [threading.Thread(target=one) for _ in range(6)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(40)
+    ids = []
+    for r in outs:
+        res = e.probe_lines(r.result().get("stdout"))
+        g.check(res is not None, "a run printed nothing: %s" % r.describe())
+        e.proven(res)
+        ids.append(tuple(e.allowed(res, "id")))
+    g.eq(len(ids), 6, "runs")
+    g.eq(len(set(i[0] for i in ids)), 6, "distinct uids among %r" % ids)
+    g.eq(len(set(i[2] for i in ids)), 6, "distinct gids among %r" % ids)
+
+
 # ---------------------------------------------------------------- lock directories
 
 def test_hostile_xdg_runtime_dir_as_nobody(t):
@@ -561,6 +591,35 @@ def test_tmp_fallback_lock_dir_planted_as_nobody(t):
             % (e.NOBODY, doc.get("diagnostics")))
 
 
+def test_delegated_cgroup_files_read_only_as_nobody(t):
+    """An unprivileged caller with a delegated cgroup: the run's cgroup files belong to
+    the caller's uid, which the code keeps.  With /sys as a read root, the code finds
+    its own cgroup and tries to raise memory.limit_in_bytes and pids.max: the view must
+    be read-only all the way down (the cgroup mounts are submounts of /sys)."""
+    sb = e.need_unprivileged_sandbox(t)
+    home, envn, binary = sb
+    preexec, dirs = _delegate_v1(t)
+    pol = e.policy(t, name="sys.json", limits={"wall_ms": 20000, "memory_bytes": 64 << 20,
+                                               "processes": 16, "cpu_ms": None},
+                   filesystem={"read": ["/sys"]})
+    os.chmod(pol, 0o644)
+    rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", e.proven_code([
+        ["rd_own_cgroup_write", "memory", "memory.limit_in_bytes", "-1", {"as": "mem"}],
+        ["rd_own_cgroup_write", "pids", "pids.max", "max", {"as": "pids"}]])],
+        cwd=home, env=envn, preexec=preexec, binary=binary, timeout=30)
+    doc = e.result_of(out)
+    if doc["status"] in ("policy_refused", "invalid_input"):
+        print("# refused: %r" % doc.get("diagnostics"))
+        return
+    res = e.probe_lines(doc.get("stdout"))
+    g.check(res is not None, "no probe output: %r %r" % (doc, err[-300:]))
+    e.proven(res)
+    print("# %r" % {k: res[k] for k in ("mem", "pids")})
+    for k in ("mem", "pids"):
+        g.check(not res[k].get("ok"), "the run raised its own cgroup limit (%s): %r"
+                % (k, res[k]))
+
+
 # ---------------------------------------------------------------- the cache directory
 
 def _warm(t, env):
@@ -740,6 +799,7 @@ if __name__ == "__main__":
          test_next_run_of_a_slot_reads_what_the_last_left),
         ("concurrent runs: distinct uids, 0600 files in a shared write root private",
          test_concurrent_runs_cannot_read_0600),
+        ("six racing runs get six distinct uids and gids", test_racing_runs_distinct_ids),
         ("the default run ids are outside systemd's foreign UID range",
          test_run_ids_outside_systemd_foreign_range),
         ("a run leaves no set-id file for host users in its write root",
@@ -755,6 +815,8 @@ if __name__ == "__main__":
          test_sandboxed_code_reaches_the_slot_lock_dir_as_nobody),
         ("a planted /tmp/govex-<uid> never denies a service account's runs (nobody)",
          test_tmp_fallback_lock_dir_planted_as_nobody),
+        ("a delegated cgroup's files stay read-only to its run (nobody)",
+         test_delegated_cgroup_files_read_only_as_nobody),
         ("a slot lock unlinked from a sandbox never lets reclaim kill a live run",
          test_stolen_slot_reclaims_a_live_run_as_nobody),
         ("cache files replaced by FIFOs never block", test_cache_file_fifo_never_blocks),
