@@ -1155,3 +1155,230 @@ def op_rc_setxattr(path, name, hexvalue):
             f.write(b"x")
     os.setxattr(path, name, bytes.fromhex(hexvalue))
     return "set"
+
+
+
+# ---------------------------------------------------------------- second red team (rd_)
+# Operations of tests/escape/test_redteam_*.py.  Bombs call _need_guard() first.
+
+def op_rd_unix_fill(total, inflight=True, nofile_spare=16):
+    """Kernel memory the memory cgroup may not see: socketpair(AF_UNIX) buffers filled
+    until EAGAIN, up to the open-files limit; with INFLIGHT, filled sockets are then sent
+    (SCM_RIGHTS) into a carrier socket and closed here, so they hold their buffers
+    without holding an fd (the kernel bounds fds in flight per user by RLIMIT_NOFILE).
+    Stops at TOTAL bytes queued.  Returns [bytes queued, sockets filled, error]."""
+    _need_guard()
+    import resource
+    import array
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    chunk = b"\x5a" * 65536
+    queued, filled, err = 0, 0, None
+    keep = []
+
+    def fill(s):
+        n = 0
+        while True:
+            try:
+                n += s.send(chunk)
+            except BlockingIOError:
+                return n
+
+    def fresh_pair():
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.setblocking(False)
+        b.setblocking(False)
+        return a, b
+
+    carriers = []
+    try:
+        while queued < total:
+            if len(keep) + 2 * len(carriers) + nofile_spare + 4 >= soft:
+                if not inflight:
+                    break
+                # move the filled sockets into a carrier's queue, then close them here
+                c1, c2 = fresh_pair()
+                carriers.append((c1, c2))
+                moved = 0
+                while keep:
+                    batch = keep[:200]
+                    try:
+                        c1.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                             array.array("i", [s.fileno() for s in batch]))])
+                    except OSError as e:  # ETOOMANYREFS: the per-user in-flight bound
+                        err = _ename(e.errno)
+                        break
+                    for s in batch:
+                        s.close()
+                    del keep[:200]
+                    moved += len(batch)
+                if not moved or err:
+                    break
+                continue
+            a, b = fresh_pair()
+            queued += fill(a) + fill(b)
+            keep += [a, b]
+            filled += 2
+            if filled % 32 == 0:
+                progress("unix", queued)
+    except OSError as e:
+        err = _ename(e.errno)
+    progress("unix", queued)
+    _KEEP.append((keep, carriers))
+    return [queued, filled, err]
+
+
+def op_rd_cgroup_paths():
+    """What the run sees of cgroups: /proc/self/cgroup and whether /sys/fs/cgroup exists."""
+    with open("/proc/self/cgroup") as f:
+        own = f.read().splitlines()
+    return {"own": own, "sysfs": os.path.exists("/sys/fs/cgroup")}
+
+
+def op_rd_cgroup_write(rel, data):
+    """Opens /sys/fs/cgroup/REL for writing and writes DATA (a limit, our pid)."""
+    with open("/sys/fs/cgroup/" + rel, "w") as f:
+        f.write(data)
+    return "written"
+
+
+def op_rd_write_mode(path, data, mode):
+    """Writes DATA to PATH created with MODE (umask cleared); returns its owner."""
+    old = os.umask(0)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    finally:
+        os.umask(old)
+    try:
+        os.write(fd, data.encode())
+    finally:
+        os.close(fd)
+    st = os.stat(path)
+    return [st.st_uid, st.st_mode & 0o777]
+
+
+def op_rd_uid():
+    return [os.getuid(), os.geteuid(), os.getgid()]
+
+
+def op_rd_plant_fifos(slots_dir, n=8):
+    """Replaces slot lock files 0..N-1 in SLOTS_DIR by FIFOs (unlinking a lock file a
+    live run holds would also hand its slot to the next run)."""
+    done = []
+    for i in range(n):
+        p = os.path.join(slots_dir, "%d.lock" % i)
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+        os.mkfifo(p, 0o600)
+        done.append(i)
+    return done
+
+
+def op_rd_unlink(path):
+    os.unlink(path)
+    return "unlinked"
+
+
+def op_rd_exec_flood(seconds, nthreads=8):
+    """NTHREADS threads call execve("/nonexistent") in a loop for SECONDS: under
+    subprocess: deny each call is a seccomp notification the shim answers (work done
+    outside the run's cgroup).  Returns [calls, last errno name]."""
+    _need_guard()
+    lib = _lib()
+    argv = (ctypes.c_char_p * 2)(b"/nonexistent-gvx", None)
+    end = time.monotonic() + seconds
+    count = [0]
+    errs = []
+
+    def spin():
+        e = 0
+        while time.monotonic() < end:
+            ctypes.set_errno(0)
+            lib.execve(b"/nonexistent-gvx", argv, None)
+            e = ctypes.get_errno()
+            count[0] += 1
+        errs.append(e)
+
+    ts = [threading.Thread(target=spin, daemon=True) for _ in range(nthreads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return [count[0], _ename(errs[0]) if errs else None]
+
+
+def op_rd_output_flood(seconds, fd=1):
+    """Writes 64 KiB blocks to FD for SECONDS (far past stdout_bytes); returns bytes."""
+    b = b"x" * 65536
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += os.write(fd, b)
+    return n
+
+
+def op_rd_plant_setid(src, dst, mode=0o6755, how="chmod"):
+    """Copies SRC to DST and gives it MODE (setuid/setgid bits) by chmod, or by creating
+    it with that mode (how="open"); returns [mode, uid, gid] as seen inside."""
+    with open(src, "rb") as f:
+        data = f.read()
+    if how == "open":
+        old = os.umask(0)
+        try:
+            fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        finally:
+            os.umask(old)
+        os.write(fd, data)
+        os.close(fd)
+    else:
+        with open(dst, "wb") as f:
+            f.write(data)
+        os.chmod(dst, mode)
+    st = os.stat(dst)
+    return [st.st_mode & 0o7777, st.st_uid, st.st_gid]
+
+
+def op_rd_sigqueue_hog(n, hold):
+    """Queues N instances of SIGRTMIN (blocked) to itself with kill(): kill() overrides
+    RLIMIT_SIGPENDING but each pending signal still counts against the uid's pending-
+    signal count, which the caller's other processes share when the run keeps the
+    caller's uid.  Holds them HOLD seconds (the test looks meanwhile).  Returns [queued,
+    errno name]."""
+    import signal as _signal
+    _need_guard()
+    sig = _signal.SIGRTMIN
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, [sig])
+    done, err = 0, None
+    while done < n:
+        try:
+            os.kill(os.getpid(), sig)
+        except OSError as e:
+            err = _ename(e.errno)
+            break
+        done += 1
+    progress("sigqueue", done)
+    time.sleep(hold)
+    return [done, err]
+
+
+def op_rd_own_cgroup_write(ctrl, fname, data):
+    """Writes DATA to FNAME of this process's own cgroup of controller CTRL, found under
+    /sys/fs/cgroup/CTRL by the cgroup inode /proc/self/cgroup cannot name (the cgroup
+    namespace shows "/"): the deepest directory whose tasks file lists our tid."""
+    top = "/sys/fs/cgroup/" + ctrl
+    me = str(threading.get_native_id())
+    found = None
+    for d, subs, files in os.walk(top):
+        if "tasks" in files:
+            try:
+                with open(os.path.join(d, "tasks")) as f:
+                    if me in f.read().split():
+                        found = d
+            except OSError:
+                pass
+    if not found:
+        raise OSError(_errno.ENOENT, "own cgroup not found under " + top)
+    with open(os.path.join(found, fname), "w") as f:
+        f.write(data)
+    return found
