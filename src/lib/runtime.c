@@ -1625,6 +1625,12 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 		govex__result_diag(res, "memory_limit", NULL,
 				   "memory limit of %llu bytes reached",
 				   (unsigned long long)l->memory_bytes);
+	else if (o->term == GOVEX_TERM_OUTPUT_LIMIT)
+		govex__result_diag(res, "output_limit", NULL,
+				   "the run was ended: it wrote 16 MiB more than an output bound "
+				   "(stdout %llu, stderr %llu bytes)",
+				   (unsigned long long)l->stdout_bytes,
+				   (unsigned long long)l->stderr_bytes);
 	if (o->workdir_cleanup_errno)
 		govex__result_diag(res, "workdir_cleanup_failed",
 				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),

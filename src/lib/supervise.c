@@ -20,6 +20,10 @@
 #include "internal.h"
 
 #define SCRATCH (64 * 1024)
+/* Output past a stream's bound is read and counted, never kept; but reading costs the
+ * host CPU that no limit of the run accounts, so a run that writes this much more than
+ * its bound on one stream is ended (output_limit). */
+#define DRAIN_PAST_BOUND (16ULL << 20)
 /* After the kill request, the shim reports within milliseconds; if it does not, something
  * is deeply wrong (a process stuck in the kernel): stop waiting after this long. */
 #define KILL_GRACE_NS (10ULL * 1000000000ULL)
@@ -300,6 +304,14 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 		if (i_err >= 0 && p[i_err].revents)
 			drain(&s->stderr_fd, &o->err, s->stderr_max, &o->err_bytes,
 			      &o->err_truncated, scratch);
+		if (!killed && (o->out_bytes > s->stdout_max + DRAIN_PAST_BOUND ||
+				o->err_bytes > s->stderr_max + DRAIN_PAST_BOUND)) {
+			kill_reason = GOVEX_TERM_OUTPUT_LIMIT;
+			close_fd(&s->kill_fd);
+			close_fd(&s->stdin_fd);
+			killed = true;
+			kill_deadline = govex__now_ns() + KILL_GRACE_NS;
+		}
 		if (i_ce >= 0 && p[i_ce].revents) {
 			ssize_t r = read(s->err_fd, (char *)&ce + ce_len, sizeof(ce) - ce_len);
 			if (r > 0)
