@@ -234,7 +234,7 @@ struct govex_runtime_options {
 	 * lock in /run/govex/slots) and its code runs as host uid sandbox_uid + N and gid
 	 * sandbox_gid + N, N < sandbox_uid_count: concurrent runs never share an identity
 	 * (nor per-user kernel limits).  Give govex a range no user or group of the host
-	 * uses.  0 = the defaults: sandbox_uid 0x7ffe0000 (2147352576), sandbox_gid = the
+	 * uses.  0 = the defaults: sandbox_uid 0x7f000000 (2130706432), sandbox_gid = the
 	 * uid base, sandbox_uid_count 65536 (the range is cut short below uid 2^32-1).
 	 * Not root: the code keeps the caller's ids (in a user namespace); these are
 	 * unused. */

@@ -284,10 +284,26 @@ int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char
 /*
  * What the CLI prints on a terminal from a result or an inspection: the bytes a terminal
  * acts on removed (C0 controls but \n and \t, DEL, C1 as UTF-8 C2 80-C2 9F; so ESC and
- * with it every escape sequence).  In JSON text (json = true) DEL and C1 are written as
+ * with it every escape sequence; and Unicode's bidirectional controls, which reorder
+ * what is shown).  In JSON text (json = true) DEL, C1 and those are written as
  * \u escapes instead (the same JSON value; C0 is escaped by the JSON writer already).
  * The library cleans a worker's text already; this is the CLI's own wall.  NULL on ENOMEM.
  */
+/* The code point of a Unicode bidirectional control encoded at p (U+061C, U+200E,
+ * U+200F, U+202A-U+202E, U+2066-U+2069), or 0. */
+static unsigned bidi_control(const unsigned char *p)
+{
+	if (p[0] == 0xd8 && p[1] == 0x9c)
+		return 0x061c;
+	if (p[0] != 0xe2 || !p[1] || !p[2])
+		return 0;
+	unsigned cp = ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu) | 0x2000u;
+	if ((p[1] == 0x80 && (cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e))) ||
+	    (p[1] == 0x81 && cp >= 0x2066 && cp <= 0x2069))
+		return cp;
+	return 0;
+}
+
 char *cli_terminal_safe(const char *s, bool json)
 {
 	size_t n = strlen(s);
@@ -297,10 +313,12 @@ char *cli_terminal_safe(const char *s, bool json)
 	size_t o = 0;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		bool c1 = *p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
-		if (json && (*p == 0x7f || c1)) {
-			snprintf(t + o, 7, "\\u%04x", c1 ? (unsigned)p[1] : 0x7fu);
+		unsigned bidi = bidi_control(p);
+		if (json && (*p == 0x7f || c1 || bidi)) {
+			snprintf(t + o, 7, "\\u%04x", bidi ? bidi : c1 ? (unsigned)p[1] : 0x7fu);
 			o += 6;
-		} else if (!json && ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1)) {
+		} else if (!json && ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1 ||
+				     bidi)) {
 			/* dropped */
 		} else {
 			t[o++] = (char)*p;
@@ -308,6 +326,8 @@ char *cli_terminal_safe(const char *s, bool json)
 		}
 		if (c1)
 			p++;
+		else if (bidi)
+			p += bidi == 0x061c ? 1 : 2;
 	}
 	t[o] = '\0';
 	return t;

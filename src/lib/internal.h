@@ -528,5 +528,9 @@ int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *e
 /* Removes (a bounded number of) host workdirs under $TMPDIR whose runs' govex died:
  * govex__make_workdir does it too; a runtime whose runs make none does it once. */
 void govex__sweep_workdirs(void);
+/* The directories that hold the restricted backend's run-slot locks for this caller
+ * (pushed onto *v): whoever writes there could take another run's slot and have its
+ * cgroups reclaimed, so planning protects them like the cache. */
+int govex__slot_lock_dirs(const char *cache_dir, char ***v);
 
 #endif /* GOVEX_INTERNAL_H */

@@ -711,6 +711,13 @@ static const char *protected_overlap(const govex_runtime *rt, const char *writab
 			}
 			if (dladdr((void *)protected_overlap, &dl) && dl.dli_fname)
 				push_forms(&prot, dl.dli_fname);
+			/* the run-slot locks (a run that could replace them could have a live
+			 * run's cgroups reclaimed) */
+			char **slots = calloc(1, sizeof(char *));
+			if (slots && govex__slot_lock_dirs(rt->probe_cache_dir, &slots) == 0)
+				for (size_t i = 0; slots[i]; i++)
+					push_forms(&prot, slots[i]);
+			govex__strv_free(slots);
 		} else {
 			push_forms(&prot, rt->policy->interpreter);
 			if (!rt->policy->interpreter) {

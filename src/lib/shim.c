@@ -175,6 +175,13 @@ int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
 		*ret_step = "rlimit_core";
 		return -errno;
 	}
+	/* Signals queued (and POSIX timers made) count against a per-user total: a run's
+	 * share of it is bounded, whatever the caller's own limit is. */
+	rl.rlim_cur = rl.rlim_max = 256;
+	if (setrlimit(RLIMIT_SIGPENDING, &rl) < 0) {
+		*ret_step = "rlimit_sigpending";
+		return -errno;
+	}
 	if (l->cpu_ms) {
 		rlim_t s = (rlim_t)((l->cpu_ms + 999) / 1000);
 		/* SIGXCPU at the soft limit, SIGKILL one second later */

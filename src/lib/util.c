@@ -3,11 +3,13 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -470,9 +472,22 @@ static bool rm_skipped(const struct rm_id *skip, size_t n, dev_t dev, ino_t ino)
 
 /* Opens the subdirectory name of dirfd for removal, making it ours again (0700) when the
  * run made it unreadable or read-only.  Returns the fd or -errno. */
+static int rm_openat(int dirfd, const char *name)
+{
+	/* RESOLVE_NO_XDEV: a bind mount of the same file system (same st_dev) is a mount
+	 * point all the same, and is never entered */
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: st_dev is what is compared */
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return (int)fd;
+}
+
 static int rm_open_dir(int dirfd, const char *name)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = rm_openat(dirfd, name);
 	if (fd < 0 && errno == EACCES) {
 		/* fchmodat follows symlinks only with flags; a symlink fails the open below */
 		struct stat st;
@@ -480,7 +495,7 @@ static int rm_open_dir(int dirfd, const char *name)
 			return -EACCES;
 		if (fchmodat(dirfd, name, 0700, 0) < 0)
 			return -errno;
-		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = rm_openat(dirfd, name);
 	}
 	if (fd < 0)
 		return -errno;
@@ -931,6 +946,12 @@ char *govex__text_clean(const char *s, size_t n, size_t max, bool *ret_truncated
 			continue;
 		}
 		if ((cp < 0x20 && cp != '\n' && cp != '\t') || (cp >= 0x7f && cp <= 0x9f))
+			continue;
+		/* Unicode's bidirectional controls reorder what a terminal shows (the text
+		 * read is not the text displayed): ALM, LRM, RLM, the embeddings and
+		 * overrides, the isolates */
+		if (cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+		    (cp >= 0x2066 && cp <= 0x2069))
 			continue;
 		if (o + cl > max) {
 			*ret_truncated = true;

@@ -25,7 +25,7 @@ with open(os.path.join(HERE, "probe.py")) as _f:
 
 NOBODY = 65534
 # As root each concurrent run has its own uid and gid: base + slot (libgovex defaults)
-RUN_ID_BASE = 0x7ffe0000
+RUN_ID_BASE = 0x7f000000
 RUN_ID_COUNT = 65536
 
 
@@ -288,7 +288,7 @@ def wait_until(fn, timeout=5.0):
 # (added for test_trust.py and test_isolation.py; the helpers above are unchanged)
 
 HOST_PIDNS = os.readlink("/proc/self/ns/pid")
-SANDBOX_UID_BASE = 0x7ffe0000      # contract 5: default sandbox_uid
+SANDBOX_UID_BASE = 0x7f000000      # contract 5: default sandbox_uid
 SANDBOX_UID_COUNT = 65536
 
 

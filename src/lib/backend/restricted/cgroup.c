@@ -341,6 +341,24 @@ int rcg_remove(const char *dir)
 	return -EBUSY;
 }
 
+/* Whether the host has swap in use (a line past /proc/swaps' header): then a memory
+ * limit without swap accounting (no memory.memsw / memory.swap files: swapaccount=0)
+ * would not bound what the run holds, and the limit is refused rather than claimed. */
+static bool host_swaps(void)
+{
+	char buf[512];
+	int fd = open("/proc/swaps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* cannot tell: assume the worst */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return true;
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n');
+	return nl && nl[1] != '\0';
+}
+
 int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__limits *l,
 	       govex__ctlset need, struct rcg_run *ret, struct govex_error *err)
 {
@@ -441,15 +459,15 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 				if (w == 0) {
 					int w2 =
 					    write_str(r.dir[i], "memory.memsw.limit_in_bytes", val);
-					if (w2 < 0 && w2 != -ENOENT)
-						w = w2;
+					if (w2 < 0 && (w2 != -ENOENT || host_swaps()))
+						w = w2 == -ENOENT ? -EOPNOTSUPP : w2;
 				}
 			} else {
 				w = write_str(r.dir[i], "memory.max", val);
 				if (w == 0) {
 					int w2 = write_str(r.dir[i], "memory.swap.max", "0");
-					if (w2 < 0 && w2 != -ENOENT)
-						w = w2;
+					if (w2 < 0 && (w2 != -ENOENT || host_swaps()))
+						w = w2 == -ENOENT ? -EOPNOTSUPP : w2;
 				}
 			}
 		} else if (i == RCG_PIDS && l->processes) {

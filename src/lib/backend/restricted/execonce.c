@@ -10,8 +10,10 @@
  * execve and execveat into user notifications, hands its listener to the shim
  * (SCM_RIGHTS over a socketpair made before the fork) and only then loads the
  * allowlist.  The shim lets
- * the first notification continue (the interpreter's start) and answers every later one
- * with EPERM.  The answer does not depend on the arguments, so there is nothing for a
+ * the first notification continue (the interpreter's start) and then closes the
+ * listener: with no listener left the kernel fails every later execve and execveat at
+ * once with ENOSYS, costing the shim nothing (a flood of them cannot spend CPU outside
+ * the run's cgroup).  The answer does not depend on the arguments, so there is nothing for a
  * racing thread to change between the check and the use.
  *
  * Everything here after prepare is a raw syscall on memory allocated before the clone

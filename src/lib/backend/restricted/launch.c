@@ -5,7 +5,7 @@
  *
  * Identity: as root, the shim stays root (outside any user namespace) to build the
  * sandbox and the program runs as an unprivileged host uid and gid of its own: the run
- * slot's (slot.c), base + N where base is opts->sandbox_uid/gid (default 0x7ffe0000)
+ * slot's (slot.c), base + N where base is opts->sandbox_uid/gid (default 0x7f000000)
  * and N < opts->sandbox_uid_count (default 65536).  Concurrent runs never share an
  * identity, so they share no per-user kernel limit and cannot read each other's
  * files.  As an ordinary user, the shim gets a user namespace in which
@@ -40,10 +40,11 @@
 
 #include "restricted.h"
 
-/* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.  A
- * range no distribution allocates (systemd's dynamic users stop at 0x7fffffff - 1 and
- * keep 61184-65519), well above the 16-bit ids of old file systems' owners. */
-#define ID_BASE 0x7ffe0000u
+/* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.
+ * In the range systemd documents as unused (0x70000000-0x7ffdffff: above the container
+ * ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff and the
+ * 16-bit ids of old file systems' owners). */
+#define ID_BASE 0x7f000000u
 #define ID_COUNT 65536u
 /* The shim reads the cgroup's CPU time at most this far apart when a CPU budget is
  * set, and sooner as the budget runs out: min(CPU_POLL_MAX, remaining / CPUs), so the
@@ -582,6 +583,11 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 		if (n > 0 && (p[3].revents & POLLIN)) {
 			if (rexec_answer(listener, &execs) < 0)
 				break; /* an execve nobody can answer: the run ends here */
+			if (execs > 0) {
+				/* the interpreter started: no listener, no later execve */
+				close(listener);
+				listener = -1;
+			}
 		} else if (n > 0 && p[3].revents) {
 			close(listener); /* no task left under the filter */
 			listener = -1;

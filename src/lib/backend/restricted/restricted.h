@@ -167,8 +167,9 @@ int rfilter_load(const struct rfilter *f);
 int rexec_install(const struct rfilter *guard, int sock);
 /* Shim: receives the listener from sock; -ECHILD when the child closed sock first. */
 int rexec_receive(int sock);
-/* Shim: answers one notification on listener: the first execve continues, every later
- * one fails with EPERM (*count counts them). */
+/* Shim: answers one notification on listener: the first execve continues (the shim
+ * then closes the listener, so that the kernel fails every later one with ENOSYS);
+ * should another arrive first, it fails with EPERM.  *count counts them. */
 int rexec_answer(int listener, unsigned *count);
 
 /* ---- cgroups (cgroup.c) ------------------------------------------------------------- */

@@ -58,6 +58,8 @@
 
 #include "restricted.h"
 
+/* the first real-time signal glibc leaves to programs (SIGRTMIN) */
+#define GOVEX_SIGRT_USER 34
 /* prctl(PR_SET_MEMORY_MERGE), Linux 6.4 */
 #define GOVEX_PR_SET_MEMORY_MERGE 67
 
@@ -518,6 +520,22 @@ int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
 				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, flags, mode);
 			}
 		}
+	}
+	/* Real-time signals sent to oneself and left pending: kill() of one is queued
+	 * whatever RLIMIT_SIGPENDING says, and the queue is counted per user, so a run of
+	 * an unprivileged caller could leave the caller's own processes none.  glibc
+	 * itself only sends 32 and 33 (thread cancellation, setxid). */
+	static const struct {
+		const char *name;
+		unsigned sig_arg;
+	} kills[] = {{"kill", 1},	     {"tkill", 1},	       {"tgkill", 2},
+		     {"rt_sigqueueinfo", 1}, {"rt_tgsigqueueinfo", 2}, {"pidfd_send_signal", 1}};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(kills); i++) {
+		int nr = seccomp_syscall_resolve_name(kills[i].name);
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue;
+		struct scmp_arg_cmp sig = {kills[i].sig_arg, SCMP_CMP_GE, GOVEX_SIGRT_USER, 0};
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, sig);
 	}
 	/* Kernel same-page merging opted into (prctl PR_SET_MEMORY_MERGE, madvise
 	 * MADV_MERGEABLE): where ksmd runs, merged pages are a side channel between

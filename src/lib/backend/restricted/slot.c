@@ -113,7 +113,23 @@ static int open_lock_dir(const char *cache_dir, char *where, size_t where_len)
 	char rel[64];
 	snprintf(rel, sizeof(rel), "govex-%u/slots", (unsigned)geteuid());
 	snprintf(where, where_len, "/tmp/%s", rel);
-	return open_chain("/tmp", rel);
+	if ((r = open_chain("/tmp", rel)) >= 0 || (r != -EPERM && r != -ENOTDIR && r != -ELOOP))
+		return r;
+	/* /tmp/govex-<uid> is not ours (another local user made it first): a private
+	 * directory of this process's, so that nobody can deny us every run.  Its slots
+	 * name nothing another process reclaims. */
+	static char priv[64];
+	static int priv_made;
+	if (!__atomic_load_n(&priv_made, __ATOMIC_ACQUIRE)) {
+		char tmpl[64];
+		snprintf(tmpl, sizeof(tmpl), "/tmp/govex-%u-XXXXXX", (unsigned)geteuid());
+		if (!mkdtemp(tmpl))
+			return -errno;
+		memcpy(priv, tmpl, sizeof(tmpl));
+		__atomic_store_n(&priv_made, 1, __ATOMIC_RELEASE);
+	}
+	snprintf(where, where_len, "%s/slots", priv);
+	return open_chain(priv, "slots");
 }
 
 /* The name of slot n's cgroups.  As root the lock directory is the host's one; an
@@ -152,17 +168,19 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 	for (uint32_t n = 0; n < count; n++) {
 		char name[32];
 		snprintf(name, sizeof(name), "%u.lock", n);
-		int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		/* O_NONBLOCK: a FIFO planted as N.lock must not block us */
+		int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				0600);
 		if (fd < 0) {
 			e = errno;
-			break;
+			continue; /* a bad slot file: the next slot */
 		}
 		struct stat st;
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH))) {
 			close(fd);
 			e = EPERM;
-			break;
+			continue;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			ret->n = (int)n;
@@ -173,8 +191,6 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		}
 		e = errno == EWOULDBLOCK ? EAGAIN : errno;
 		close(fd);
-		if (e != EAGAIN)
-			break;
 	}
 	close(dfd);
 	if (e == EAGAIN)
@@ -231,7 +247,8 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s)
 				continue; /* another lock directory's (or not a slot) */
 			char lock[32];
 			snprintf(lock, sizeof(lock), "%lu.lock", n);
-			int fd = openat(dfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+			int fd = openat(dfd, lock,
+					O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 			if (fd < 0)
 				continue;
 			struct stat st;
@@ -252,4 +269,21 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s)
 		closedir(d);
 	}
 	close(dfd);
+}
+
+int govex__slot_lock_dirs(const char *cache_dir, char ***v)
+{
+	char buf[PATH_MAX];
+	int r = 0;
+	if (geteuid() == 0)
+		return govex__strv_push(v, "/run/govex");
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
+	if (xdg && xdg[0] == '/' && (size_t)snprintf(buf, sizeof(buf), "%s/govex", xdg) < sizeof(buf))
+		r |= govex__strv_push(v, buf);
+	if (cache_dir && cache_dir[0] == '/' &&
+	    (size_t)snprintf(buf, sizeof(buf), "%s/slots", cache_dir) < sizeof(buf))
+		r |= govex__strv_push(v, buf);
+	snprintf(buf, sizeof(buf), "/tmp/govex-%u", (unsigned)geteuid());
+	r |= govex__strv_push(v, buf);
+	return r;
 }
