@@ -110,6 +110,17 @@ void govex__sha256_digest(const void *data, size_t len, char out[72]);
 int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
 		      struct govex_error *err);
 /* Reads a whole file of at most max bytes. */
+/*
+ * A descriptor govex makes never takes 0, 1 or 2: a host started with closed stdio
+ * would otherwise read govex's pipe as its own standard input, and a posix_spawn dup2
+ * of a pipe end already on fd 1 onto fd 1 keeps it close-on-exec.  govex__fd_not_stdio
+ * moves fd (close-on-exec) to 3 or above, closing the original; returns the new fd, or
+ * -errno (fd closed).  govex__pipe is pipe2(flags | O_CLOEXEC) with both ends so moved.
+ */
+int govex__fd_not_stdio(int fd);
+int govex__pipe(int p[2], int flags);
+/* Reads a regular file (anything else, a FIFO or a device, is refused without blocking:
+ * EINVAL naming the path) of at most max bytes. */
 int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
 		     struct govex_error *err);
 
