@@ -356,7 +356,8 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 	}
 	if (opts)
 		rt->opts = *opts;
-	else
+	/* 0 (a zeroed options struct) and any negative value: no audit fd */
+	if (rt->opts.audit_fd <= 0)
 		rt->opts.audit_fd = -1;
 	rt->probe_cache_dir = dup_opt(rt->opts.probe_cache_dir);
 	rt->backend = dup_opt(rt->opts.backend);
