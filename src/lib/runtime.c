@@ -85,6 +85,95 @@ govex_plan *govex__plan_from_doc(json_t *doc)
 	return p;
 }
 
+/*
+ * The fields a plan of each kind has (as govex__plan_internal and the call and exec
+ * jobs make them), and those of its fixed-shape objects.  A plan file is checked against
+ * them when parsed: a field govex never writes is refused there, naming it, rather than
+ * found at execute time as a difference from the fresh plan.  The function object of a
+ * call plan is the inspection's, compared whole at execute time.
+ */
+struct plan_field {
+	const char *name;
+	const char *const *sub; /* the object's fields, or NULL: not an object checked here */
+};
+
+static const char *const pf_backend[] = {"name", "version", NULL};
+static const char *const pf_limits[] = {
+	"wall_ms",	"cpu_ms",	"memory_bytes",	    "processes",
+	"open_files",	"file_size_bytes", "code_bytes",    "stdin_bytes",
+	"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
+	NULL};
+static const char *const pf_environment[] = {"names", NULL};
+static const char *const pf_workdir[] = {"mode", "path", NULL};
+static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
+static const char *const pf_controls[] = {"required", NULL};
+static const char *const pf_code[] = {"language", "digest", "bytes", "source_path", NULL};
+static const char *const pf_stdin[] = {"digest", "bytes", NULL};
+static const char *const pf_interpreter[] = {"path", "version", "args", NULL};
+static const char *const pf_source[] = {"digest", "bytes", "path", "notebook_digest", "module",
+					NULL};
+static const char *const pf_effects[] = {"require_known", "observed", NULL};
+static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
+
+#define PF_COMMON                                                                          \
+	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},  \
+		{"environment", pf_environment}, {"workdir", pf_workdir},                  \
+		{"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},    \
+		{"shell", NULL}, {"needs", NULL}, {"approval", NULL},                      \
+		{"controls", pf_controls}, {"policy_digest", NULL }
+static const struct plan_field pf_run[] = {
+	PF_COMMON, {"code", pf_code}, {"stdin", pf_stdin}, {"interpreter", pf_interpreter},
+	{"request_digest", NULL}, {NULL, NULL}};
+static const struct plan_field pf_call[] = {
+	PF_COMMON, {"interpreter", pf_interpreter}, {"source", pf_source}, {"function", NULL},
+	{"inspection_digest", NULL}, {"effects", pf_effects}, {NULL, NULL}};
+static const struct plan_field pf_exec[] = {
+	PF_COMMON, {"executable", pf_executable}, {"argv", NULL}, {"shell_string", NULL},
+	{"binds", NULL}, {NULL, NULL}};
+#undef PF_COMMON
+
+static bool name_in(const char *name, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static int plan_check_fields(json_t *doc, struct govex_error *err)
+{
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	const struct plan_field *f = !kind			  ? NULL
+				     : strcmp(kind, "run") == 0	  ? pf_run
+				     : strcmp(kind, "call") == 0 ? pf_call
+				     : strcmp(kind, "exec") == 0 ? pf_exec
+								  : NULL;
+	if (!f)
+		return govex__err(err, GOVEX_EPLAN, 0,
+				  "plan: kind: must be \"run\", \"call\" or \"exec\"");
+	const char *k;
+	json_t *v;
+	json_object_foreach(doc, k, v)
+	{
+		const struct plan_field *hit = NULL;
+		for (size_t i = 0; f[i].name && !hit; i++)
+			if (strcmp(k, f[i].name) == 0)
+				hit = &f[i];
+		if (!hit)
+			return govex__err(err, GOVEX_EPLAN, 0,
+					  "plan: %.80s: unknown field (a %s plan has no such field)",
+					  k, kind);
+		if (!hit->sub || !json_is_object(v))
+			continue;
+		const char *k2;
+		json_t *v2;
+		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub))
+			return govex__err(err, GOVEX_EPLAN, 0, "plan: %s.%.80s: unknown field", k,
+					  k2);
+	}
+	return 0;
+}
+
 GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_plan,
 			       struct govex_error *ret_err)
 {
@@ -102,6 +191,10 @@ GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_pl
 		json_decref(doc);
 		return govex__err(ret_err, GOVEX_EPLAN, 0,
 				  "plan: version: must be \"" GOVEX_PLAN_VERSION "\"");
+	}
+	if ((r = plan_check_fields(doc, ret_err)) < 0) {
+		json_decref(doc);
+		return r;
 	}
 	govex_plan *p = govex__plan_from_doc(doc);
 	if (!p)
