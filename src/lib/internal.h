@@ -358,6 +358,8 @@ struct govex__outcome {
 	bool frame_module_started;
 	/* the host workdir could not be removed after the run (errno), else 0 */
 	int workdir_cleanup_errno;
+	/* the run's cgroup could not be removed after the run (errno), else 0 */
+	int cgroup_cleanup_errno;
 };
 void govex__outcome_release(struct govex__outcome *o);
 

@@ -1590,6 +1590,11 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),
 				   "the run's workdir could not be removed entirely: %s",
 				   strerror(o->workdir_cleanup_errno));
+	if (o->cgroup_cleanup_errno)
+		govex__result_diag(res, "cgroup_cleanup_failed",
+				   json_pack("{s:i}", "errno", o->cgroup_cleanup_errno),
+				   "the run's cgroup could not be removed: %s",
+				   strerror(o->cgroup_cleanup_errno));
 }
 
 static int execute_internal(govex_runtime *rt, const govex_plan *given,
