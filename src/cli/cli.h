@@ -61,6 +61,8 @@ void cli_error_safe(const char *s);
 /* Approvers: an external command (userdata: the command) or the terminal. */
 int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms);
 int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms);
+/* Whether --ask has a terminal to ask on: /dev/tty opens (a controlling terminal). */
+bool cli_have_terminal(void);
 /* Prints msg on stderr and, with json, a refusal result on stdout; returns 125. */
 int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg);
 /* A positive integer option value (--timeout-ms); -1 with a message naming opt. */

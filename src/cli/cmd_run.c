@@ -134,9 +134,10 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)a.approver;
 	} else if (a.ask) {
-		if (!isatty(0) && access("/dev/tty", R_OK | W_OK) != 0) {
+		if (!cli_have_terminal()) {
 			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
-					  "--ask: no terminal to ask on");
+					  "--ask: no terminal to ask on (/dev/tty cannot be "
+					  "opened: no controlling terminal)");
 			goto out;
 		}
 		o.approve = cli_approve_ask;

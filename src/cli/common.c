@@ -198,6 +198,16 @@ int cli_approve_command(void *ud, const char *plan, size_t len, const char *cons
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+bool cli_have_terminal(void)
+{
+	/* access("/dev/tty") succeeds without a controlling terminal too: open it */
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 /* --ask: the plan's permissions on the terminal, y/N. */
 int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms)
 {
@@ -287,6 +297,15 @@ int cli_make_runtime(const char *policy_file, const char *preset, const char *ba
 		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)approver;
 	} else if (ask) {
+		if (!cli_have_terminal()) {
+			free(cdir);
+			govex_policy_free(policy);
+			if (audit_fd >= 0)
+				close(audit_fd);
+			return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
+						"--ask: no terminal to ask on (/dev/tty cannot be "
+						"opened: no controlling terminal)");
+		}
 		o.approve = cli_approve_ask;
 	}
 	r = govex_runtime_new(policy, &o, ret_rt, &ge);

@@ -1088,9 +1088,15 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 				snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
 					 json_string_value(e));
 			}
+			/* a named backend is the only one considered: say who named it */
+			char named[160] = "";
+			if (want)
+				snprintf(named, sizeof(named),
+					 " (only backend '%.40s' was considered: %s named it)", want,
+					 rt->backend ? "the runtime's backend option (--backend)"
+						     : "the policy's \"backend\" field");
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
-			       "no backend on this host enforces: %s%s%s", list,
-			       want ? " (backend forced: " : "", want ? "selected)" : "");
+			       "no backend on this host enforces: %s%s", list, named);
 		}
 	}
 
