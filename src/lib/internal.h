@@ -473,6 +473,19 @@ uint64_t govex__now_ns(void);
 /* Applies limits as rlimits in a child (async-signal-safe).  Returns 0 or -errno and
  * sets *step. */
 int govex__child_rlimits(const struct govex__limits *l, const char **ret_step);
+/* A limit govex__child_rlimits would set as a hard rlimit above this process's own hard
+ * limit, which it cannot raise without CAP_SYS_RESOURCE (and a child inherits):
+ * fills *ret for the first one and returns 1; 0 when every one fits (or can be
+ * raised).  want and host are in the rlimit's units (seconds for RLIMIT_CPU). */
+struct govex__host_rlimit {
+	const char *limit;  /* "open_files" */
+	const char *rlimit; /* "RLIMIT_NOFILE" */
+	uint64_t want, host;
+};
+int govex__rlimits_above_host(const struct govex__limits *l, struct govex__host_rlimit *ret);
+/* Drops (to 0: not set, the inherited lower hard limit applies) every limit that
+ * govex__rlimits_above_host would name: for govex's own probes, never for a run. */
+void govex__rlimits_clamp_to_host(struct govex__limits *l);
 
 /* Async-signal-safe shim helpers (shim.c). */
 /* Kills and reaps every descendant of the calling subreaper process. */

@@ -942,6 +942,24 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			}
 	}
 
+	/* the host's hard rlimits: a run's limit above one cannot be set (without
+	 * CAP_SYS_RESOURCE) and every launch would fail at that step; refused now, naming
+	 * the host's limit.  Not clamped: the plan states the limits the run gets. */
+	{
+		struct govex__host_rlimit hr;
+		if (govex__rlimits_above_host(&d.limits, &hr))
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "host_limit_too_low",
+			       json_pack("{s:s, s:s, s:I, s:I}", "limit", hr.limit, "rlimit",
+					 hr.rlimit, "value", (json_int_t)hr.want, "host_hard_limit",
+					 (json_int_t)hr.host),
+			       "limits.%s: the run needs a hard %s of %llu but this host's "
+			       "hard limit (of govex's process) is %llu, which govex cannot "
+			       "raise without CAP_SYS_RESOURCE: raise the host's limit or lower "
+			       "limits.%s",
+			       hr.limit, hr.rlimit, (unsigned long long)hr.want,
+			       (unsigned long long)hr.host, hr.limit);
+	}
+
 	/* declared needs and shell intent */
 	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network)
 		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
