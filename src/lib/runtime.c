@@ -721,6 +721,16 @@ static int build_env(const govex_policy *p, const struct govex_request *req, cha
 		}
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		/* checked like every other string of a request; the value is never echoed */
+		if (!govex__utf8_valid(eq + 1, strlen(eq + 1))) {
+			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+			govex__result_diag(r, "invalid_environment",
+					   json_pack("{s:s}", "name", name),
+					   "environment '%s': its value is not valid UTF-8", name);
+			*ret_refusal = r;
+			govex__strv_free(env);
+			return 0;
+		}
 		if (!govex__strv_contains(p->env_allow, name)) {
 			govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 			govex__result_diag(r, "environment_not_allowed",
@@ -847,6 +857,40 @@ static int interp_unavailable(govex_runtime *rt, enum govex__probe_mode mode, go
 	}
 	*ret_res = res;
 	return 1;
+}
+
+static bool readable_by_roots(const govex_policy *p, const char *path)
+{
+	char **roots[] = {p->read_roots, p->write_roots};
+	for (size_t k = 0; k < ARRAY_SIZE(roots); k++)
+		for (size_t i = 0; roots[k] && roots[k][i]; i++)
+			if (govex__path_under(path, roots[k][i]))
+				return true;
+	return false;
+}
+
+/* What the interpreter needs to start (its executable, the shared libraries it maps,
+ * its standard library and extension directories: what the probe found and rplan_build
+ * binds under platform_defaults) that no read or write root covers, or NULL. */
+static const char *interp_file_unreadable(const govex_runtime *rt)
+{
+	const struct govex__interp *in = &rt->interp;
+	const govex_policy *p = rt->policy;
+	if (in->path && !readable_by_roots(p, in->path))
+		return in->path;
+	for (size_t i = 0; in->libs && in->libs[i]; i++)
+		if (!readable_by_roots(p, in->libs[i]))
+			return in->libs[i];
+	/* the executable's own directory is not needed (it is bound as a file) */
+	const char *slash = in->path ? strrchr(in->path, '/') : NULL;
+	size_t dlen = slash ? (size_t)(slash - in->path) : 0;
+	for (size_t i = 0; in->paths && in->paths[i]; i++) {
+		if (dlen && strlen(in->paths[i]) == dlen && strncmp(in->paths[i], in->path, dlen) == 0)
+			continue;
+		if (!readable_by_roots(p, in->paths[i]))
+			return in->paths[i];
+	}
+	return NULL;
 }
 
 int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
@@ -991,6 +1035,14 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			if (!under)
 				REFUSE(GOVEX_STATUS_POLICY_REFUSED, "workdir_not_writable", NULL,
 				       "workdir '%.100s': not under a filesystem.write root", wd);
+			/* a named workdir is used as it is, never made: one that is not there
+			 * fails now, not at launch */
+			struct stat wst;
+			int se = stat(wd, &wst) < 0 ? errno : S_ISDIR(wst.st_mode) ? 0 : ENOTDIR;
+			if (se)
+				REFUSE(GOVEX_STATUS_INVALID_INPUT, "workdir_missing",
+				       json_pack("{s:s}", "path", wd), "workdir '%.100s': %s", wd,
+				       strerror(se));
 			if (!(d.workdir = strdup(wd))) {
 				r = -ENOMEM;
 				goto fail;
@@ -1135,6 +1187,24 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 				goto fail;
 			}
 			goto refused;
+		}
+	}
+
+	/* filesystem.platform_defaults false on a backend that enforces the read allowlist:
+	 * the interpreter gets only the read roots, so everything it needs to start must be
+	 * beneath one (what rplan_build binds for it otherwise) or it could never start */
+	if (!p->platform_defaults &&
+	    (!job || strcmp(json_string_value(json_object_get(job, "kind")), "exec") != 0) &&
+	    (rt->reports[d.backend].enforced & CTL(FS_READ_ALLOWLIST))) {
+		const char *missing = interp_file_unreadable(rt);
+		if (missing) {
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "interpreter_not_readable",
+			       json_pack("{s:s}", "path", missing),
+			       "filesystem.platform_defaults is false and the interpreter's "
+			       "'%.200s' is under no filesystem.read root: the interpreter "
+			       "could not start",
+			       missing);
 		}
 	}
 
