@@ -11,9 +11,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import govextest as g  # noqa: E402
 
 
-def raw(args, *, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(),
-        preexec_fn=None, timeout=20):
-    """govex ARGS with the given stdio (a closed fd: None in pass_fds terms, see below)."""
+def raw(args, *, cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, preexec_fn=None,
+        timeout=20):
+    """govex ARGS with the given stdio; preexec_fn may close one (close_fd)."""
     p = subprocess.run([g.GOVEX] + list(args), cwd=cwd, stdin=stdin, stdout=stdout,
                        stderr=subprocess.PIPE, timeout=timeout, start_new_session=True,
                        preexec_fn=preexec_fn)
@@ -121,6 +121,94 @@ def test_fifo_stdin_still_read(t):
     g.eq(r.result()["stdout"], "hello\n", "stdout")
 
 
+def low_nofile(n):
+    def f():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return f
+
+
+def test_host_nofile_below_policy(t):
+    # the host's hard RLIMIT_NOFILE (64) is below the strict preset's open_files (256):
+    # refused when planned, naming both, instead of a launch failing at rlimit_nofile
+    g.need_python()
+    p = raw(["run", "--json", "-c", "print(1)"], cwd=t.tmp, preexec_fn=low_nofile(64))
+    g.eq(p.returncode, g.EXIT_REFUSED, "exit status (stderr %r)" % p.stderr)
+    doc = json.loads(p.stdout)
+    g.eq(doc["status"], "policy_refused", "status")
+    d = g.diag(doc, "host_limit_too_low")
+    g.eq((d.get("limit"), d.get("rlimit"), d.get("value"), d.get("host_hard_limit")),
+         ("open_files", "RLIMIT_NOFILE", 256, 64), "the diagnostic's fields")
+    g.check("64" in d["message"] and "256" in d["message"], "message: %r" % d["message"])
+    # a policy within the host's limit runs (the interpreter probe fits in it too)
+    pol = g.preset("strict")
+    pol["limits"]["open_files"] = 32
+    path = t.write_json("p.json", pol)
+    p = raw(["run", "--json", "--policy", path, "-c", "print(1)"], cwd=t.tmp,
+            preexec_fn=low_nofile(64))
+    g.eq(p.returncode, 0, "exit status with open_files 32 (stdout %r stderr %r)"
+         % (p.stdout[:400], p.stderr))
+
+
+def test_ask_without_terminal_no_terminal(t):
+    # no controlling terminal (a session of its own): every command says no_terminal
+    g.need_python()
+    pol = t.policy(network="allow", approval=["network"])
+    mod = t.write("m.py", "def f(x: int) -> int:\n    return x\n")
+    for args in (["run", "--json", "--ask", "--policy", pol, "-c", "print(1)"],
+                 ["exec", "--json", "--ask", "--policy", pol, "--", "/bin/true"],
+                 ["call", "--json", "--ask", "--policy", pol, mod + ":f", "--args", '{"x":1}']):
+        r = t.run(args)
+        r.expect_rc(g.EXIT_REFUSED)
+        g.diag(r.result(), "no_terminal")
+
+
+def test_platform_defaults_false_refused_at_planning(t):
+    if not g.backend_available("restricted"):
+        raise g.Skip("feature:restricted: the restricted backend is unavailable here")
+    g.need_python()
+    pol = g.preset("strict")
+    pol["filesystem"]["platform_defaults"] = False
+    path = t.write_json("p.json", pol)
+    r = t.run(["plan", "--policy", path, "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    r = t.run(["run", "--json", "--policy", path, "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    doc = r.result()
+    g.eq(doc["status"], "policy_refused", "status")
+    d = g.diag(doc, "interpreter_not_readable")
+    g.check(d.get("path", "").startswith("/"), "the missing file is named: %r" % d)
+
+
+def test_env_value_not_utf8(t):
+    g.need_python()
+    pol = t.policy(environment={"allow": ["A"]})
+    r = t.run(["run", "--json", "--policy", pol, "--env", b"A=x\xffsecret".decode(
+        "utf-8", "surrogateescape"), "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    d = g.diag(r.result(), "invalid_environment")
+    g.eq(d.get("name"), "A", "the variable named")
+    g.check("secret" not in r.out and "secret" not in r.err, "the value was echoed")
+
+
+def test_named_backend_refusal_says_who(t):
+    r = t.run(["run", "--json", "--backend", "controlled", "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    m = g.diag(r.result(), "missing_controls")["message"]
+    g.check("forced: selected" not in m and "'controlled'" in m and "--backend" in m,
+            "message: %r" % m)
+
+
+def test_named_workdir_missing(t):
+    g.need_python()
+    wd = t.path("no", "such", "dir")
+    pol = t.policy(workdir=wd)
+    r = t.run(["plan", "--policy", pol, "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    r = t.run(["run", "--json", "--policy", pol, "-c", "print(1)"])
+    r.expect_rc(g.EXIT_REFUSED)
+    g.eq(g.diag(r.result(), "workdir_missing").get("path"), wd, "path")
+
+
 TESTS = [
     ("a result written to a full stdout: non-zero, said on stderr", test_stdout_full),
     ("a result written to a closed stdout: non-zero, said on stderr", test_stdout_closed),
@@ -128,6 +216,16 @@ TESTS = [
     ("govex run with stdin closed: --stdin - is empty", test_run_stdin_closed),
     ("a policy or plan that is a FIFO is refused at once, naming it", test_fifo_refused),
     ("a FIFO is still read as --stdin", test_fifo_stdin_still_read),
+    ("a host hard RLIMIT_NOFILE below open_files: refused when planned, naming both",
+     test_host_nofile_below_policy),
+    ("--ask without a terminal: no_terminal for run, exec and call",
+     test_ask_without_terminal_no_terminal),
+    ("platform_defaults false without the interpreter's files: refused when planned",
+     test_platform_defaults_false_refused_at_planning),
+    ("an environment value that is not UTF-8: refused naming the variable",
+     test_env_value_not_utf8),
+    ("a refusal on a named backend says who named it", test_named_backend_refusal_says_who),
+    ("a named workdir that does not exist: refused when planned", test_named_workdir_missing),
 ]
 
 if __name__ == "__main__":
