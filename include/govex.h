@@ -224,8 +224,10 @@ struct govex_runtime_options {
 	void *approve_userdata;
 	govex_audit_fn audit; /* optional audit callback */
 	void *audit_userdata;
-	int audit_fd;          /* >= 0: audit lines are also appended to this fd (borrowed);
-				* set -1 for none (a zeroed struct means fd 0: set it!) */
+	int audit_fd;          /* > 0: audit lines are also appended to this fd (borrowed);
+				* 0 or -1: none.  A zeroed struct means no audit fd, so fd 0
+				* (standard input) can never be an audit sink: dup() it above
+				* 2 if that is really meant */
 	const char *probe_cache_dir; /* optional directory where interpreter probes are
 				      * cached across processes (keyed by the executable's
 				      * identity); NULL = cache in the runtime only */

@@ -42,7 +42,17 @@ extern govex_cancel_token *cli_cancel_token;
 void cli_cancel_on_signals(void);
 /* Reads a whole file ("-": stdin) of at most max bytes; -errno on failure. */
 int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same for a file that must be regular (a policy, a plan): a FIFO, socket or device
+ * is refused at once (-CLI_ENOTREG) instead of blocking in open(); "-" is stdin still. */
+int cli_read_regular(const char *path, size_t max, char **ret, size_t *ret_len);
+#define CLI_ENOTREG 4095
+/* strerror(-r), or what CLI_ENOTREG means */
+const char *cli_read_error(int r);
 int cli_write_all(int fd, const char *s, size_t n);
+/* At the end of a command: flushes stdout; when that or any cli_write_all() to fd 1
+ * failed (a full disk, a closed stdout), says so on stderr and returns rc, or 1 when rc
+ * is 0: a result nobody received is never a success. */
+int cli_stdout_finish(int rc);
 /* s without what a terminal acts on (C0 but \n \t, DEL, C1); json: DEL and C1 as \u
  * escapes instead.  Caller frees; NULL on ENOMEM. */
 char *cli_terminal_safe(const char *s, bool json);
@@ -51,6 +61,8 @@ void cli_error_safe(const char *s);
 /* Approvers: an external command (userdata: the command) or the terminal. */
 int cli_approve_command(void *ud, const char *plan, size_t len, const char *const *perms);
 int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *perms);
+/* Whether --ask has a terminal to ask on: /dev/tty opens (a controlling terminal). */
+bool cli_have_terminal(void);
 /* Prints msg on stderr and, with json, a refusal result on stdout; returns 125. */
 int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg);
 /* A positive integer option value (--timeout-ms); -1 with a message naming opt. */

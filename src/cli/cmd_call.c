@@ -252,10 +252,10 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	memset(&call, 0, sizeof(call));
 
 	if (a.plan_file) {
-		int r = cli_read_all(a.plan_file, 4u << 20, &plan_text, &plan_len);
+		int r = cli_read_regular(a.plan_file, 4u << 20, &plan_text, &plan_len);
 		if (r < 0 || govex_plan_parse(plan_text, plan_len, &plan, &ge) < 0) {
 			snprintf(msg, sizeof(msg), "plan '%s': %s", a.plan_file,
-				 r < 0 ? strerror(-r) : ge.message);
+				 r < 0 ? cli_read_error(r) : ge.message);
 			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
 			goto out;
 		}

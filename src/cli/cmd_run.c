@@ -79,10 +79,10 @@ int cmd_run(int argc, char **argv, bool plan_only)
 	}
 
 	if (a.plan_file) {
-		if ((r = cli_read_all(a.plan_file, 4u << 20, &plan_text, &plan_len)) < 0 ||
+		if ((r = cli_read_regular(a.plan_file, 4u << 20, &plan_text, &plan_len)) < 0 ||
 		    govex_plan_parse(plan_text, plan_len, &plan, &ge) < 0) {
 			snprintf(msg, sizeof(msg), "plan '%s': %s", a.plan_file,
-				 r < 0 ? strerror(-r) : ge.message);
+				 r < 0 ? cli_read_error(r) : ge.message);
 			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
 			goto out;
 		}
@@ -134,9 +134,10 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)a.approver;
 	} else if (a.ask) {
-		if (!isatty(0) && access("/dev/tty", R_OK | W_OK) != 0) {
+		if (!cli_have_terminal()) {
 			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
-					  "--ask: no terminal to ask on");
+					  "--ask: no terminal to ask on (/dev/tty cannot be "
+					  "opened: no controlling terminal)");
 			goto out;
 		}
 		o.approve = cli_approve_ask;

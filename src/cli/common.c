@@ -34,11 +34,46 @@ void cli_cancel_on_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
+const char *cli_read_error(int r)
+{
+	return r == -CLI_ENOTREG ? "not a regular file (a FIFO, socket or device is not read)"
+				 : strerror(-r);
+}
+
+static int read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
+int cli_read_regular(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	if (strcmp(path, "-") == 0)
+		return cli_read_all(path, max, ret, ret_len);
+	/* O_NONBLOCK: opening a FIFO nobody writes would block for ever; reading a
+	 * regular file ignores it */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0)
+		return -errno;
+	int r = fstat(fd, &st) < 0	    ? -errno
+		: S_ISDIR(st.st_mode)	    ? -EISDIR
+		: !S_ISREG(st.st_mode)	    ? -CLI_ENOTREG
+					    : 0;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return read_fd(fd, max, ret, ret_len);
+}
+
 int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return read_fd(fd, max, ret, ret_len);
+}
+
+/* Reads fd to its end (at most max bytes) and closes it. */
+static int read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
 	size_t cap = 65536, len = 0;
 	char *buf = malloc(cap + 1);
 	if (!buf) {
@@ -82,18 +117,39 @@ int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+/* the first error writing to standard output (errno), for cli_stdout_finish */
+static int stdout_errno;
+
 int cli_write_all(int fd, const char *s, size_t n)
 {
 	while (n) {
 		ssize_t w = write(fd, s, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0)
+		if (w < 0) {
+			if (fd == 1 && !stdout_errno)
+				stdout_errno = errno;
 			return -errno;
+		}
 		s += w;
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+int cli_stdout_finish(int rc)
+{
+	int e = stdout_errno;
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (!e)
+			e = errno ? errno : EIO;
+	}
+	if (!e)
+		return rc;
+	cli_error("standard output: %s: what govex wrote there is lost%s", strerror(e),
+		  e == EBADF ? " (is it closed?)" : "");
+	return rc ? rc : 1;
 }
 
 /*
@@ -140,6 +196,16 @@ int cli_approve_command(void *ud, const char *plan, size_t len, const char *cons
 		if (errno != EINTR)
 			return 0;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool cli_have_terminal(void)
+{
+	/* access("/dev/tty") succeeds without a controlling terminal too: open it */
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /* --ask: the plan's permissions on the terminal, y/N. */
@@ -231,6 +297,15 @@ int cli_make_runtime(const char *policy_file, const char *preset, const char *ba
 		o.approve = cli_approve_command;
 		o.approve_userdata = (void *)approver;
 	} else if (ask) {
+		if (!cli_have_terminal()) {
+			free(cdir);
+			govex_policy_free(policy);
+			if (audit_fd >= 0)
+				close(audit_fd);
+			return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
+						"--ask: no terminal to ask on (/dev/tty cannot be "
+						"opened: no controlling terminal)");
+		}
 		o.approve = cli_approve_ask;
 	}
 	r = govex_runtime_new(policy, &o, ret_rt, &ge);

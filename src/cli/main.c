@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* govex: command dispatch. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -36,11 +39,48 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/*
+ * Fds 0, 1 and 2 are open before anything else is: a descriptor govex opens itself (a
+ * pipe, an eventfd) must never take one of them, or govex would read its own pipe as
+ * its standard input (govex mcp <&- waited on itself).  A closed one is replaced by
+ * /dev/null opened read-only, as daemons do: standard input reads as empty, and a write
+ * to standard output or error fails (EBADF) just as it would on the closed descriptor,
+ * so a result written to a closed stdout is still reported lost (cli_stdout_finish).
+ */
+static int stdio_ensure_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDONLY | O_NOCTTY);
+		if (n < 0)
+			return -errno;
+		if (n != fd) { /* cannot happen: fd is the lowest free one */
+			int d = dup2(n, fd);
+			close(n);
+			if (d < 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
+	if (stdio_ensure_open() < 0)
+		return EXIT_REFUSED; /* no /dev/null: nothing safe to say it on */
 	/* a closed pipe is an error to report (EPIPE), not a reason to die: writing the
 	 * result, feeding an approver, speaking MCP */
 	signal(SIGPIPE, SIG_IGN);
+	if (argc >= 2 && strcmp(argv[1], "mcp") == 0)
+		return cmd_mcp(argc - 1, argv + 1); /* stdout is its protocol: it reports itself */
+	return cli_stdout_finish(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
+{
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
@@ -69,8 +109,6 @@ int main(int argc, char **argv)
 		return cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(cmd, "exec") == 0)
 		return cmd_exec(argc - 1, argv + 1);
-	if (strcmp(cmd, "mcp") == 0)
-		return cmd_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
 		return cmd_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "backends") == 0)

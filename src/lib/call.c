@@ -404,8 +404,8 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 	}
 	if (worker_argv(rt, inspect, argv) < 0)
 		return govex__err(err, ENOMEM, ENOMEM, "call: out of memory");
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return govex__err(err, errno, errno, "call: pipe: %s", strerror(errno));
+	if ((r = govex__pipe(p, 0)) < 0)
+		return govex__err(err, -r, -r, "call: pipe: %s", strerror(-r));
 	r = govex__launch(rt, run_id, d, plan, argv, frame, frame_len, call->cancel, p[1], p[0],
 			  frame_max, NULL, &o, &res, err);
 	if (r < 0)

@@ -17,9 +17,10 @@ GOVEX_API int govex_cancel_new(govex_cancel_token **ret_cancel)
 	govex_cancel_token *c = malloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->fd = fd < 0 ? -errno : govex__fd_not_stdio(fd); /* never on 0..2 */
 	if (c->fd < 0) {
-		int e = errno;
+		int e = -c->fd;
 		free(c);
 		return -e;
 	}

@@ -122,8 +122,9 @@ static int loader_files(const char *exe, char ***files)
 	if (!ld)
 		return 0;
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
+	int pr = govex__pipe(p, 0);
+	if (pr < 0)
+		return pr;
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

@@ -110,6 +110,17 @@ void govex__sha256_digest(const void *data, size_t len, char out[72]);
 int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
 		      struct govex_error *err);
 /* Reads a whole file of at most max bytes. */
+/*
+ * A descriptor govex makes never takes 0, 1 or 2: a host started with closed stdio
+ * would otherwise read govex's pipe as its own standard input, and a posix_spawn dup2
+ * of a pipe end already on fd 1 onto fd 1 keeps it close-on-exec.  govex__fd_not_stdio
+ * moves fd (close-on-exec) to 3 or above, closing the original; returns the new fd, or
+ * -errno (fd closed).  govex__pipe is pipe2(flags | O_CLOEXEC) with both ends so moved.
+ */
+int govex__fd_not_stdio(int fd);
+int govex__pipe(int p[2], int flags);
+/* Reads a regular file (anything else, a FIFO or a device, is refused without blocking:
+ * EINVAL naming the path) of at most max bytes. */
 int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
 		     struct govex_error *err);
 
@@ -347,6 +358,8 @@ struct govex__outcome {
 	bool frame_module_started;
 	/* the host workdir could not be removed after the run (errno), else 0 */
 	int workdir_cleanup_errno;
+	/* the run's cgroup could not be removed after the run (errno), else 0 */
+	int cgroup_cleanup_errno;
 };
 void govex__outcome_release(struct govex__outcome *o);
 
@@ -460,6 +473,19 @@ uint64_t govex__now_ns(void);
 /* Applies limits as rlimits in a child (async-signal-safe).  Returns 0 or -errno and
  * sets *step. */
 int govex__child_rlimits(const struct govex__limits *l, const char **ret_step);
+/* A limit govex__child_rlimits would set as a hard rlimit above this process's own hard
+ * limit, which it cannot raise without CAP_SYS_RESOURCE (and a child inherits):
+ * fills *ret for the first one and returns 1; 0 when every one fits (or can be
+ * raised).  want and host are in the rlimit's units (seconds for RLIMIT_CPU). */
+struct govex__host_rlimit {
+	const char *limit;  /* "open_files" */
+	const char *rlimit; /* "RLIMIT_NOFILE" */
+	uint64_t want, host;
+};
+int govex__rlimits_above_host(const struct govex__limits *l, struct govex__host_rlimit *ret);
+/* Drops (to 0: not set, the inherited lower hard limit applies) every limit that
+ * govex__rlimits_above_host would name: for govex's own probes, never for a run. */
+void govex__rlimits_clamp_to_host(struct govex__limits *l);
 
 /* Async-signal-safe shim helpers (shim.c). */
 /* Kills and reaps every descendant of the calling subreaper process. */

@@ -91,8 +91,9 @@ static bool is_elf(const char *path)
 static int run_probe_host(const char *exe, char **ret_out, struct govex_error *err)
 {
 	int out[2];
-	if (pipe2(out, O_CLOEXEC) < 0)
-		return govex__err(err, errno, errno, "interpreter: pipe: %s", strerror(errno));
+	int pr = govex__pipe(out, 0);
+	if (pr < 0)
+		return govex__err(err, -pr, -pr, "interpreter: pipe: %s", strerror(-pr));
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

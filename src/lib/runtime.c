@@ -86,6 +86,95 @@ govex_plan *govex__plan_from_doc(json_t *doc)
 	return p;
 }
 
+/*
+ * The fields a plan of each kind has (as govex__plan_internal and the call and exec
+ * jobs make them), and those of its fixed-shape objects.  A plan file is checked against
+ * them when parsed: a field govex never writes is refused there, naming it, rather than
+ * found at execute time as a difference from the fresh plan.  The function object of a
+ * call plan is the inspection's, compared whole at execute time.
+ */
+struct plan_field {
+	const char *name;
+	const char *const *sub; /* the object's fields, or NULL: not an object checked here */
+};
+
+static const char *const pf_backend[] = {"name", "version", NULL};
+static const char *const pf_limits[] = {
+	"wall_ms",	"cpu_ms",	"memory_bytes",	    "processes",
+	"open_files",	"file_size_bytes", "code_bytes",    "stdin_bytes",
+	"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
+	NULL};
+static const char *const pf_environment[] = {"names", NULL};
+static const char *const pf_workdir[] = {"mode", "path", NULL};
+static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
+static const char *const pf_controls[] = {"required", NULL};
+static const char *const pf_code[] = {"language", "digest", "bytes", "source_path", NULL};
+static const char *const pf_stdin[] = {"digest", "bytes", NULL};
+static const char *const pf_interpreter[] = {"path", "version", "args", NULL};
+static const char *const pf_source[] = {"digest", "bytes", "path", "notebook_digest", "module",
+					NULL};
+static const char *const pf_effects[] = {"require_known", "observed", NULL};
+static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
+
+#define PF_COMMON                                                                          \
+	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},  \
+		{"environment", pf_environment}, {"workdir", pf_workdir},                  \
+		{"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},    \
+		{"shell", NULL}, {"needs", NULL}, {"approval", NULL},                      \
+		{"controls", pf_controls}, {"policy_digest", NULL }
+static const struct plan_field pf_run[] = {
+	PF_COMMON, {"code", pf_code}, {"stdin", pf_stdin}, {"interpreter", pf_interpreter},
+	{"request_digest", NULL}, {NULL, NULL}};
+static const struct plan_field pf_call[] = {
+	PF_COMMON, {"interpreter", pf_interpreter}, {"source", pf_source}, {"function", NULL},
+	{"inspection_digest", NULL}, {"effects", pf_effects}, {NULL, NULL}};
+static const struct plan_field pf_exec[] = {
+	PF_COMMON, {"executable", pf_executable}, {"argv", NULL}, {"shell_string", NULL},
+	{"binds", NULL}, {NULL, NULL}};
+#undef PF_COMMON
+
+static bool name_in(const char *name, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static int plan_check_fields(json_t *doc, struct govex_error *err)
+{
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	const struct plan_field *f = !kind			  ? NULL
+				     : strcmp(kind, "run") == 0	  ? pf_run
+				     : strcmp(kind, "call") == 0 ? pf_call
+				     : strcmp(kind, "exec") == 0 ? pf_exec
+								  : NULL;
+	if (!f)
+		return govex__err(err, GOVEX_EPLAN, 0,
+				  "plan: kind: must be \"run\", \"call\" or \"exec\"");
+	const char *k;
+	json_t *v;
+	json_object_foreach(doc, k, v)
+	{
+		const struct plan_field *hit = NULL;
+		for (size_t i = 0; f[i].name && !hit; i++)
+			if (strcmp(k, f[i].name) == 0)
+				hit = &f[i];
+		if (!hit)
+			return govex__err(err, GOVEX_EPLAN, 0,
+					  "plan: %.80s: unknown field (a %s plan has no such field)",
+					  k, kind);
+		if (!hit->sub || !json_is_object(v))
+			continue;
+		const char *k2;
+		json_t *v2;
+		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub))
+			return govex__err(err, GOVEX_EPLAN, 0, "plan: %s.%.80s: unknown field", k,
+					  k2);
+	}
+	return 0;
+}
+
 GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_plan,
 			       struct govex_error *ret_err)
 {
@@ -103,6 +192,10 @@ GOVEX_API int govex_plan_parse(const char *json, size_t len, govex_plan **ret_pl
 		json_decref(doc);
 		return govex__err(ret_err, GOVEX_EPLAN, 0,
 				  "plan: version: must be \"" GOVEX_PLAN_VERSION "\"");
+	}
+	if ((r = plan_check_fields(doc, ret_err)) < 0) {
+		json_decref(doc);
+		return r;
 	}
 	govex_plan *p = govex__plan_from_doc(doc);
 	if (!p)
@@ -374,7 +467,8 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 	}
 	if (opts)
 		rt->opts = *opts;
-	else
+	/* 0 (a zeroed options struct) and any negative value: no audit fd */
+	if (rt->opts.audit_fd <= 0)
 		rt->opts.audit_fd = -1;
 	rt->probe_cache_dir = dup_opt(rt->opts.probe_cache_dir);
 	rt->backend = dup_opt(rt->opts.backend);
@@ -768,6 +862,16 @@ static int build_env(const govex_policy *p, const struct govex_request *req, cha
 		}
 		char name[256];
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+		/* checked like every other string of a request; the value is never echoed */
+		if (!govex__utf8_valid(eq + 1, strlen(eq + 1))) {
+			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
+			govex__result_diag(r, "invalid_environment",
+					   json_pack("{s:s}", "name", name),
+					   "environment '%s': its value is not valid UTF-8", name);
+			*ret_refusal = r;
+			govex__strv_free(env);
+			return 0;
+		}
 		if (!govex__strv_contains(p->env_allow, name)) {
 			govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 			govex__result_diag(r, "environment_not_allowed",
@@ -896,6 +1000,40 @@ static int interp_unavailable(govex_runtime *rt, enum govex__probe_mode mode, go
 	return 1;
 }
 
+static bool readable_by_roots(const govex_policy *p, const char *path)
+{
+	char **roots[] = {p->read_roots, p->write_roots};
+	for (size_t k = 0; k < ARRAY_SIZE(roots); k++)
+		for (size_t i = 0; roots[k] && roots[k][i]; i++)
+			if (govex__path_under(path, roots[k][i]))
+				return true;
+	return false;
+}
+
+/* What the interpreter needs to start (its executable, the shared libraries it maps,
+ * its standard library and extension directories: what the probe found and rplan_build
+ * binds under platform_defaults) that no read or write root covers, or NULL. */
+static const char *interp_file_unreadable(const govex_runtime *rt)
+{
+	const struct govex__interp *in = &rt->interp;
+	const govex_policy *p = rt->policy;
+	if (in->path && !readable_by_roots(p, in->path))
+		return in->path;
+	for (size_t i = 0; in->libs && in->libs[i]; i++)
+		if (!readable_by_roots(p, in->libs[i]))
+			return in->libs[i];
+	/* the executable's own directory is not needed (it is bound as a file) */
+	const char *slash = in->path ? strrchr(in->path, '/') : NULL;
+	size_t dlen = slash ? (size_t)(slash - in->path) : 0;
+	for (size_t i = 0; in->paths && in->paths[i]; i++) {
+		if (dlen && strlen(in->paths[i]) == dlen && strncmp(in->paths[i], in->path, dlen) == 0)
+			continue;
+		if (!readable_by_roots(p, in->paths[i]))
+			return in->paths[i];
+	}
+	return NULL;
+}
+
 int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
 			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
 			 govex_result **ret_result, struct govex_error *err)
@@ -989,6 +1127,24 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			}
 	}
 
+	/* the host's hard rlimits: a run's limit above one cannot be set (without
+	 * CAP_SYS_RESOURCE) and every launch would fail at that step; refused now, naming
+	 * the host's limit.  Not clamped: the plan states the limits the run gets. */
+	{
+		struct govex__host_rlimit hr;
+		if (govex__rlimits_above_host(&d.limits, &hr))
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "host_limit_too_low",
+			       json_pack("{s:s, s:s, s:I, s:I}", "limit", hr.limit, "rlimit",
+					 hr.rlimit, "value", (json_int_t)hr.want, "host_hard_limit",
+					 (json_int_t)hr.host),
+			       "limits.%s: the run needs a hard %s of %llu but this host's "
+			       "hard limit (of govex's process) is %llu, which govex cannot "
+			       "raise without CAP_SYS_RESOURCE: raise the host's limit or lower "
+			       "limits.%s",
+			       hr.limit, hr.rlimit, (unsigned long long)hr.want,
+			       (unsigned long long)hr.host, hr.limit);
+	}
+
 	/* declared needs and shell intent */
 	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network)
 		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
@@ -1020,6 +1176,14 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			if (!under)
 				REFUSE(GOVEX_STATUS_POLICY_REFUSED, "workdir_not_writable", NULL,
 				       "workdir '%.100s': not under a filesystem.write root", wd);
+			/* a named workdir is used as it is, never made: one that is not there
+			 * fails now, not at launch */
+			struct stat wst;
+			int se = stat(wd, &wst) < 0 ? errno : S_ISDIR(wst.st_mode) ? 0 : ENOTDIR;
+			if (se)
+				REFUSE(GOVEX_STATUS_INVALID_INPUT, "workdir_missing",
+				       json_pack("{s:s}", "path", wd), "workdir '%.100s': %s", wd,
+				       strerror(se));
 			if (!(d.workdir = strdup(wd))) {
 				r = -ENOMEM;
 				goto fail;
@@ -1135,9 +1299,15 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 				snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
 					 json_string_value(e));
 			}
+			/* a named backend is the only one considered: say who named it */
+			char named[160] = "";
+			if (want)
+				snprintf(named, sizeof(named),
+					 " (only backend '%.40s' was considered: %s named it)", want,
+					 rt->backend ? "the runtime's backend option (--backend)"
+						     : "the policy's \"backend\" field");
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
-			       "no backend on this host enforces: %s%s%s", list,
-			       want ? " (backend forced: " : "", want ? "selected)" : "");
+			       "no backend on this host enforces: %s%s", list, named);
 		}
 	}
 
@@ -1158,6 +1328,24 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 				goto fail;
 			}
 			goto refused;
+		}
+	}
+
+	/* filesystem.platform_defaults false on a backend that enforces the read allowlist:
+	 * the interpreter gets only the read roots, so everything it needs to start must be
+	 * beneath one (what rplan_build binds for it otherwise) or it could never start */
+	if (!p->platform_defaults &&
+	    (!job || strcmp(json_string_value(json_object_get(job, "kind")), "exec") != 0) &&
+	    (rt->reports[d.backend].enforced & CTL(FS_READ_ALLOWLIST))) {
+		const char *missing = interp_file_unreadable(rt);
+		if (missing) {
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "interpreter_not_readable",
+			       json_pack("{s:s}", "path", missing),
+			       "filesystem.platform_defaults is false and the interpreter's "
+			       "'%.200s' is under no filesystem.read root: the interpreter "
+			       "could not start",
+			       missing);
 		}
 	}
 
@@ -1643,6 +1831,11 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),
 				   "the run's workdir could not be removed entirely: %s",
 				   strerror(o->workdir_cleanup_errno));
+	if (o->cgroup_cleanup_errno)
+		govex__result_diag(res, "cgroup_cleanup_failed",
+				   json_pack("{s:i}", "errno", o->cgroup_cleanup_errno),
+				   "the run's cgroup could not be removed: %s",
+				   strerror(o->cgroup_cleanup_errno));
 }
 
 static int execute_internal(govex_runtime *rt, const govex_plan *given,

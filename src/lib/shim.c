@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -161,6 +162,77 @@ void govex__shim_sweep(pid_t pgid)
 			return;
 		if (r < 0 && errno != EINTR)
 			return;
+	}
+}
+
+static bool can_raise_rlimits(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return false;
+	return d[CAP_SYS_RESOURCE / 32].effective & (1u << (CAP_SYS_RESOURCE % 32));
+}
+
+/* The hard rlimits govex__child_rlimits sets, each from its limit (0: not set). */
+struct rl_use {
+	const char *limit, *rlimit;
+	int resource;
+	uint64_t want; /* in the rlimit's units */
+	uint64_t *field;
+};
+
+static size_t rl_uses(struct govex__limits *l, struct rl_use *u)
+{
+	size_t n = 0;
+	u[n++] = (struct rl_use){"cpu_ms", "RLIMIT_CPU", RLIMIT_CPU,
+				 l->cpu_ms ? (l->cpu_ms + 999) / 1000 + 1 : 0, &l->cpu_ms};
+	u[n++] = (struct rl_use){"memory_bytes", "RLIMIT_AS", RLIMIT_AS, l->memory_bytes,
+				 &l->memory_bytes};
+	u[n++] = (struct rl_use){"file_size_bytes", "RLIMIT_FSIZE", RLIMIT_FSIZE,
+				 l->file_size_bytes, &l->file_size_bytes};
+	u[n++] = (struct rl_use){"open_files", "RLIMIT_NOFILE", RLIMIT_NOFILE, l->open_files,
+				 &l->open_files};
+	return n;
+}
+
+static bool rl_above(const struct rl_use *u, uint64_t *ret_host)
+{
+	struct rlimit rl;
+	if (!u->want || getrlimit(u->resource, &rl) < 0 || rl.rlim_max == RLIM_INFINITY)
+		return false;
+	*ret_host = (uint64_t)rl.rlim_max;
+	return u->want > (uint64_t)rl.rlim_max;
+}
+
+int govex__rlimits_above_host(const struct govex__limits *l, struct govex__host_rlimit *ret)
+{
+	struct govex__limits copy = *l;
+	struct rl_use u[4];
+	size_t n = rl_uses(&copy, u);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t host;
+		if (rl_above(&u[i], &host)) {
+			if (can_raise_rlimits())
+				return 0;
+			*ret = (struct govex__host_rlimit){u[i].limit, u[i].rlimit, u[i].want, host};
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void govex__rlimits_clamp_to_host(struct govex__limits *l)
+{
+	struct rl_use u[4];
+	size_t n = rl_uses(l, u);
+	if (can_raise_rlimits())
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t host;
+		if (rl_above(&u[i], &host))
+			*u[i].field = 0;
 	}
 }
 

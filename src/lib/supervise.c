@@ -433,13 +433,13 @@ void govex__pipes_close(struct govex__pipes *p)
 int govex__pipes_open(struct govex__pipes *p)
 {
 	int *all[] = {p->in, p->out, p->err, p->ce, p->rep, p->kill};
+	int r;
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
 		all[i][0] = all[i][1] = -1;
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
-		if (pipe2(all[i], O_CLOEXEC) < 0) {
-			int e = errno;
+		if ((r = govex__pipe(all[i], 0)) < 0) {
 			govex__pipes_close(p);
-			return -e;
+			return r;
 		}
 	/* larger output pipes: fewer wake-ups when the program floods its output */
 	fcntl(p->out[0], F_SETPIPE_SZ, 1 << 20);

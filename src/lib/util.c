@@ -348,10 +348,43 @@ int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
 	return 0;
 }
 
+int govex__fd_not_stdio(int fd)
+{
+	if (fd < 0 || fd > 2)
+		return fd;
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int e = errno;
+	close(fd);
+	return n < 0 ? -e : n;
+}
+
+int govex__pipe(int p[2], int flags)
+{
+	int q[2];
+	if (pipe2(q, flags | O_CLOEXEC) < 0)
+		return -errno;
+	/* F_DUPFD_CLOEXEC keeps the file status flags (O_NONBLOCK): they are the file's */
+	int a = govex__fd_not_stdio(q[0]);
+	int b = govex__fd_not_stdio(q[1]);
+	if (a < 0 || b < 0) {
+		int e = a < 0 ? -a : -b;
+		if (a >= 0)
+			close(a);
+		if (b >= 0)
+			close(b);
+		return -e;
+	}
+	p[0] = a;
+	p[1] = b;
+	return 0;
+}
+
 int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_len,
 		     struct govex_error *err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO nobody writes would block for ever; fstat then
+	 * refuses it (reads of a regular file ignore the flag) */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return govex__err(err, errno, errno, "'%s': cannot open: %s", path,
 				  strerror(errno));
@@ -360,6 +393,10 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 		return govex__err(err, errno, errno, "'%s': %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
 		return govex__err(err, EISDIR, EISDIR, "'%s': is a directory", path);
+	if (!S_ISREG(st.st_mode))
+		return govex__err(err, EINVAL, EINVAL,
+				  "'%s': not a regular file (a FIFO, socket or device is not read)",
+				  path);
 	size_t cap = 4096, len = 0;
 	_cleanup_free_ char *buf = malloc(cap + 1);
 	if (!buf)

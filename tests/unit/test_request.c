@@ -6,12 +6,14 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "runtime.h"
 
 #define V "\"version\":\"govex.policy/v1\""
 /* No denials: the controlled backend can run it. */
@@ -834,6 +836,170 @@ START_TEST(test_result_new_refusal)
 }
 END_TEST
 
+/* A value that is not UTF-8 is refused naming the variable, never echoing the value. */
+START_TEST(test_env_value_not_utf8)
+{
+	govex_runtime *rt = runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\"]}}",
+					NULL);
+	struct govex_request req;
+	const char *const env[] = {"A=ok\xff\xfesecret", NULL};
+	request_init(&req, "pass");
+	req.env = env;
+	json_t *doc = plan_refused(rt, &req, GOVEX_STATUS_INVALID_INPUT);
+	json_t *d = diag(doc, "invalid_environment");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "name")), "A");
+	const char *m = json_string_value(json_object_get(d, "message"));
+	ck_assert_msg(strstr(m, "'A'") && !strstr(m, "secret"), "message '%s'", m);
+	json_decref(doc);
+	govex_runtime_free(rt);
+}
+END_TEST
+
+/* A named workdir that is not an existing directory is refused when planned. */
+START_TEST(test_workdir_missing)
+{
+	govex_runtime *rt = runtime_for(NULL, NULL);
+	struct govex_request req;
+	request_init(&req, "pass");
+	req.workdir = "/nonexistent-govex-unit/wd";
+	json_t *doc = plan_refused(rt, &req, GOVEX_STATUS_INVALID_INPUT);
+	json_t *d = diag(doc, "workdir_missing");
+	ck_assert_str_eq(json_string_value(json_object_get(d, "path")), req.workdir);
+	json_decref(doc);
+	req.workdir = "/etc/passwd"; /* not a directory */
+	doc = plan_refused(rt, &req, GOVEX_STATUS_INVALID_INPUT);
+	diag(doc, "workdir_missing");
+	json_decref(doc);
+	govex_runtime_free(rt);
+}
+END_TEST
+
+/* A zeroed govex_runtime_options means no audit fd: nothing is written to fd 0. */
+START_TEST(test_zeroed_options_no_audit_on_stdin)
+{
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	int saved = fcntl(0, F_DUPFD_CLOEXEC, 10);
+	ck_assert_int_eq(dup2(p[1], 0), 0); /* fd 0 now writable: an audit line would land */
+	struct govex_runtime_options o;
+	memset(&o, 0, sizeof(o));
+	govex_runtime *rt = runtime_for(NULL, &o);
+	struct govex_request req;
+	request_init(&req, "pass");
+	json_decref(plan_ok(rt, &req, NULL));
+	govex_runtime_free(rt);
+	if (saved >= 0)
+		dup2(saved, 0);
+	char buf[64];
+	ck_assert_int_eq(read(p[0], buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
+/* A failed cgroup or workdir removal is a diagnostic of the result, with its errno. */
+START_TEST(test_cleanup_failures_reported)
+{
+	struct govex__outcome o;
+	memset(&o, 0, sizeof(o));
+	o.term = GOVEX_TERM_EXITED;
+	o.cgroup_cleanup_errno = EBUSY;
+	o.workdir_cleanup_errno = EACCES;
+	struct govex__limits l;
+	memset(&l, 0, sizeof(l));
+	govex_result *res = govex__result_new(GOVEX_STATUS_SUCCESS, GOVEX_TERM_EXITED);
+	ck_assert_ptr_nonnull(res);
+	govex__outcome_diagnostics(res, &o, &l);
+	ck_assert_int_eq(govex__result_finish(res), 0);
+	size_t len;
+	const char *js = govex_result_json(res, &len);
+	json_t *doc = json_loadb(js, len, 0, NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(diag(doc, "cgroup_cleanup_failed"),
+							  "errno")),
+			 EBUSY);
+	ck_assert_int_eq(json_integer_value(json_object_get(diag(doc, "workdir_cleanup_failed"),
+							  "errno")),
+			 EACCES);
+	json_decref(doc);
+	govex_result_free(res);
+}
+END_TEST
+
+/* A plan file with a field govex never writes is refused when parsed, naming it. */
+START_TEST(test_plan_unknown_field)
+{
+	govex_runtime *rt = runtime_for(NULL, NULL);
+	struct govex_request req;
+	request_init(&req, "pass");
+	json_t *plan = plan_ok(rt, &req, NULL);
+	govex_runtime_free(rt);
+	struct {
+		const char *obj, *key;
+		const char *want;
+	} cases[] = {
+		{NULL, "surprise", "plan: surprise: unknown field"},
+		{"limits", "wall_clock", "plan: limits.wall_clock: unknown field"},
+		{"backend", "x", "plan: backend.x: unknown field"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		json_t *doc = json_deep_copy(plan);
+		json_t *o = cases[i].obj ? json_object_get(doc, cases[i].obj) : doc;
+		json_object_set_new(o, cases[i].key, json_integer(1));
+		char *c = json_dumps(doc, JSON_COMPACT);
+		govex_plan *p = NULL;
+		struct govex_error err;
+		memset(&err, 0, sizeof(err));
+		ck_assert_int_eq(govex_plan_parse(c, strlen(c), &p, &err), -GOVEX_EPLAN);
+		ck_assert_ptr_null(p);
+		ck_assert_msg(strncmp(err.message, cases[i].want, strlen(cases[i].want)) == 0,
+			      "message '%s'", err.message);
+		free(c);
+		json_decref(doc);
+	}
+	/* an unknown kind */
+	json_t *doc = json_deep_copy(plan);
+	json_object_set_new(doc, "kind", json_string("teleport"));
+	char *c = json_dumps(doc, JSON_COMPACT);
+	govex_plan *p = NULL;
+	struct govex_error err;
+	ck_assert_int_eq(govex_plan_parse(c, strlen(c), &p, &err), -GOVEX_EPLAN);
+	ck_assert_msg(strstr(err.message, "kind"), "message '%s'", err.message);
+	free(c);
+	json_decref(doc);
+	/* the plan itself parses */
+	c = json_dumps(plan, JSON_COMPACT);
+	ck_assert_int_eq(govex_plan_parse(c, strlen(c), &p, &err), 0);
+	govex_plan_free(p);
+	free(c);
+	json_decref(plan);
+}
+END_TEST
+
+/* An exec plan made by the library parses again. */
+START_TEST(test_exec_plan_parses)
+{
+	govex_runtime *rt = runtime_for(NULL, NULL);
+	const char *const argv[] = {"/bin/true", NULL};
+	struct govex_exec x;
+	memset(&x, 0, sizeof(x));
+	x.argv = argv;
+	govex_plan *plan = NULL;
+	govex_result *res = NULL;
+	struct govex_error err;
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(govex_runtime_plan_exec(rt, &x, &plan, &res, &err), 0);
+	ck_assert_msg(res == NULL, "refused: %s", res ? govex_result_summary(res) : "");
+	size_t len;
+	const char *c = govex_plan_canonical(plan, &len);
+	govex_plan *p = NULL;
+	ck_assert_msg(govex_plan_parse(c, len, &p, &err) == 0, "parse: %s", err.message);
+	govex_plan_free(p);
+	govex_plan_free(plan);
+	govex_runtime_free(rt);
+}
+END_TEST
+
 static Suite *request_suite(void)
 {
 	Suite *s = suite_create("request");
@@ -854,6 +1020,7 @@ static Suite *request_suite(void)
 	tcase_add_test(tc, test_env_not_allowed);
 	tcase_add_test(tc, test_env_allowed_name_in_plan_value_not);
 	tcase_add_test(tc, test_env_malformed);
+	tcase_add_test(tc, test_env_value_not_utf8);
 	tcase_add_test(tc, test_env_reaches_program);
 	suite_add_tcase(s, tc);
 
@@ -864,6 +1031,7 @@ static Suite *request_suite(void)
 	tcase_add_test(tc, test_need_allowed_in_plan);
 	tcase_add_test(tc, test_shell_denied);
 	tcase_add_test(tc, test_workdir_checks);
+	tcase_add_test(tc, test_workdir_missing);
 	tcase_add_test(tc, test_metadata_checks);
 	suite_add_tcase(s, tc);
 
@@ -879,6 +1047,10 @@ static Suite *request_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_plan_deterministic_and_execute);
 	tcase_add_test(tc, test_plan_parse_errors);
+	tcase_add_test(tc, test_plan_unknown_field);
+	tcase_add_test(tc, test_exec_plan_parses);
+	tcase_add_test(tc, test_zeroed_options_no_audit_on_stdin);
+	tcase_add_test(tc, test_cleanup_failures_reported);
 	tcase_add_test(tc, test_result_new_refusal);
 	suite_add_tcase(s, tc);
 	return s;

@@ -798,6 +798,67 @@ START_TEST(test_json_escape_controls)
 }
 END_TEST
 
+/* With 0..2 closed (a host started so), what govex makes never lands there: the pipes
+ * of a launch, a cancellation token; and a policy file that is a FIFO is refused at
+ * once instead of blocking in open(). */
+START_TEST(test_fds_never_stdio)
+{
+	int saved[3];
+	for (int i = 0; i < 3; i++) {
+		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 10);
+		ck_assert_int_ge(saved[i], 10);
+	}
+	for (int i = 0; i < 3; i++)
+		close(i);
+	int p[2] = {-1, -1}, q[2] = {-1, -1};
+	int r1 = govex__pipe(p, 0), r2 = govex__pipe(q, O_NONBLOCK);
+	govex_cancel_token *c = NULL;
+	int r3 = govex_cancel_new(&c);
+	int cfd = c ? govex__cancel_fd(c) : -1;
+	int qfl = q[0] >= 0 ? fcntl(q[0], F_GETFL) : 0, pfd = p[0] >= 0 ? fcntl(p[0], F_GETFD) : 0;
+	for (int i = 0; i < 3; i++)
+		dup2(saved[i], i);
+	ck_assert_int_eq(r1, 0);
+	ck_assert_int_eq(r2, 0);
+	ck_assert_int_eq(r3, 0);
+	ck_assert_int_ge(p[0], 3);
+	ck_assert_int_ge(p[1], 3);
+	ck_assert_int_ge(q[0], 3);
+	ck_assert_int_ge(q[1], 3);
+	ck_assert_int_ge(cfd, 3);
+	ck_assert(qfl & O_NONBLOCK);
+	ck_assert(pfd & FD_CLOEXEC);
+	for (int i = 0; i < 2; i++) {
+		close(p[i]);
+		close(q[i]);
+	}
+	govex_cancel_free(c);
+	for (int i = 0; i < 3; i++)
+		close(saved[i]);
+}
+END_TEST
+
+START_TEST(test_read_file_fifo_refused)
+{
+	char dir[] = "/tmp/govex-unit-fifo-XXXXXX", path[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	char *data = NULL;
+	size_t len = 0;
+	struct govex_error e = {0};
+	/* no writer: a blocking open() would never return */
+	ck_assert_int_eq(govex__read_file(path, 1024, &data, &len, &e), -EINVAL);
+	ck_assert_msg(strstr(e.message, "not a regular file") && strstr(e.message, path),
+		      "message '%s'", e.message);
+	govex_policy *pol = NULL;
+	ck_assert_int_lt(govex_policy_load(path, &pol, &e), 0);
+	ck_assert_ptr_null(pol);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -833,6 +894,8 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_make_workdir);
 	tcase_add_test(tc, test_make_workdir_sweeps);
 	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_fds_never_stdio);
+	tcase_add_test(tc, test_read_file_fifo_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

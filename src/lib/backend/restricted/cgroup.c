@@ -591,8 +591,9 @@ static int kill_listed(const char *dir)
 	return n;
 }
 
-void rcg_destroy(struct rcg_run *r)
+int rcg_destroy(struct rcg_run *r)
 {
+	int ret = 0;
 	for (int i = 0; i < RCG_N; i++) {
 		if (r->procs_fd[i] >= 0)
 			close(r->procs_fd[i]);
@@ -602,12 +603,16 @@ void rcg_destroy(struct rcg_run *r)
 		close(r->cpu_fd);
 	r->cpu_fd = -1;
 	for (int i = 0; i < RCG_N; i++)
-		if (r->owner[i] && r->dir[i])
-			rcg_remove(r->dir[i]);
+		if (r->owner[i] && r->dir[i]) {
+			int e = rcg_remove(r->dir[i]);
+			if (e < 0 && !ret)
+				ret = e;
+		}
 	for (int i = 0; i < RCG_N; i++) {
 		if (r->owner[i])
 			free(r->dir[i]);
 		r->dir[i] = NULL;
 		r->owner[i] = false;
 	}
+	return ret;
 }

@@ -653,19 +653,21 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 	rep->cgroup_oom = oom;
 }
 
-/* Everything a run holds on the host, released in reverse order. */
-static void run_release(struct run_ctx *c, struct rslot *slot)
+/* Everything a run holds on the host, released in reverse order; 0, or -errno when
+ * its cgroups could not be removed. */
+static int run_release(struct run_ctx *c, struct rslot *slot)
 {
 	for (int i = 0; i < 2; i++)
 		if (c->xsock[i] >= 0) {
 			close(c->xsock[i]);
 			c->xsock[i] = -1;
 		}
-	rcg_destroy(&c->cg);
+	int r = rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
 	rplan_free(&c->plan);
 	/* last: the slot (its name, its uid) is free for another run only now */
 	rslot_release(slot);
+	return r;
 }
 
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
@@ -788,7 +790,9 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 		}
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	r = govex__supervise_run(l, &c.f, pid, start, o, amend_report, &c.cg, err);
-	run_release(&c, &slot);
+	int cr = run_release(&c, &slot);
+	if (cr < 0) /* reported in the result (cgroup_cleanup_failed) */
+		o->cgroup_cleanup_errno = -cr;
 	return r;
 }
 

@@ -116,8 +116,9 @@ int rns_probe(bool userns, char *ret_step, size_t step_len)
 		return -ENOMEM;
 	}
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		int e = errno;
+	int pr = govex__pipe(p, 0);
+	if (pr < 0) {
+		int e = -pr;
 		rscratch_free(&scr);
 		snprintf(ret_step, step_len, "pipe");
 		return -e;

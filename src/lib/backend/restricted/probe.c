@@ -438,6 +438,9 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	c.lim.open_files = 256;
 	c.lim.stdout_bytes = out_max;
 	c.lim.stderr_bytes = PROBE_STDERR_MAX;
+	/* the probe's own bounds never exceed the host's hard limits (a lower one,
+	 * inherited, applies instead): a probe under prlimit still answers */
+	govex__rlimits_clamp_to_host(&c.lim);
 
 	if ((r = base_plan(&base)) < 0 || (r = rplan_for_run(&base, NULL, NULL, NULL, NULL, &c.plan)) < 0 ||
 	    (r = rscratch_alloc(&c.scr, c.plan.n)) < 0) {

@@ -212,7 +212,8 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
  * happened (each -1 / false when unknown). */
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
 /* Kills what is left in the run's cgroups and removes them; closes fds. */
-void rcg_destroy(struct rcg_run *r);
+/* Closes and removes a run's cgroups; 0, or the first removal's -errno. */
+int rcg_destroy(struct rcg_run *r);
 /* Async-signal-safe: CPU time used so far in nanoseconds from cpu_fd, or -1. */
 int64_t rcg_cpu_ns(int fd, int version);
 /* Removes the cgroup dir, killing what runs there first (a dead run's leftovers, or a
