@@ -14,7 +14,8 @@ status is the suite's (128+N when a signal killed it), so meson sees a crash.
   harness.py summary BUILD/meson-logs/testlog.json
 
 prints the cases of the last `meson test` summed: "N passed, N failed, N skipped" (a suite
-that timed out, crashed or broke its TAP plan counts one more failure).  Exit status 1
+that timed out, crashed or broke its TAP plan counts one more failure; a suite skipped
+whole, one skip).  Exit status 1
 when anything failed or nothing passed.  tests/run-all prints this as its last line.
 
   harness.py registered NAME...
@@ -114,6 +115,8 @@ def cmd_summary(args):
             # says it failed but its TAP may not show why.
             if result in ('TIMEOUT', 'ERROR', 'INTERRUPT') or (result == 'FAIL' and not fl):
                 fl += 1
+            elif result == 'SKIP' and not (p or fl or s):
+                s += 1          # "1..0 # SKIP reason": the whole suite, one skip
             total[0] += p
             total[1] += fl
             total[2] += s
