@@ -1,144 +1,157 @@
 #!/usr/bin/env python3
-"""Runs every govex test suite and sums the results.
+"""The govex test suites' one piece of runner logic; `meson test` is the runner.
 
-Suites are executables or scripts that print TAP on stdout:
-  build/tests/unit/unit-*       Check unit tests
-  build/tests/fuzz/replay-*     fuzz corpora replayed
-  tests/integration/test_*.py   the CLI, real processes
-  tests/escape/test_*.py        adversarial snippets against the sandbox
-  tests/*/test_*.sh             shell suites
+Every suite (tests/meson.build registers them: unit, fuzz, integration, escape, call,
+worker, mcp, install, valgrind) prints TAP on stdout.  meson runs each through
 
-A skip whose reason starts with "feature:NAME" counts as a failure when NAME is listed in
-GOVEX_REQUIRE_FEATURES (comma-separated; CI sets it to what its machine has).
+  harness.py tap -- ARGV...
 
-The last line is "N passed, N failed, N skipped".  Exit status 1 when anything failed or
-nothing passed.
+which passes the TAP through unchanged but for one rule, kept here and nowhere else: a
+skip whose reason starts with "feature:NAME" becomes a failure when NAME is listed in
+GOVEX_REQUIRE_FEATURES (comma-separated; CI sets it to what its machine has).  Its exit
+status is the suite's (128+N when a signal killed it), so meson sees a crash.
+
+  harness.py summary BUILD/meson-logs/testlog.json
+
+prints the cases of the last `meson test` summed: "N passed, N failed, N skipped" (a suite
+that timed out, crashed or broke its TAP plan counts one more failure; a suite skipped
+whole, one skip).  Exit status 1
+when anything failed or nothing passed.  tests/run-all prints this as its last line.
+
+  harness.py registered NAME...
+
+a TAP suite of its own: every tests/*/test_*.py and tests/*/test_*.sh is among the NAMEs
+meson registered, so a new suite file cannot be left out of `meson test` unnoticed.
 """
-import argparse
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAP_LINE = re.compile(r'^(not ok|ok)\b\s*(\d+)?\s*-?\s*(.*)$')
+SKIP = re.compile(r'#\s*SKIP\b\s*(.*)$', re.I)
+FEATURE = re.compile(r'feature:([\w-]+)')
 
 
-def discover(build, only):
-    suites = []
-    for sub, prefix in (('tests/unit', 'unit-'), ('tests/fuzz', 'replay-')):
-        d = os.path.join(build, sub)
-        if os.path.isdir(d):
-            for name in sorted(os.listdir(d)):
-                p = os.path.join(d, name)
-                if name.startswith(prefix) and os.access(p, os.X_OK) and os.path.isfile(p):
-                    suites.append(([p], name))
-    for sub in sorted(os.listdir(os.path.join(ROOT, 'tests'))):
-        d = os.path.join(ROOT, 'tests', sub)
-        if not os.path.isdir(d) or sub in ('unit', 'fuzz'):
-            continue
-        for name in sorted(os.listdir(d)):
-            p = os.path.join(d, name)
-            if name.startswith('test_') and name.endswith('.py'):
-                suites.append(([sys.executable, p], sub + '/' + name))
-            elif name.startswith('test_') and name.endswith('.sh'):
-                suites.append((['bash', p], sub + '/' + name))
-    if only:
-        suites = [s for s in suites if any(o in s[1] for o in only)]
-    return suites
+def required_features(env=None):
+    env = os.environ if env is None else env
+    return {f for f in env.get('GOVEX_REQUIRE_FEATURES', '').split(',') if f}
 
 
-def run_suite(argv, name, env, timeout, required):
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=env, cwd=ROOT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        timed_out = True
-    text = out.decode('utf-8', 'replace')
+def filter_line(line, required):
+    """LINE, or a failure in its place when it skips for a required feature."""
+    plan = re.match(r'^1\.\.0\b.*#\s*SKIP\b\s*(.*)$', line, re.I)
+    if plan:
+        fm = FEATURE.match(plan.group(1).strip())
+        if fm and fm.group(1) in required:
+            return ('1..1\nnot ok 1 - whole suite skipped for required feature %s: %s'
+                    % (fm.group(1), plan.group(1).strip()))
+        return line
+    m = TAP_LINE.match(line)
+    if not m or m.group(1) != 'ok':
+        return line
+    skip = SKIP.search(m.group(3))
+    if not skip:
+        return line
+    fm = FEATURE.match(skip.group(1).strip())
+    if not fm or fm.group(1) not in required:
+        return line
+    desc = m.group(3)[:skip.start()].rstrip()
+    return 'not ok %s - %s (required feature skipped: %s)' % (
+        m.group(2) or '', desc, skip.group(1).strip())
+
+
+def cmd_tap(argv):
+    if argv and argv[0] == '--':
+        argv = argv[1:]
+    if not argv:
+        print('usage: harness.py tap -- ARGV...', file=sys.stderr)
+        return 2
+    required = required_features()
+    # No session of its own: meson kills the test's process group on timeout, and that
+    # must reach the suite and every govex it started.  The working directory is meson's
+    # (the source root for the script suites, as tests/meson.build says).
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    for raw in proc.stdout:
+        line = raw.decode('utf-8', 'replace').rstrip('\n')
+        sys.stdout.write(filter_line(line, required) + '\n')
+        sys.stdout.flush()
+    rc = proc.wait()
+    return 128 - rc if rc < 0 else rc
+
+
+def count_tap(text):
+    """(passed, failed, skipped) of TAP TEXT, already filtered."""
     passed = failed = skipped = 0
-    planned = None
-    lines = []
     for line in text.splitlines():
-        m = re.match(r'^1\.\.(\d+)', line)
-        if m:
-            planned = int(m.group(1))
-            continue
         m = TAP_LINE.match(line)
         if not m:
             continue
-        ok = m.group(1) == 'ok'
-        rest = m.group(3)
-        skip = re.search(r'#\s*SKIP\b\s*(.*)$', rest, re.I)
-        if ok and skip:
-            reason = skip.group(1).strip()
-            fm = re.match(r'feature:([\w-]+)', reason)
-            if fm and fm.group(1) in required:
-                failed += 1
-                lines.append('  FAIL (required feature skipped) %s' % line)
-            else:
-                skipped += 1
-                lines.append('  skip %s' % line)
-        elif ok:
-            passed += 1
-        else:
+        if m.group(1) == 'not ok':
             failed += 1
-            lines.append('  FAIL %s' % line)
-    counted = passed + failed + skipped
-    problem = None
-    if timed_out:
-        problem = 'timed out after %d s' % timeout
-    elif planned is not None and counted != planned:
-        problem = 'planned %d tests, saw %d (exit %d)' % (planned, counted, proc.returncode)
-    elif counted == 0:
-        problem = 'no TAP output (exit %d)' % proc.returncode
-    elif proc.returncode < 0:
-        problem = 'killed by signal %d' % -proc.returncode
-    if problem:
-        failed += 1
-    elapsed = time.monotonic() - start
-    print('%-44s %4d passed %3d failed %3d skipped  %6.1fs%s' % (
-        name, passed, failed, skipped, elapsed, ('  [' + problem + ']') if problem else ''))
-    for l in lines:
-        print(l)
-    if failed or os.environ.get('GOVEX_TEST_VERBOSE'):
-        # the suite's own output explains its failures
-        tail = text.splitlines()[-60:]
-        for l in tail:
-            if not TAP_LINE.match(l):
-                print('    | ' + l)
-    sys.stdout.flush()
+        elif SKIP.search(m.group(3)):
+            skipped += 1
+        else:
+            passed += 1
     return passed, failed, skipped
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
-    ap.add_argument('--timeout', type=int, default=900)
-    ap.add_argument('only', nargs='*', help='run suites whose name contains one of these')
-    args = ap.parse_args()
-    build = os.path.abspath(args.build)
-    env = dict(os.environ)
-    env.setdefault('GOVEX', os.path.join(build, 'govex'))
-    env.setdefault('GOVEX_BUILD', build)
-    env.setdefault('ASAN_OPTIONS', 'detect_leaks=1:abort_on_error=0')
-    env.setdefault('UBSAN_OPTIONS', 'print_stacktrace=1:halt_on_error=1')
-    required = {f for f in env.get('GOVEX_REQUIRE_FEATURES', '').split(',') if f}
+def cmd_summary(args):
+    if len(args) != 1:
+        print('usage: harness.py summary TESTLOG.json', file=sys.stderr)
+        return 2
     total = [0, 0, 0]
-    suites = discover(build, args.only)
-    for argv, name in suites:
-        r = run_suite(argv, name, env, args.timeout, required)
-        for i in range(3):
-            total[i] += r[i]
+    with open(args[0], encoding='utf-8', errors='replace') as f:
+        for line in f:
+            if not line.strip():
+                continue
+            t = json.loads(line)
+            p, fl, s = count_tap(t.get('stdout') or '')
+            result = t.get('result')
+            # A suite that died, timed out or broke its plan: one failure more, as meson
+            # says it failed but its TAP may not show why.
+            if result in ('TIMEOUT', 'ERROR', 'INTERRUPT') or (result == 'FAIL' and not fl):
+                fl += 1
+            elif result == 'SKIP' and not (p or fl or s):
+                s += 1          # "1..0 # SKIP reason": the whole suite, one skip
+            total[0] += p
+            total[1] += fl
+            total[2] += s
     print('%d passed, %d failed, %d skipped' % tuple(total))
     return 1 if total[1] or not total[0] else 0
 
 
+def cmd_registered(names):
+    names = set(names)
+    files = []
+    for sub in sorted(os.listdir(os.path.join(ROOT, 'tests'))):
+        d = os.path.join(ROOT, 'tests', sub)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.startswith('test_') and name.endswith(('.py', '.sh')):
+                files.append(sub + '/' + name)
+    print('1..%d' % len(files))
+    for i, f in enumerate(files, 1):
+        if f in names:
+            print('ok %d - %s is registered with meson test' % (i, f))
+        else:
+            print('not ok %d - %s is registered with meson test' % (i, f))
+            print('# add it to tests/meson.build')
+    return 0
+
+
+def main():
+    cmds = {'tap': cmd_tap, 'summary': cmd_summary, 'registered': cmd_registered}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return cmds[sys.argv[1]](sys.argv[2:])
+
+
 if __name__ == '__main__':
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())
