@@ -260,6 +260,7 @@ GOVEX_API int govex_result_exit_status(const govex_result *r)
 	case GOVEX_TERM_SIGNALED:
 	case GOVEX_TERM_CPU_LIMIT:
 	case GOVEX_TERM_MEMORY_LIMIT:
+	case GOVEX_TERM_OUTPUT_LIMIT:
 		return 128 + (v->signal ? v->signal : SIGKILL);
 	case GOVEX_TERM_CANCELLED:
 		return 128 + SIGTERM;
