@@ -8,6 +8,53 @@
 
 #include "cli.h"
 
+/* How each backend enforces a control it reports (what `govex backends` prints beside
+ * the name; govex-policy(5) CONTROLS says the same). */
+static const struct {
+	const char *backend, *control, *how;
+} how[] = {
+    {"controlled", "wall_time", "deadline, then SIGKILL of the process group"},
+    {"controlled", "output_bounds", "pipes read and bounded by govex (16 MiB past a bound "
+				    "ends the run)"},
+    {"controlled", "env_allowlist", "a built environment, nothing else inherited"},
+    {"controlled", "fresh_workdir", "a new 0700 host directory, removed after"},
+    {"controlled", "process_tree_kill", "a subreaper shim kills what is left"},
+    {"controlled", "fd_hygiene", "every descriptor but 0-2 closed"},
+    {"controlled", "memory_per_process", "RLIMIT_AS"},
+    {"controlled", "cpu_time_per_process", "RLIMIT_CPU"},
+    {"controlled", "open_files_per_process", "RLIMIT_NOFILE"},
+    {"controlled", "file_size_per_process", "RLIMIT_FSIZE"},
+    {"restricted", "wall_time", "deadline, then the PID namespace is killed"},
+    {"restricted", "output_bounds", "pipes read and bounded by govex (16 MiB past a bound "
+				    "ends the run)"},
+    {"restricted", "env_allowlist", "a built environment, nothing else inherited"},
+    {"restricted", "fresh_workdir", "a tmpfs of the run's own at /govex/work"},
+    {"restricted", "process_tree_kill", "PID namespace: its init (the shim) kills all"},
+    {"restricted", "fd_hygiene", "every descriptor but 0-2 (and call mode's 3) closed"},
+    {"restricted", "network_deny", "network namespace; socket() refused by seccomp"},
+    {"restricted", "fs_read_allowlist", "mount namespace (read-only binds), Landlock"},
+    {"restricted", "fs_write_allowlist", "mount namespace, Landlock; noexec"},
+    {"restricted", "subprocess_deny", "seccomp (no fork); one execve, then none"},
+    {"restricted", "memory_aggregate", "a cgroup per run (kernel memory included)"},
+    {"restricted", "memory_per_process", "RLIMIT_AS"},
+    {"restricted", "cpu_time_aggregate", "a cgroup per run, read by the shim"},
+    {"restricted", "cpu_time_per_process", "RLIMIT_CPU"},
+    {"restricted", "pids_aggregate", "a cgroup per run (threads included)"},
+    {"restricted", "open_files_per_process", "RLIMIT_NOFILE"},
+    {"restricted", "file_size_per_process", "RLIMIT_FSIZE"},
+    {"restricted", "syscall_filter", "seccomp allowlist (ENOSYS for the rest)"},
+    {"restricted", "no_new_privileges", "PR_SET_NO_NEW_PRIVS, no capabilities"},
+    {"restricted", "landlock", "a Landlock ruleset over the same paths"},
+};
+
+static const char *how_of(const char *backend, const char *control)
+{
+	for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++)
+		if (strcmp(how[i].backend, backend) == 0 && strcmp(how[i].control, control) == 0)
+			return how[i].how;
+	return NULL;
+}
+
 int cmd_backends(int argc, char **argv)
 {
 	bool json = false;
@@ -47,10 +94,17 @@ int cmd_backends(int argc, char **argv)
 			       json_string_value(json_object_get(b, "backend_version")),
 			       json_is_true(json_object_get(b, "available")) ? "available"
 									 : "unavailable");
-			printf("  enforces:");
+			const char *name = json_string_value(json_object_get(b, "name"));
+			printf("  enforces:\n");
 			json_array_foreach(json_object_get(b, "enforced"), k, c)
-				printf(" %s", json_string_value(c));
-			printf("\n");
+			{
+				const char *h = how_of(name, json_string_value(c));
+				printf("    %-24s %s\n", json_string_value(c), h ? h : "");
+			}
+			json_t *sa = json_object_get(b, "syscalls_allowed");
+			if (json_is_integer(sa))
+				printf("  syscalls allowed: %lld of this architecture's\n",
+				       (long long)json_integer_value(sa));
 			json_array_foreach(json_object_get(b, "unavailable"), k, c)
 				printf("  not enforced: %s (%s)\n",
 				       json_string_value(json_object_get(c, "control")),
