@@ -492,10 +492,12 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 		 * name itself).  Both probes run in the sandbox. */
 		if ((r = run_probe(exe, mode, &answer, err)) < 0)
 			return r;
-		_cleanup_free_ char *named = answer_executable(exe, answer, err);
+		char *named = answer_executable(exe, answer, err);
 		if (!named)
 			return -GOVEX_EINTERP;
-		return govex__interp_probe(named, cache_dir, mode, ret, err);
+		r = govex__interp_probe(named, cache_dir, mode, ret, err);
+		free(named);
+		return r;
 	}
 	_cleanup_free_ char *real = realpath(exe, NULL);
 	bool cacheable = cache_dir && cache_dir[0] == '/' && real;
