@@ -528,12 +528,9 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 		}
 	}
 	/*
-	 * Paths a sandbox gives its own meaning: /govex is where the run's fresh workdir is
-	 * mounted (a host path there would be hidden or collide), and the private /tmp is a
-	 * tmpfs with full rights for the run, so a read-only root beneath it could not be
-	 * kept read-only (Landlock grants beneath /tmp to everything under it: its FIFOs
-	 * would be writable).  A read root of /tmp itself replaces the private /tmp and is
-	 * fine.
+	 * A path a sandbox gives its own meaning: /govex is where the run's fresh workdir is
+	 * mounted (a host path there would be hidden or collide).  (Read roots beneath /tmp
+	 * are refused at planning, for a sandboxed run only: runtime.c.)
 	 */
 	{
 		char **lists[] = {p->read_roots, p->write_roots};
@@ -546,15 +543,6 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 						 "'%.100s': /govex is reserved for the sandbox's "
 						 "workdir",
 						 root);
-					goto out;
-				}
-				if (k == 0 && strcmp(root, "/tmp") != 0 &&
-				    govex__path_under(root, "/tmp")) {
-					r = fail(
-					    err, names[k],
-					    "'%.100s': beneath /tmp, which cannot be kept "
-					    "read-only in a sandbox; use a directory elsewhere",
-					    root);
 					goto out;
 				}
 			}

@@ -1255,6 +1255,25 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 		}
 	}
 
+	/* A read root beneath /tmp: the sandbox's private /tmp is a tmpfs with every right
+	 * for the run, and Landlock grants beneath /tmp to everything mounted under it, so
+	 * such a root could not be kept read-only (its FIFOs would be writable).  A read
+	 * root of /tmp itself replaces the private /tmp and is fine. */
+	if (!probe_on_host && (govex__policy_required(p) & CTL(FS_READ_ALLOWLIST))) {
+		for (size_t i = 0; p->read_roots[i]; i++) {
+			const char *root = p->read_roots[i];
+			if (strcmp(root, "/tmp") == 0 || !govex__path_under(root, "/tmp"))
+				continue;
+			json_decref(meta);
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "read_root_under_tmp",
+			       json_pack("{s:s}", "read_root", root),
+			       "filesystem.read root '%.200s' is beneath /tmp, which a sandboxed "
+			       "run has privately: it could not be kept read-only there; use a "
+			       "directory elsewhere",
+			       root);
+		}
+	}
+
 	/* backend */
 	d.required = run_required(p, &d.limits);
 	{
