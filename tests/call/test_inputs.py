@@ -15,46 +15,56 @@ S = C.Suite()
 MOD = """
 import os
 MARK = {marker!r}
-open(MARK + ".loaded", "w").close()
+
+def _mark(p):
+    # as root each run may have another uid (its slot's): replace, never rewrite, a
+    # marker an earlier run left (the directory is world-writable)
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+    open(p, "w").close()
+
+_mark(MARK + ".loaded")
 
 def f(n: int, s: str = "d", *, flag: bool = False):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return [n, s, flag]
 
 def opt(x: "Optional[int]" = 0, y=1, z: "int | None" = 2):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return [x, y, z]
 
 def text(s: str):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return len(s)
 
 def gen(n: int):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     yield n
 
 async def agen(n: int):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     yield n
 
 def star(*args):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return 1
 
 def kwargs(**kw):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return 1
 
 def twice(a):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return 1
 
 def twice(a, b):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return 2
 
 def rebound(a):
-    open(MARK + ".ran", "w").close()
+    _mark(MARK + ".ran")
     return 1
 
 rebound = twice
