@@ -7,6 +7,9 @@ exact stdout of `govex inspect --json` of the build the files were made with.
   - through the worker alone (src/worker as the C side embeds it), on every Python from
     3.8 to 3.13 found here plus /usr/bin/python3: the canonical text of the document.
 
+and the inspection worker's text (src/worker/inspection/ and worker.py) still fits the one
+argument of `python -c` it is passed as.
+
 The *_py310.py modules use syntax of Python 3.10 and later; older ones skip them.
 A deliberate change of the analysis regenerates the documents:
     for f in tests/worker/golden/*.py tests/worker/golden/*.ipynb; do
@@ -58,8 +61,23 @@ def through_worker(py, path):
           % (name[:-3], got[:3000], want[:3000]))
 
 
+def inspection_worker_fits():
+    """The inspection worker's text (the inspection part, a newline, worker.py) is one
+    argv string of `python -c`: Linux refuses one over 128 KiB (MAX_ARG_STRLEN) and the
+    runtime a request's code at 128 KiB - 1."""
+    n = len(W.worker_text().encode("utf-8"))
+    check(n < 128 * 1024 - 1, "the inspection worker is %d bytes" % n)
+    for path in W.inspection_paths():
+        with open(path, "rb") as f:
+            data = f.read()
+        check(data.endswith(b"\n") and b"\0" not in data,
+              "%s: no final newline, or a NUL byte" % os.path.basename(path))
+
+
 def main():
     tap = W.Tap()
+    tap.result("the inspection worker's text fits one argument",
+               W.run_case(inspection_worker_fits))
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, (os.cpu_count() or 2) * 2)) \
             as pool:
