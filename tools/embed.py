@@ -1,16 +1,26 @@
 #!/usr/bin/env python3
-"""Embeds a file into C as a NUL-terminated byte array: embed.py INPUT OUTPUT SYMBOL.
+"""Embeds text into C as a NUL-terminated byte array: embed.py OUTPUT SYMBOL INPUT...
 
-Used for the call-mode worker, so that no script path is opened at run time."""
+The INPUTs are concatenated in the order given (each must end with a newline, so that no
+two of them share a line).  Used for the call-mode worker (src/worker/worker.py) and its
+inspection part (the files src/worker/inspection/parts lists), so that no script path is
+opened at run time."""
 import sys
 
 
 def main():
-    src, out, sym = sys.argv[1:4]
-    with open(src, 'rb') as f:
-        data = f.read()
-    if b'\0' in data:
-        sys.exit('embed.py: %s contains a NUL byte' % src)
+    if len(sys.argv) < 4:
+        sys.exit('usage: embed.py OUTPUT SYMBOL INPUT...')
+    out, sym = sys.argv[1:3]
+    data = b''
+    for src in sys.argv[3:]:
+        with open(src, 'rb') as f:
+            part = f.read()
+        if b'\0' in part:
+            sys.exit('embed.py: %s contains a NUL byte' % src)
+        if not part.endswith(b'\n'):
+            sys.exit('embed.py: %s does not end with a newline' % src)
+        data += part
     lines = []
     for i in range(0, len(data), 16):
         lines.append(''.join('0x%02x,' % b for b in data[i:i + 16]))

@@ -15,8 +15,8 @@
 # Operations:
 #   inspect  parse the source with ast (never import it) and describe its top-level
 #            functions: signature, docstring, eligibility and effects.  That code is in
-#            src/worker/inspection.py, which the C side puts before this text for an
-#            inspection only.
+#            src/worker/inspection/ (the files its `parts` lists, concatenated), which the
+#            C side puts before this text for an inspection only.
 #   call     verify the digest chain, compile the verified source, bind the planned
 #            function, rebuild its arguments, run it, return its value as finite JSON.
 #
@@ -276,7 +276,7 @@ def handle(req):
     if not module or "\0" in module or "\0" in filename:
         raise Failure("worker_failed", "bad_request", message="field missing or mistyped: module")
     if op == "inspect":
-        if "inspect_source" not in globals():  # started without src/worker/inspection.py
+        if "inspect_source" not in globals():  # started without src/worker/inspection/
             raise Failure("worker_failed", "bad_request",
                           message="this worker has no inspection part")
         if sha256_text(source) != digest:

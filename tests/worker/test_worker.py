@@ -1181,7 +1181,7 @@ def frame_truncated_and_trailing(py):
 
 @test
 def call_worker_has_no_inspection(py):
-    # a call's worker is started without src/worker/inspection.py: an inspect request to
+    # a call's worker is started without src/worker/inspection/: an inspect request to
     # it is refused plainly, and a call through it works
     core = W.worker_text(inspection=False)
     expect_failure(W.run_worker(py, W.frame(W.inspect_request("x = 1\n")), text=core),

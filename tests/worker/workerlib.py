@@ -13,20 +13,37 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER_PATH = os.path.join(ROOT, "src", "worker", "worker.py")
-INSPECTION_PATH = os.path.join(ROOT, "src", "worker", "inspection.py")
+INSPECTION_DIR = os.path.join(ROOT, "src", "worker", "inspection")
 FRAME_VERSION = "govex.frame/v1"
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
+def inspection_paths():
+    """The inspection part's files, in the order src/worker/inspection/parts gives (the
+    order tools/embed.py concatenates them in)."""
+    with open(os.path.join(INSPECTION_DIR, "parts"), encoding="utf-8") as f:
+        names = [l.strip() for l in f]
+    return [os.path.join(INSPECTION_DIR, n) for n in names if n and not n.startswith("#")]
+
+
+def inspection_text():
+    """The inspection part as embedded: its files concatenated."""
+    parts = []
+    for path in inspection_paths():
+        with open(path, encoding="utf-8") as f:
+            parts.append(f.read())
+    return "".join(parts)
+
+
 def worker_text(inspection=True):
-    """The worker as the C side starts it: for an inspection, src/worker/inspection.py
-    followed by src/worker/worker.py; for a call, worker.py alone."""
+    """The worker as the C side starts it: for an inspection, the inspection part
+    (src/worker/inspection/), a newline, then src/worker/worker.py; for a call, worker.py
+    alone."""
     with open(WORKER_PATH, encoding="utf-8") as f:
         core = f.read()
     if not inspection:
         return core
-    with open(INSPECTION_PATH, encoding="utf-8") as f:
-        return f.read() + "\n" + core
+    return inspection_text() + "\n" + core
 
 
 def find_pythons():

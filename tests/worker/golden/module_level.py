@@ -1,0 +1,5 @@
+import thirdparty
+CLIENT = thirdparty.connect()
+
+def add(a, b):
+    return a + b

@@ -1,0 +1,7 @@
+from os import *
+
+def f(p):
+    return remove(p)
+
+def g():
+    return len([])
