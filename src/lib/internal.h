@@ -533,8 +533,9 @@ void govex__audit(const struct govex__audit *a, const char *run_id, const char *
 int govex__notebook_to_python(const char *data, size_t len, char **ret, size_t *ret_len,
 			      struct govex_error *err);
 
-/* The embedded call-mode worker (src/worker/worker.py) and its inspection part
- * (src/worker/inspection.py, prepended for inspections only), embedded at build time. */
+/* The embedded call-mode worker (src/worker/worker.py) and its inspection part (the
+ * files of src/worker/inspection/ joined in the order its `parts` file gives, prepended
+ * for inspections only), embedded at build time. */
 extern const unsigned char govex__worker_py[];
 extern const size_t govex__worker_py_len;
 extern const unsigned char govex__worker_inspection_py[];
