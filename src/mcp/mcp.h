@@ -5,7 +5,8 @@
  *
  *   server.c   the entry point (mcp_serve.h), stdio loop, bounded line reader, JSON-RPC dispatch, both eras
  *   tools.c    the tool catalogue: run_python_snippet and one tool per module function,
- *              input/output schemas, argument checks
+ *              input/output schemas
+ *   arguments.c  a call's arguments checked against its tool's schema and the bounds
  *   calls.c    the worker pool: one thread and one cancel token per running call,
  *              progress, cancellation, tool results
  *   snippet.c  the Python wrapper that gives a snippet INPUTS and a REPL-style value
@@ -101,8 +102,8 @@ int mcp_read_source(const char *path, char **ret, size_t *ret_len);
 
 const struct mcp_tool *mcp_catalog_find(const struct mcp_catalog *cat, const char *name);
 
-/* Checks arguments (a JSON object or NULL) against the tool's input schema and its own
- * bounds.  Returns 0, or -1 with a message naming the argument in err. */
+/* arguments.c: checks arguments (a JSON object or NULL) against the tool's input schema
+ * and its own bounds.  Returns 0, or -1 with a message naming the argument in err. */
 int mcp_check_arguments(const struct mcp_catalog *cat, const struct mcp_tool *tool, json_t *args,
 			char *err, size_t errlen);
 
