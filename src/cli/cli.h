@@ -13,12 +13,12 @@ int cmd_run(int argc, char **argv, bool plan_only);
 int cmd_policy(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 
-/* common.c */
+/* session.c: the signal that cancelled the session's runs (0: none), and their token */
 #include <signal.h>
 extern volatile sig_atomic_t cli_caught_signal;
 extern govex_cancel_token *cli_cancel_token;
-/* SIGINT, SIGTERM and SIGHUP cancel cli_cancel_token's runs. */
-void cli_cancel_on_signals(void);
+
+/* common.c */
 /* Reads a whole file ("-": stdin) of at most max bytes; -errno on failure. */
 int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
 /* The same for a file that must be regular (a policy, a plan): a FIFO, socket or device

@@ -16,24 +16,6 @@
 
 extern char **environ;
 
-volatile sig_atomic_t cli_caught_signal;
-govex_cancel_token *cli_cancel_token;
-
-static void on_signal(int sig)
-{
-	cli_caught_signal = sig;
-	govex_cancel(cli_cancel_token);
-}
-
-void cli_cancel_on_signals(void)
-{
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 const char *cli_read_error(int r)
 {
 	return r == -CLI_ENOTREG ? "not a regular file (a FIFO, socket or device is not read)"

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +99,24 @@ int cli_session_refuse(const struct cli_session *s)
 	return cli_emit_refusal(s->opts->json, GOVEX_STATUS_INVALID_INPUT, s->err_code, s->err);
 }
 
+volatile sig_atomic_t cli_caught_signal;
+govex_cancel_token *cli_cancel_token;
+
+/* govex_cancel() is async-signal-safe (one write(2)) */
+static void on_signal(int sig)
+{
+	cli_caught_signal = sig;
+	govex_cancel(cli_cancel_token);
+}
+
 void cli_session_cancel_on_signals(struct cli_session *s)
 {
 	(void)s;
-	cli_cancel_on_signals();
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 void cli_session_close(struct cli_session *s)
