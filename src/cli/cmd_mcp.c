@@ -77,11 +77,11 @@ int cmd_mcp(int argc, char **argv)
 		return 1;
 	}
 	struct mcp_serve_options o = {
-		.policy = s.policy,
-		.rt = s.rt,
-		.modules = a.modules,
-		.n_modules = a.n_modules,
-		.max_concurrent = max_conc,
+	    .policy = s.policy,
+	    .rt = s.rt,
+	    .modules = a.modules,
+	    .n_modules = a.n_modules,
+	    .max_concurrent = max_conc,
 	};
 	rc = mcp_serve(&o);
 	cli_session_close(&s);

@@ -44,12 +44,21 @@ enum cli_option_id {
 	CLI_OPT_COUNT
 };
 
+/* Where an option's value goes in struct cli_opts. */
+enum cli_option_store {
+	CLI_STORE_STRING, /* the argument, at offset (a const char *) */
+	CLI_STORE_FLAG,	  /* true, at offset (a bool) */
+	CLI_STORE_CHECKED /* checked and stored by the parser's own code */
+};
+
 struct cli_option {
 	const char *name;  /* long name, without "--"; NULL: short only */
 	char short_name;   /* 0: long only */
 	bool has_arg;	   /* a required argument */
 	unsigned commands; /* enum cli_command bits that accept it */
-	const char *help;  /* one line, for the reader of the table */
+	enum cli_option_store store;
+	size_t offset;	  /* in struct cli_opts */
+	const char *help; /* one line, for the reader of the table */
 };
 
 /* Indexed by enum cli_option_id. */
@@ -64,7 +73,7 @@ struct cli_opts {
 	const char *policy_file, *preset, *backend, *audit_file, *approver;
 	const char *stdin_file, *code, *plan_file, *args, *args_file, *shell;
 	bool json, ask, plan_only, help;
-	unsigned long long timeout_ms; /* 0 = the policy's */
+	unsigned long long timeout_ms;	  /* 0 = the policy's */
 	const char *env[CLI_ENV_MAX + 1]; /* NAME=VALUE, NULL-terminated */
 	size_t n_env;
 	const char *modules[CLI_MODULES_MAX];
@@ -83,10 +92,10 @@ enum cli_opt_error_kind {
 
 struct cli_opt_error {
 	enum cli_opt_error_kind kind;
-	int option;	   /* enum cli_option_id, -1 for CLI_OPTERR_UNKNOWN */
-	const char *arg;   /* the word at fault (borrowed from argv) */
-	int short_name;	   /* CLI_OPTERR_UNKNOWN: the short option at fault, or 0 */
-	char msg[300];	   /* CLI_OPTERR_BAD_VALUE and TOO_MANY: "--opt: ..." */
+	int option;	 /* enum cli_option_id, -1 for CLI_OPTERR_UNKNOWN */
+	const char *arg; /* the word at fault (borrowed from argv) */
+	int short_name;	 /* CLI_OPTERR_UNKNOWN: the short option at fault, or 0 */
+	char msg[300];	 /* CLI_OPTERR_BAD_VALUE and TOO_MANY: "--opt: ..." */
 };
 
 /*
@@ -108,7 +117,7 @@ int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char
 /* Each command's usage text (the run and call ones are printf formats); the unit test
  * checks them against the table both ways. */
 extern const char cli_usage_run[], cli_usage_call[], cli_usage_inspect[], cli_usage_exec[],
-	cli_usage_mcp[];
+    cli_usage_mcp[];
 /* printf(cli_usage_run, name, what) and the same for call */
 void cli_usage_print_run(const char *name, const char *what);
 void cli_usage_print_call(const char *name, const char *synopsis_tail, const char *what);

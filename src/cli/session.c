@@ -34,9 +34,9 @@ int cli_session_load_policy(struct cli_session *s)
 	struct govex_error ge = {0};
 	if (s->policy)
 		return 0;
-	int r = o->policy_file ? govex_policy_load(o->policy_file, &s->policy, &ge)
-			       : govex_policy_preset(o->preset ? o->preset : "strict", &s->policy,
-						     &ge);
+	int r = o->policy_file
+		    ? govex_policy_load(o->policy_file, &s->policy, &ge)
+		    : govex_policy_preset(o->preset ? o->preset : "strict", &s->policy, &ge);
 	if (r < 0) {
 		snprintf(s->err, sizeof(s->err), "policy: %s", ge.message);
 		return fail(s, "invalid_policy");
@@ -60,9 +60,9 @@ int cli_session_start(struct cli_session *s, unsigned flags)
 	}
 	s->cache_dir = cli_cache_dir();
 	struct govex_runtime_options ro = {
-		.audit_fd = s->audit_fd,
-		.probe_cache_dir = s->cache_dir,
-		.backend = o->backend,
+	    .audit_fd = s->audit_fd,
+	    .probe_cache_dir = s->cache_dir,
+	    .backend = o->backend,
 	};
 	if (o->approver) {
 		ro.approve = cli_approve_command;

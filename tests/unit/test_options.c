@@ -31,6 +31,11 @@ START_TEST(test_table_well_formed)
 		ck_assert_msg(d->name || d->short_name, "option %zu has no name", i);
 		ck_assert_msg(d->commands != 0, "option %zu: no command takes it", i);
 		ck_assert_ptr_nonnull(d->help);
+		/* a stored string needs an argument, a flag takes none */
+		if (d->store == CLI_STORE_STRING)
+			ck_assert_msg(d->has_arg, "option %zu: a string without argument", i);
+		if (d->store == CLI_STORE_FLAG)
+			ck_assert_msg(!d->has_arg, "option %zu: a flag with an argument", i);
 		for (size_t j = i + 1; j < CLI_OPT_COUNT; j++) {
 			if (d->name && cli_options[j].name)
 				ck_assert_str_ne(d->name, cli_options[j].name);
@@ -59,6 +64,21 @@ START_TEST(test_run_options)
 	ck_assert_ptr_null(o.env[2]);
 	ck_assert_str_eq(o.code, "print(1)");
 	ck_assert_int_eq(o.n_operands, 0);
+	char *x[] = {"exec", "--policy", "p.json", "--stdin", "-", "--backend", "controlled",
+		     "--audit", "a.log", "--approver", "true", "--shell", "echo", "--plan-only",
+		     NULL};
+	ck_assert_int_eq(parse(CLI_CMD_EXEC, false, x, &o, &e), 0);
+	ck_assert_str_eq(o.policy_file, "p.json");
+	ck_assert_str_eq(o.stdin_file, "-");
+	ck_assert_str_eq(o.backend, "controlled");
+	ck_assert_str_eq(o.audit_file, "a.log");
+	ck_assert_str_eq(o.approver, "true");
+	ck_assert_str_eq(o.shell, "echo");
+	ck_assert(o.plan_only && !o.json);
+	char *c[] = {"call", "--plan", "p", "--args-file", "-", NULL};
+	ck_assert_int_eq(parse(CLI_CMD_CALL, true, c, &o, &e), 0);
+	ck_assert_str_eq(o.plan_file, "p");
+	ck_assert_str_eq(o.args_file, "-");
 }
 END_TEST
 
