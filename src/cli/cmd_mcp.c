@@ -10,8 +10,7 @@
 #include "cli.h"
 
 /* stdout is the protocol: everything is said on stderr, as the server says it */
-static void mcp_cli_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void mcp_cli_log(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void mcp_cli_log(const char *fmt, ...)
 {
 	char line[1024];
 	va_list ap;
