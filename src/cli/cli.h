@@ -7,39 +7,18 @@
 #include <stddef.h>
 
 #include "govex.h"
-
-/* Options shared by run and plan. */
-struct run_args {
-	const char *policy_file;
-	const char *preset;
-	bool json;
-	unsigned long long timeout_ms; /* 0 = the policy's */
-	const char *stdin_file;
-	const char *backend;
-	const char *audit_file;
-	const char *approver;
-	bool ask;
-	const char *code;      /* -c */
-	const char *file;      /* FILE or "-" */
-	const char *plan_file; /* --plan */
-	const char *env[65];   /* --env NAME=VALUE, NULL-terminated */
-	size_t n_env;
-	bool help;
-};
-
-/* Parses argv (argv[0] is the subcommand name).  Returns 0, or -1 with a message in err. */
-int cli_parse_run_args(int argc, char **argv, struct run_args *ret, char *err, size_t errlen);
+#include "options.h"
 
 int cmd_run(int argc, char **argv, bool plan_only);
 int cmd_policy(int argc, char **argv);
 int cmd_backends(int argc, char **argv);
 
-/* common.c */
+/* session.c: the signal that cancelled the session's runs (0: none), and their token */
 #include <signal.h>
 extern volatile sig_atomic_t cli_caught_signal;
 extern govex_cancel_token *cli_cancel_token;
-/* SIGINT, SIGTERM and SIGHUP cancel cli_cancel_token's runs. */
-void cli_cancel_on_signals(void);
+
+/* common.c */
 /* Reads a whole file ("-": stdin) of at most max bytes; -errno on failure. */
 int cli_read_all(const char *path, size_t max, char **ret, size_t *ret_len);
 /* The same for a file that must be regular (a policy, a plan): a FIFO, socket or device
@@ -65,21 +44,41 @@ int cli_approve_ask(void *ud, const char *plan, size_t len, const char *const *p
 bool cli_have_terminal(void);
 /* Prints msg on stderr and, with json, a refusal result on stdout; returns 125. */
 int cli_emit_refusal(bool json, enum govex_status st, const char *code, const char *msg);
-/* A positive integer option value (--timeout-ms); -1 with a message naming opt. */
-int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
-		 size_t errlen);
 /* $XDG_CACHE_HOME/govex or ~/.cache/govex (for the interpreter probe cache), or NULL. */
 char *cli_cache_dir(void);
-/* Loads the policy (file or preset; default strict), opens the audit file and makes the
- * runtime with the CLI's approver; on failure emits a refusal and returns 125. */
-int cli_make_runtime(const char *policy_file, const char *preset, const char *backend,
-		     const char *audit_file, const char *approver, bool ask, bool json,
-		     govex_runtime **ret_rt, int *ret_audit_fd);
+/*
+ * One command's session (session.c): the policy, the audit fd, the probe cache
+ * directory, the approver (--approver or --ask), the runtime made from them and the
+ * cancel token that SIGINT, SIGTERM and SIGHUP cancel.  Run, plan, call, inspect, exec
+ * and mcp each make one from their parsed options.
+ */
+struct cli_session {
+	const struct cli_opts *opts; /* borrowed */
+	govex_policy *policy;
+	govex_runtime *rt;
+	int audit_fd;
+	char *cache_dir;
+	govex_cancel_token *cancel; /* CLI_SESSION_CANCEL: cli_cancel_token */
+	const char *err_code;	    /* after a failure: the refusal's code */
+	char err[600];		    /* and its message */
+};
+#define CLI_SESSION_CANCEL 1u /* make the cancel token */
+void cli_session_init(struct cli_session *s, const struct cli_opts *o);
+/* Loads the policy (file or preset; default strict) unless loaded.  0, or -1 with err. */
+int cli_session_load_policy(struct cli_session *s);
+/* The policy, the audit file, the approver, the runtime and, with CLI_SESSION_CANCEL,
+ * the cancel token.  0, or -1 with err_code and err set. */
+int cli_session_start(struct cli_session *s, unsigned flags);
+/* The failure as a refusal (cli_emit_refusal, --json honoured); returns 125. */
+int cli_session_refuse(const struct cli_session *s);
+/* From now on SIGINT, SIGTERM and SIGHUP cancel the session's runs. */
+void cli_session_cancel_on_signals(struct cli_session *s);
+void cli_session_close(struct cli_session *s);
 /* Prints a run's result (--json document, or the program's output) and returns the
  * exit status: the program's own, 124, 125 or 128+N. */
 int cli_print_run_result(govex_result *res, bool json);
 int cmd_exec(int argc, char **argv);
-int cmd_mcp(int argc, char **argv); /* src/mcp/server.c */
+int cmd_mcp(int argc, char **argv); /* cmd_mcp.c */
 
 int cmd_call(int argc, char **argv, bool plan_only);
 /* FILE.py:FUNCTION or FILE.ipynb:FUNCTION */

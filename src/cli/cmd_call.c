@@ -17,113 +17,23 @@
 #define SOURCE_MAX (64u << 20)
 #define ARGS_MAX (64u << 20)
 
-static const char call_usage[] =
-	"usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
-	"                  [--backend NAME] [--audit FILE] [--approver COMMAND] [--ask]\n"
-	"                  (FILE:FUNCTION | --plan PLAN [FILE:FUNCTION])%s\n"
-	"\n"
-	"%s\n"
-	"\n"
-	"  FILE:FUNCTION       a top-level function of a Python file (.py) or notebook (.ipynb)\n"
-	"  --args JSON         a JSON object from parameter names to values (default {})\n"
-	"  --args-file FILE    the same, read from FILE ('-': stdin)\n"
-	"  --plan PLAN         call exactly the plan made earlier by govex plan FILE:FUNCTION;\n"
-	"                      one changed byte of the source gives source_mismatch\n"
-	"  other options as for govex run\n"
-	"\n"
-	"Without --json the value is printed as JSON on stdout.  Exit status: 0 success;\n"
-	"124 timeout; 125 refused, invalid input, binding failure or source mismatch;\n"
-	"128+N killed by signal N; 1 any other failure (the status says which).\n";
-
-static const char inspect_usage[] =
-	"usage: govex inspect [--policy FILE | --preset NAME] [--json] FILE\n"
-	"\n"
-	"Statically inspect a Python file or notebook (Python's ast, in a worker under the\n"
-	"policy; the module is never imported) and print its govex.inspection/v1 document:\n"
-	"every top-level function with its parameters, annotations, docstring, eligibility\n"
-	"for call mode and effects (present, absent or unknown).  Without --json, a summary.\n";
-
-enum { O_POLICY = 256, O_PRESET, O_JSON, O_TIMEOUT, O_BACKEND, O_AUDIT, O_APPROVER, O_ASK,
-       O_PLAN, O_ARGS, O_ARGS_FILE };
-
-static const struct option call_options[] = {
-	{"policy", required_argument, NULL, O_POLICY},
-	{"preset", required_argument, NULL, O_PRESET},
-	{"json", no_argument, NULL, O_JSON},
-	{"timeout-ms", required_argument, NULL, O_TIMEOUT},
-	{"backend", required_argument, NULL, O_BACKEND},
-	{"audit", required_argument, NULL, O_AUDIT},
-	{"approver", required_argument, NULL, O_APPROVER},
-	{"ask", no_argument, NULL, O_ASK},
-	{"plan", required_argument, NULL, O_PLAN},
-	{"args", required_argument, NULL, O_ARGS},
-	{"args-file", required_argument, NULL, O_ARGS_FILE},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
-struct call_args {
-	const char *policy_file, *preset, *backend, *audit_file, *approver, *plan_file;
-	const char *target, *args, *args_file;
-	unsigned long long timeout_ms;
-	bool json, ask, help;
-};
-
-static int parse(int argc, char **argv, struct call_args *a, char *err, size_t errlen)
+/* Parses call's (and inspect's) options and checks its operands; -1 with err. */
+static int parse(unsigned cmd, int argc, char **argv, struct cli_opts *a, char *err,
+		 size_t errlen)
 {
-	memset(a, 0, sizeof(*a));
-	optind = 1;
-	opterr = 0;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", call_options, NULL)) != -1) {
-		switch (c) {
-		case O_POLICY:
-			a->policy_file = optarg;
-			break;
-		case O_PRESET:
-			a->preset = optarg;
-			break;
-		case O_JSON:
-			a->json = true;
-			break;
-		case O_TIMEOUT:
-			if (cli_parse_ms("--timeout-ms", optarg, &a->timeout_ms, err, errlen) < 0)
-				return -1;
-			break;
-		case O_BACKEND:
-			a->backend = optarg;
-			break;
-		case O_AUDIT:
-			a->audit_file = optarg;
-			break;
-		case O_APPROVER:
-			a->approver = optarg;
-			break;
-		case O_ASK:
-			a->ask = true;
-			break;
-		case O_PLAN:
-			a->plan_file = optarg;
-			break;
-		case O_ARGS:
-			a->args = optarg;
-			break;
-		case O_ARGS_FILE:
-			a->args_file = optarg;
-			break;
-		case 'h':
-			a->help = true;
-			return 0;
-		default:
-			snprintf(err, errlen, "unknown option or missing argument '%s'",
-				 argv[optind - 1]);
-			return -1;
-		}
+	struct cli_opt_error oe;
+	/* permuted: options may follow FILE:FUNCTION */
+	if (cli_options_parse(cmd, true, argc, argv, a, &oe) < 0) {
+		if (oe.kind == CLI_OPTERR_UNKNOWN)
+			snprintf(err, errlen, "unknown option or missing argument '%s'", oe.arg);
+		else
+			snprintf(err, errlen, "%s", oe.msg);
+		return -1;
 	}
-	if (optind < argc)
-		a->target = argv[optind++];
-	if (optind < argc) {
-		snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (a->help)
+		return 0;
+	if (a->n_operands > 1) {
+		snprintf(err, errlen, "unexpected argument '%s'", a->operands[1]);
 		return -1;
 	}
 	if (a->policy_file && a->preset) {
@@ -134,11 +44,16 @@ static int parse(int argc, char **argv, struct call_args *a, char *err, size_t e
 		snprintf(err, errlen, "--args and --args-file are exclusive");
 		return -1;
 	}
-	if (!a->target && !a->plan_file) {
+	if (!a->n_operands && !a->plan_file) {
 		snprintf(err, errlen, "give FILE:FUNCTION or --plan PLAN");
 		return -1;
 	}
 	return 0;
+}
+
+static const char *target_of(const struct cli_opts *a)
+{
+	return a->n_operands > 0 ? a->operands[0] : NULL;
 }
 
 bool cli_is_call_target(const char *s)
@@ -224,99 +139,108 @@ static int call_exit_status(govex_result *res)
 	}
 }
 
-int cmd_call(int argc, char **argv, bool plan_only)
-{
-	struct call_args a;
-	char err[300], msg[600];
-	const char *name = plan_only ? "plan" : "call";
-	if (parse(argc, argv, &a, err, sizeof(err)) < 0) {
-		cli_error("%s: %s (see govex %s --help)", name, err, name);
-		return EXIT_REFUSED;
-	}
-	if (a.help) {
-		printf(call_usage, name, plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
-		       plan_only ? "Plan a call of one function without running any user code and "
-				   "print the\ncanonical govex.plan/v1 document."
-				 : "Call one Python function with JSON arguments in a fresh worker and "
-				   "report its\nJSON value.");
-		return 0;
-	}
-	int rc = EXIT_REFUSED, audit_fd = -1;
-	govex_runtime *rt = NULL;
-	govex_plan *plan = NULL, *fresh = NULL;
-	govex_result *res = NULL;
-	char *plan_text = NULL, *data = NULL, *path = NULL, *args = NULL, *target = NULL;
-	size_t plan_len = 0, args_len = 0;
-	struct govex_error ge = {0};
-	struct govex_call call;
-	memset(&call, 0, sizeof(call));
+/* What a call reads before it starts: the plan, the target, the source, the arguments. */
+struct call_input {
+	govex_plan *plan;
+	char *plan_text, *data, *path, *args, *target;
+	size_t plan_len, args_len;
+};
 
-	if (a.plan_file) {
-		int r = cli_read_regular(a.plan_file, 4u << 20, &plan_text, &plan_len);
-		if (r < 0 || govex_plan_parse(plan_text, plan_len, &plan, &ge) < 0) {
-			snprintf(msg, sizeof(msg), "plan '%s': %s", a.plan_file,
+static void call_input_free(struct call_input *in)
+{
+	govex_plan_free(in->plan);
+	free(in->plan_text);
+	free(in->data);
+	free(in->path);
+	free(in->args);
+	free(in->target);
+}
+
+/* The plan, and FILE:FUNCTION from the command line or the plan; 125 after a refusal. */
+static int read_call_target(const struct cli_opts *a, struct call_input *in)
+{
+	struct govex_error ge = {0};
+	char msg[600];
+	if (a->plan_file) {
+		int r = cli_read_regular(a->plan_file, 4u << 20, &in->plan_text, &in->plan_len);
+		if (r < 0 || govex_plan_parse(in->plan_text, in->plan_len, &in->plan, &ge) < 0) {
+			snprintf(msg, sizeof(msg), "plan '%s': %s", a->plan_file,
 				 r < 0 ? cli_read_error(r) : ge.message);
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
-			goto out;
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan",
+						msg);
 		}
 	}
-	if (a.target) {
-		if (!cli_is_call_target(a.target)) {
+	const char *t = target_of(a);
+	if (t) {
+		if (!cli_is_call_target(t)) {
 			snprintf(msg, sizeof(msg),
-				 "'%s': not FILE.py:FUNCTION or FILE.ipynb:FUNCTION", a.target);
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_target",
-					      msg);
-			goto out;
+				 "'%s': not FILE.py:FUNCTION or FILE.ipynb:FUNCTION", t);
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+						"invalid_target", msg);
 		}
-		target = strdup(a.target);
+		in->target = strdup(t);
 	} else {
 		/* from the plan: its source path and function */
-		const char *sp = govex_plan_source_path(plan);
-		const char *fn = govex_plan_function(plan);
-		if (!sp || !fn) {
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "missing_target",
-					      "plan: it is not a call plan with a source path; give "
-					      "FILE:FUNCTION");
-			goto out;
-		}
-		if (asprintf(&target, "%s:%s", sp, fn) < 0)
-			target = NULL;
+		const char *sp = govex_plan_source_path(in->plan);
+		const char *fn = govex_plan_function(in->plan);
+		if (!sp || !fn)
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+						"missing_target",
+						"plan: it is not a call plan with a source path; give "
+						"FILE:FUNCTION");
+		if (asprintf(&in->target, "%s:%s", sp, fn) < 0)
+			in->target = NULL;
 	}
-	if (!target)
-		goto oom;
-	char *colon = strrchr(target, ':');
+	if (!in->target) {
+		cli_error("out of memory");
+		return EXIT_REFUSED;
+	}
+	return 0;
+}
+
+/* The source and the arguments of the call; 125 after a refusal. */
+static int read_call_input(const struct cli_opts *a, struct call_input *in, struct govex_call *call)
+{
+	char msg[600];
+	int r = read_call_target(a, in);
+	if (r != 0)
+		return r;
+	char *colon = strrchr(in->target, ':');
 	*colon = '\0';
-	call.function = colon + 1;
-	int r = read_source(target, &call.source, &data, &path);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "source '%s': %s", target, strerror(-r));
-		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_source", msg);
-		goto out;
+	call->function = colon + 1;
+	if ((r = read_source(in->target, &call->source, &in->data, &in->path)) < 0) {
+		snprintf(msg, sizeof(msg), "source '%s': %s", in->target, strerror(-r));
+		return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "unreadable_source",
+					msg);
 	}
-	if (a.args) {
-		call.args = a.args;
-		call.args_len = strlen(a.args);
-	} else if (a.args_file) {
-		if ((r = cli_read_all(a.args_file, ARGS_MAX, &args, &args_len)) < 0) {
-			snprintf(msg, sizeof(msg), "args '%s': %s", a.args_file, strerror(-r));
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_args",
-					      msg);
-			goto out;
+	if (a->args) {
+		call->args = a->args;
+		call->args_len = strlen(a->args);
+	} else if (a->args_file) {
+		if ((r = cli_read_all(a->args_file, ARGS_MAX, &in->args, &in->args_len)) < 0) {
+			snprintf(msg, sizeof(msg), "args '%s': %s", a->args_file, strerror(-r));
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+						"unreadable_args", msg);
 		}
-		call.args = args;
-		call.args_len = args_len;
+		call->args = in->args;
+		call->args_len = in->args_len;
 	}
-	call.limits.wall_ms = a.timeout_ms;
-	if ((rc = cli_make_runtime(a.policy_file, a.preset, a.backend, a.audit_file, a.approver, a.ask,
-			       a.json, &rt, &audit_fd)) != 0)
-		goto out;
-	rc = EXIT_REFUSED;
-	if (govex_cancel_new(&cli_cancel_token) < 0)
-		goto oom;
-	call.cancel = cli_cancel_token;
-	cli_cancel_on_signals();
+	call->limits.wall_ms = a->timeout_ms;
+	return 0;
+}
+
+/* Plans (plan_only) or makes the call; returns the exit status. */
+static int call_or_plan(struct cli_session *s, govex_plan *plan, struct govex_call *call,
+			bool plan_only)
+{
+	struct govex_error ge = {0};
+	govex_plan *fresh = NULL;
+	govex_result *res = NULL;
+	int rc = EXIT_REFUSED;
+	call->cancel = s->cancel;
+	cli_session_cancel_on_signals(s);
 	if (plan_only) {
-		if (govex_runtime_plan_call(rt, &call, &fresh, &res, &ge) < 0) {
+		if (govex_runtime_plan_call(s->rt, call, &fresh, &res, &ge) < 0) {
 			cli_error("plan: %s", ge.message);
 			goto out;
 		}
@@ -326,72 +250,119 @@ int cmd_call(int argc, char **argv, bool plan_only)
 			rc = cli_write_all(1, c, n) < 0 ? 1 : 0;
 			goto out;
 		}
-		print_result(res, a.json);
-		rc = call_exit_status(res);
-		goto out;
-	}
-	if (govex_runtime_call(rt, plan, &call, &res, &ge) < 0) {
+	} else if (govex_runtime_call(s->rt, plan, call, &res, &ge) < 0) {
 		cli_error("call: %s", ge.message);
 		goto out;
 	}
-	print_result(res, a.json);
+	print_result(res, s->opts->json);
 	rc = call_exit_status(res);
-	goto out;
-oom:
-	cli_error("out of memory");
-	rc = EXIT_REFUSED;
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);
-	govex_plan_free(plan);
-	govex_runtime_free(rt);
-	cli_cancel_token = govex_cancel_free(cli_cancel_token);
-	if (audit_fd >= 0)
-		close(audit_fd);
-	free(plan_text);
-	free(data);
-	free(path);
-	free(args);
-	free(target);
 	return rc;
+}
+
+int cmd_call(int argc, char **argv, bool plan_only)
+{
+	struct cli_opts a;
+	char err[300];
+	const char *name = plan_only ? "plan" : "call";
+	if (parse(CLI_CMD_CALL, argc, argv, &a, err, sizeof(err)) < 0) {
+		cli_error("%s: %s (see govex %s --help)", name, err, name);
+		return EXIT_REFUSED;
+	}
+	if (a.help) {
+		cli_usage_print_call(name,
+		       plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
+		       plan_only ? "Plan a call of one function without running any user code and "
+				   "print the\ncanonical govex.plan/v1 document."
+				 : "Call one Python function with JSON arguments in a fresh worker and "
+				   "report its\nJSON value.");
+		return 0;
+	}
+	int rc;
+	struct cli_session s;
+	struct call_input in = {0};
+	struct govex_call call;
+	memset(&call, 0, sizeof(call));
+	cli_session_init(&s, &a);
+	if ((rc = read_call_input(&a, &in, &call)) != 0)
+		goto out;
+	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
+		rc = cli_session_refuse(&s);
+		goto out;
+	}
+	rc = call_or_plan(&s, in.plan, &call, plan_only);
+out:
+	call_input_free(&in);
+	cli_session_close(&s);
+	return rc;
+}
+
+/* The inspection's summary on a terminal. */
+static void print_inspection(const char *doc)
+{
+	json_t *j = json_loads(doc, 0, NULL);
+	size_t i;
+	json_t *f;
+	printf("module %s (%s)\n", json_string_value(json_object_get(j, "module")),
+	       json_string_value(json_object_get(j, "source_digest")));
+	json_array_foreach(json_object_get(j, "functions"), i, f)
+	{
+		const char *k;
+		json_t *e;
+		printf("  %s%s: %s", json_is_true(json_object_get(f, "async")) ? "async " : "",
+		       json_string_value(json_object_get(f, "name")),
+		       json_is_true(json_object_get(f, "eligible")) ? "eligible" : "not eligible");
+		if (!json_is_true(json_object_get(f, "eligible")))
+			printf(" (%s)", json_string_value(json_object_get(f, "reason")));
+		printf("\n    effects:");
+		json_object_foreach(json_object_get(f, "effects"), k, e)
+			printf(" %s=%s", k, json_string_value(e));
+		printf("\n");
+	}
+	json_decref(j);
 }
 
 int cmd_inspect(int argc, char **argv)
 {
-	struct call_args a;
+	struct cli_opts a;
 	char err[300], msg[600];
-	if (parse(argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file || a.args || a.args_file) {
+	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file ||
+	    a.args || a.args_file) {
 		cli_error("inspect: %s (see govex inspect --help)",
 			  a.plan_file || a.args || a.args_file ? "only FILE and policy options"
 							       : err);
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		fputs(inspect_usage, stdout);
+		fputs(cli_usage_inspect, stdout);
 		return 0;
 	}
-	if (!a.target) {
+	const char *target = target_of(&a);
+	if (!target) {
 		cli_error("inspect: give FILE (see govex inspect --help)");
 		return EXIT_REFUSED;
 	}
-	int rc = EXIT_REFUSED, audit_fd = -1;
-	govex_runtime *rt = NULL;
+	int rc = EXIT_REFUSED;
+	struct cli_session s;
 	govex_result *res = NULL;
 	char *data = NULL, *path = NULL, *doc = NULL;
 	struct govex_source src;
 	struct govex_error ge = {0};
 	memset(&src, 0, sizeof(src));
-	int r = read_source(a.target, &src, &data, &path);
+	cli_session_init(&s, &a);
+	int r = read_source(target, &src, &data, &path);
 	if (r < 0) {
-		snprintf(msg, sizeof(msg), "source '%s': %s", a.target, strerror(-r));
+		snprintf(msg, sizeof(msg), "source '%s': %s", target, strerror(-r));
 		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_source", msg);
 		goto out;
 	}
-	if ((rc = cli_make_runtime(a.policy_file, a.preset, a.backend, a.audit_file, a.approver, a.ask,
-			       a.json, &rt, &audit_fd)) != 0)
+	if (cli_session_start(&s, 0) < 0) {
+		rc = cli_session_refuse(&s);
 		goto out;
-	rc = EXIT_REFUSED;
-	if (govex_runtime_inspect(rt, &src, &doc, &res, &ge) < 0) {
+	}
+	if (govex_runtime_inspect(s.rt, &src, &doc, &res, &ge) < 0) {
 		cli_error("inspect: %s", ge.message);
 		goto out;
 	}
@@ -407,34 +378,12 @@ int cmd_inspect(int argc, char **argv)
 			cli_write_all(1, t, strlen(t));
 		free(t);
 	} else {
-		json_t *j = json_loads(doc, 0, NULL);
-		size_t i;
-		json_t *f;
-		printf("module %s (%s)\n", json_string_value(json_object_get(j, "module")),
-		       json_string_value(json_object_get(j, "source_digest")));
-		json_array_foreach(json_object_get(j, "functions"), i, f)
-		{
-			const char *k;
-			json_t *e;
-			printf("  %s%s: %s", json_is_true(json_object_get(f, "async")) ? "async " : "",
-			       json_string_value(json_object_get(f, "name")),
-			       json_is_true(json_object_get(f, "eligible")) ? "eligible"
-									   : "not eligible");
-			if (!json_is_true(json_object_get(f, "eligible")))
-				printf(" (%s)", json_string_value(json_object_get(f, "reason")));
-			printf("\n    effects:");
-			json_object_foreach(json_object_get(f, "effects"), k, e)
-				printf(" %s=%s", k, json_string_value(e));
-			printf("\n");
-		}
-		json_decref(j);
+		print_inspection(doc);
 	}
 	rc = 0;
 out:
 	govex_result_free(res);
-	govex_runtime_free(rt);
-	if (audit_fd >= 0)
-		close(audit_fd);
+	cli_session_close(&s);
 	free(data);
 	free(path);
 	free(doc);

@@ -2,168 +2,115 @@
 /* govex run / govex plan */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 
-
 #define INPUT_MAX (64u << 20)
 
-static const char run_usage[] =
-	"usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
-	"                 [--stdin FILE] [--backend NAME] [--env NAME=VALUE]...\n"
-	"                 [--audit FILE] [--approver COMMAND] [--ask]\n"
-	"                 (-c CODE | FILE | - | --plan PLAN [FILE])\n"
-	"\n"
-	"%s\n"
-	"\n"
-	"  --policy FILE       policy file (govex.policy/v1); default: the strict preset\n"
-	"  --preset NAME       built-in policy: strict, workspace, trusted\n"
-	"  --json              print one govex.result/v1 document on stdout\n"
-	"  --timeout-ms N      wall-time limit, at most the policy's limits.wall_ms\n"
-	"  --stdin FILE        feed FILE ('-': govex's stdin) to the program; default empty\n"
-	"  --backend NAME      use this backend (controlled, restricted) or refuse\n"
-	"  --env NAME=VALUE    set a variable the policy's environment.allow names\n"
-	"  --audit FILE        append govex.audit/v1 events (JSON lines) to FILE\n"
-	"  --approver COMMAND  run COMMAND (sh -c) with the plan on stdin when the policy\n"
-	"                      requires approval; exit 0 approves\n"
-	"  --ask               ask on the terminal when the policy requires approval\n"
-	"  --plan PLAN         execute exactly the plan made earlier by govex plan\n"
-	"\n"
-	"exit status: the program's own; 124 timeout; 125 refused, invalid or not started;\n"
-	"128+N killed by signal N (or cancelled by signal N to govex)\n";
-
-int cmd_run(int argc, char **argv, bool plan_only)
+/* The run's operand and the combinations the table cannot express; -1 with err. */
+static int check_run_args(struct cli_opts *a, const char **file, char *err, size_t errlen)
 {
-	struct run_args a;
-	char err[300];
-	const char *name = plan_only ? "plan" : "run";
-	if (cli_parse_run_args(argc, argv, &a, err, sizeof(err)) < 0) {
-		cli_error("%s: %s (see govex %s --help)", name, err, name);
-		/* for run, a bad command line is invalid input like any other: 125 */
-		return EXIT_REFUSED;
+	*file = a->n_operands > 0 ? a->operands[0] : NULL;
+	if (a->n_operands > 1) {
+		snprintf(err, errlen, "unexpected argument '%s'", a->operands[1]);
+		return -1;
 	}
-	if (a.help) {
-		printf(run_usage, name,
-		       plan_only ? "Validate the request against the policy, choose a backend and "
-				   "print the\ncanonical govex.plan/v1 document.  Runs nothing."
-				 : "Run Python code under the policy and report the result.");
-		return 0;
+	if (a->policy_file && a->preset) {
+		snprintf(err, errlen, "--policy and --preset are exclusive");
+		return -1;
 	}
+	if (a->code && *file) {
+		snprintf(err, errlen, "-c and FILE are exclusive");
+		return -1;
+	}
+	if (!a->code && !*file && !a->plan_file) {
+		snprintf(err, errlen, "no code: give -c CODE, FILE, - or --plan PLAN");
+		return -1;
+	}
+	if (*file && strcmp(*file, "-") == 0 && a->stdin_file && strcmp(a->stdin_file, "-") == 0) {
+		snprintf(err, errlen, "code and --stdin cannot both come from standard input");
+		return -1;
+	}
+	return 0;
+}
 
-	int rc = EXIT_REFUSED;
-	govex_policy *policy = NULL;
-	govex_runtime *rt = NULL;
-	govex_plan *plan = NULL, *fresh = NULL;
-	govex_result *res = NULL;
-	char *code = NULL, *stdin_data = NULL, *plan_text = NULL, *cdir = NULL;
-	char *source_path = NULL;
-	size_t code_len = 0, stdin_len = 0, plan_len = 0;
-	int audit_fd = -1;
+/* What a run reads before it starts: the plan, the code and its stdin. */
+struct run_input {
+	govex_plan *plan;
+	char *plan_text, *code, *stdin_data, *source_path;
+	size_t plan_len, code_len, stdin_len;
+};
+
+static void run_input_free(struct run_input *in)
+{
+	govex_plan_free(in->plan);
+	free(in->plan_text);
+	free(in->code);
+	free(in->stdin_data);
+	free(in->source_path);
+}
+
+/* Reads the plan, the code and the stdin; on failure emits the refusal and returns 125. */
+static int read_run_input(const struct cli_opts *a, const char *file, struct run_input *in)
+{
 	struct govex_error ge = {0};
 	char msg[600];
-
-	int r = a.policy_file ? govex_policy_load(a.policy_file, &policy, &ge)
-			      : govex_policy_preset(a.preset ? a.preset : "strict", &policy, &ge);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "policy: %s", ge.message);
-		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_policy", msg);
-		goto out;
-	}
-
-	if (a.plan_file) {
-		if ((r = cli_read_regular(a.plan_file, 4u << 20, &plan_text, &plan_len)) < 0 ||
-		    govex_plan_parse(plan_text, plan_len, &plan, &ge) < 0) {
-			snprintf(msg, sizeof(msg), "plan '%s': %s", a.plan_file,
+	int r = 0;
+	if (a->plan_file) {
+		if ((r = cli_read_regular(a->plan_file, 4u << 20, &in->plan_text, &in->plan_len)) < 0 ||
+		    govex_plan_parse(in->plan_text, in->plan_len, &in->plan, &ge) < 0) {
+			snprintf(msg, sizeof(msg), "plan '%s': %s", a->plan_file,
 				 r < 0 ? cli_read_error(r) : ge.message);
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan", msg);
-			goto out;
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "invalid_plan",
+						msg);
 		}
-		if (!a.code && !a.file) {
-			if (!govex_plan_source_path(plan)) {
-				rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "missing_code",
-						  "plan: it records no source file; give -c CODE, "
-						  "FILE or -");
-				goto out;
-			}
-			a.file = govex_plan_source_path(plan);
+		if (!a->code && !file) {
+			if (!govex_plan_source_path(in->plan))
+				return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+							"missing_code",
+							"plan: it records no source file; give -c "
+							"CODE, FILE or -");
+			file = govex_plan_source_path(in->plan);
 		}
 	}
-	if (a.code) {
-		code_len = strlen(a.code);
-		if (!(code = strdup(a.code)))
-			goto oom;
+	if (a->code) {
+		in->code_len = strlen(a->code);
+		if (!(in->code = strdup(a->code))) {
+			cli_error("out of memory");
+			return EXIT_REFUSED;
+		}
 	} else {
-		if ((r = cli_read_all(a.file, INPUT_MAX, &code, &code_len)) < 0) {
-			snprintf(msg, sizeof(msg), "code '%s': %s", a.file, strerror(-r));
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_code", msg);
-			goto out;
+		if ((r = cli_read_all(file, INPUT_MAX, &in->code, &in->code_len)) < 0) {
+			snprintf(msg, sizeof(msg), "code '%s': %s", file, strerror(-r));
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+						"unreadable_code", msg);
 		}
-		if (strcmp(a.file, "-") != 0)
-			source_path = realpath(a.file, NULL);
+		if (strcmp(file, "-") != 0)
+			in->source_path = realpath(file, NULL);
 	}
-	if (a.stdin_file && (r = cli_read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len)) < 0) {
-		snprintf(msg, sizeof(msg), "stdin '%s': %s", a.stdin_file, strerror(-r));
-		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_stdin", msg);
-		goto out;
+	if (a->stdin_file &&
+	    (r = cli_read_all(a->stdin_file, INPUT_MAX, &in->stdin_data, &in->stdin_len)) < 0) {
+		snprintf(msg, sizeof(msg), "stdin '%s': %s", a->stdin_file, strerror(-r));
+		return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "unreadable_stdin",
+					msg);
 	}
-	if (a.audit_file) {
-		audit_fd = open(a.audit_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (audit_fd < 0) {
-			snprintf(msg, sizeof(msg), "audit '%s': %s", a.audit_file, strerror(errno));
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unwritable_audit",
-					  msg);
-			goto out;
-		}
-	}
+	return 0;
+}
 
-	cdir = cli_cache_dir();
-	struct govex_runtime_options o = {
-		.audit_fd = audit_fd,
-		.probe_cache_dir = cdir,
-		.backend = a.backend,
-	};
-	if (a.approver) {
-		o.approve = cli_approve_command;
-		o.approve_userdata = (void *)a.approver;
-	} else if (a.ask) {
-		if (!cli_have_terminal()) {
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
-					  "--ask: no terminal to ask on (/dev/tty cannot be "
-					  "opened: no controlling terminal)");
-			goto out;
-		}
-		o.approve = cli_approve_ask;
-	}
-	if ((r = govex_runtime_new(policy, &o, &rt, &ge)) < 0) {
-		snprintf(msg, sizeof(msg), "%s", ge.message);
-		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "invalid_runtime", msg);
-		goto out;
-	}
-	if ((r = govex_cancel_new(&cli_cancel_token)) < 0)
-		goto oom;
-
-	struct govex_request req = {
-		.language = "python",
-		.code = code,
-		.code_len = code_len,
-		.source_path = source_path,
-		.stdin_data = stdin_data,
-		.stdin_len = stdin_len,
-		.env = a.n_env ? a.env : NULL,
-		.cancel = cli_cancel_token,
-	};
-	req.limits.wall_ms = a.timeout_ms;
-
+/* Plans (plan_only) or runs the request; returns the exit status. */
+static int run_or_plan(struct cli_session *s, struct run_input *in, struct govex_request *req,
+		       bool plan_only)
+{
+	struct govex_error ge = {0};
+	govex_plan *fresh = NULL;
+	govex_result *res = NULL;
+	int rc = EXIT_REFUSED;
 	if (plan_only) {
-		if ((r = govex_runtime_plan(rt, &req, &fresh, &res, &ge)) < 0) {
+		if (govex_runtime_plan(s->rt, req, &fresh, &res, &ge) < 0) {
 			cli_error("plan: %s", ge.message);
 			goto out;
 		}
@@ -174,33 +121,73 @@ int cmd_run(int argc, char **argv, bool plan_only)
 			goto out;
 		}
 	} else {
-		cli_cancel_on_signals();
-		r = plan ? govex_runtime_execute(rt, plan, &req, &res, &ge)
-			 : govex_runtime_run(rt, &req, &res, &ge);
+		cli_session_cancel_on_signals(s);
+		int r = in->plan ? govex_runtime_execute(s->rt, in->plan, req, &res, &ge)
+				 : govex_runtime_run(s->rt, req, &res, &ge);
 		if (r < 0) {
 			cli_error("run: %s", ge.message);
 			goto out;
 		}
 	}
-
-	rc = cli_print_run_result(res, a.json);
-	goto out;
-oom:
-	cli_error("out of memory");
-	rc = EXIT_REFUSED;
+	rc = cli_print_run_result(res, s->opts->json);
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);
-	govex_plan_free(plan);
-	govex_runtime_free(rt);
-	govex_policy_free(policy);
-	cli_cancel_token = govex_cancel_free(cli_cancel_token);
-	if (audit_fd >= 0)
-		close(audit_fd);
-	free(code);
-	free(stdin_data);
-	free(plan_text);
-	free(cdir);
-	free(source_path);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv, bool plan_only)
+{
+	struct cli_opts a;
+	struct cli_opt_error oe;
+	const char *file = NULL;
+	char err[300];
+	const char *name = plan_only ? "plan" : "run";
+	if (cli_options_parse(CLI_CMD_RUN, false, argc, argv, &a, &oe) < 0)
+		snprintf(err, sizeof(err), oe.kind == CLI_OPTERR_UNKNOWN ? "unknown option '%s'" : "%s",
+			 oe.kind == CLI_OPTERR_UNKNOWN ? oe.arg : oe.msg);
+	if (oe.kind != CLI_OPTERR_NONE ||
+	    (!a.help && check_run_args(&a, &file, err, sizeof(err)) < 0)) {
+		cli_error("%s: %s (see govex %s --help)", name, err, name);
+		/* for run, a bad command line is invalid input like any other: 125 */
+		return EXIT_REFUSED;
+	}
+	if (a.help) {
+		cli_usage_print_run(name,
+		       plan_only ? "Validate the request against the policy, choose a backend and "
+				   "print the\ncanonical govex.plan/v1 document.  Runs nothing."
+				 : "Run Python code under the policy and report the result.");
+		return 0;
+	}
+
+	struct cli_session s;
+	struct run_input in = {0};
+	int rc;
+	cli_session_init(&s, &a);
+	if (cli_session_load_policy(&s) < 0) {
+		rc = cli_session_refuse(&s);
+		goto out;
+	}
+	if ((rc = read_run_input(&a, file, &in)) != 0)
+		goto out;
+	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
+		rc = cli_session_refuse(&s);
+		goto out;
+	}
+	struct govex_request req = {
+		.language = "python",
+		.code = in.code,
+		.code_len = in.code_len,
+		.source_path = in.source_path,
+		.stdin_data = in.stdin_data,
+		.stdin_len = in.stdin_len,
+		.env = a.n_env ? a.env : NULL,
+		.cancel = s.cancel,
+	};
+	req.limits.wall_ms = a.timeout_ms;
+	rc = run_or_plan(&s, &in, &req, plan_only);
+out:
+	run_input_free(&in);
+	cli_session_close(&s);
 	return rc;
 }

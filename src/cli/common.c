@@ -16,24 +16,6 @@
 
 extern char **environ;
 
-volatile sig_atomic_t cli_caught_signal;
-govex_cancel_token *cli_cancel_token;
-
-static void on_signal(int sig)
-{
-	cli_caught_signal = sig;
-	govex_cancel(cli_cancel_token);
-}
-
-void cli_cancel_on_signals(void)
-{
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 const char *cli_read_error(int r)
 {
 	return r == -CLI_ENOTREG ? "not a regular file (a FIFO, socket or device is not read)"
@@ -263,65 +245,6 @@ char *cli_cache_dir(void)
 }
 
 
-/* Loads the policy, opens the audit file and makes the runtime, or emits a refusal. */
-int cli_make_runtime(const char *policy_file, const char *preset, const char *backend,
-		     const char *audit_file, const char *approver, bool ask, bool json,
-		     govex_runtime **ret_rt, int *ret_audit_fd)
-{
-	govex_policy *policy = NULL;
-	struct govex_error ge = {0};
-	char msg[600];
-	int r = policy_file ? govex_policy_load(policy_file, &policy, &ge)
-			    : govex_policy_preset(preset ? preset : "strict", &policy, &ge);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "policy: %s", ge.message);
-		return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "invalid_policy", msg);
-	}
-	int audit_fd = -1;
-	if (audit_file) {
-		audit_fd = open(audit_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (audit_fd < 0) {
-			snprintf(msg, sizeof(msg), "audit '%s': %s", audit_file, strerror(errno));
-			govex_policy_free(policy);
-			return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "unwritable_audit",
-						msg);
-		}
-	}
-	char *cdir = cli_cache_dir();
-	struct govex_runtime_options o = {
-		.audit_fd = audit_fd,
-		.probe_cache_dir = cdir,
-		.backend = backend,
-	};
-	if (approver) {
-		o.approve = cli_approve_command;
-		o.approve_userdata = (void *)approver;
-	} else if (ask) {
-		if (!cli_have_terminal()) {
-			free(cdir);
-			govex_policy_free(policy);
-			if (audit_fd >= 0)
-				close(audit_fd);
-			return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "no_terminal",
-						"--ask: no terminal to ask on (/dev/tty cannot be "
-						"opened: no controlling terminal)");
-		}
-		o.approve = cli_approve_ask;
-	}
-	r = govex_runtime_new(policy, &o, ret_rt, &ge);
-	free(cdir);
-	govex_policy_free(policy);
-	if (r < 0) {
-		if (audit_fd >= 0)
-			close(audit_fd);
-		snprintf(msg, sizeof(msg), "%s", ge.message);
-		return cli_emit_refusal(json, GOVEX_STATUS_INVALID_INPUT, "invalid_runtime", msg);
-	}
-	*ret_audit_fd = audit_fd;
-	return 0;
-}
-
-
 int cli_print_run_result(govex_result *res, bool json)
 {
 	const struct govex_result_view *v = govex_result_view(res);
@@ -340,20 +263,6 @@ int cli_print_run_result(govex_result *res, bool json)
 	if (v->status == GOVEX_STATUS_CANCELLED && cli_caught_signal)
 		rc = 128 + cli_caught_signal;
 	return rc;
-}
-
-int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
-		 size_t errlen)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 10);
-	if (errno || *end || !*arg || arg[0] == '-' || v == 0) {
-		snprintf(err, errlen, "%s: '%s' is not a positive integer", opt, arg);
-		return -1;
-	}
-	*ret = v;
-	return 0;
 }
 
 /*

@@ -3,13 +3,14 @@
  * govex mcp: the MCP server.  A client of the public API (govex.h) only, plus jansson for
  * JSON-RPC.  docs/mcp.md describes the protocol surface; this header ties the pieces:
  *
- *   server.c   command line, stdio loop, bounded line reader, JSON-RPC dispatch, both eras
+ *   server.c   the entry point (mcp_serve.h), stdio loop, bounded line reader, JSON-RPC dispatch, both eras
  *   tools.c    the tool catalogue: run_python_snippet and one tool per module function,
- *              input/output schemas, argument checks
+ *              input/output schemas
+ *   arguments.c  a call's arguments checked against its tool's schema and the bounds
  *   calls.c    the worker pool: one thread and one cancel token per running call,
  *              progress, cancellation, tool results
  *   snippet.c  the Python wrapper that gives a snippet INPUTS and a REPL-style value
- *   (--approver uses the CLI's cli_approve_command: the same contract as govex run)
+ *   (src/cli/cmd_mcp.c parses the command line and makes the runtime, approver included)
  */
 #ifndef GOVEX_MCP_H
 #define GOVEX_MCP_H
@@ -21,9 +22,6 @@
 #include <stdint.h>
 
 #include "govex.h"
-
-/* The entry point, dispatched from the CLI's main: argv[0] is "mcp". */
-int cmd_mcp(int argc, char **argv);
 
 /* A line longer than this is not read: the largest argument a policy admits is 16 MiB
  * (limits.call_input_bytes), JSON escaping and the envelope get 1 MiB of slack.  The
@@ -104,8 +102,8 @@ int mcp_read_source(const char *path, char **ret, size_t *ret_len);
 
 const struct mcp_tool *mcp_catalog_find(const struct mcp_catalog *cat, const char *name);
 
-/* Checks arguments (a JSON object or NULL) against the tool's input schema and its own
- * bounds.  Returns 0, or -1 with a message naming the argument in err. */
+/* arguments.c: checks arguments (a JSON object or NULL) against the tool's input schema
+ * and its own bounds.  Returns 0, or -1 with a message naming the argument in err. */
 int mcp_check_arguments(const struct mcp_catalog *cat, const struct mcp_tool *tool, json_t *args,
 			char *err, size_t errlen);
 

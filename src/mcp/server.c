@@ -17,7 +17,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cli/cli.h" /* cli_cache_dir(): the one probe cache of the govex binary */
 #include "mcp.h"
+#include "mcp_serve.h"
 
 #define MODERN_VERSION	   "2026-07-28"
 #define LATEST_LEGACY	   "2025-11-25"
@@ -40,8 +39,6 @@
 #define META_SERVERINFO	   "io.modelcontextprotocol/serverInfo"
 #define LIST_TTL_MS	   300000
 #define READ_CHUNK	   65536
-#define MAX_CONCURRENT_MAX 256
-#define MODULES_MAX	   64
 
 /* newest first: the order of server/discover and of -32022's "supported" */
 static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18",
@@ -53,7 +50,7 @@ static const char *const log_levels[] = {"debug",    "info",  "notice",	   "warn
 struct mcp_server {
 	pthread_mutex_t out_lock;
 	bool out_broken;
-	govex_policy *policy;
+	const govex_policy *policy;
 	govex_runtime *rt;
 	struct mcp_catalog cat;
 	struct mcp_pool *pool;
@@ -64,26 +61,6 @@ struct mcp_server {
 	char *client_name;
 	int log_level; /* logging/setLevel; -1 until set */
 };
-
-static const char usage[] =
-    "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
-    "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
-    "\n"
-    "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
-    "MCP's stdio transport (JSON-RPC 2.0, one message per line; protocol versions\n"
-    "2024-11-05 to 2025-11-25 with initialize, and 2026-07-28 per request).\n"
-    "\n"
-    "  --policy FILE         policy file (govex.policy/v1); default: the strict preset\n"
-    "  --preset NAME         built-in policy: strict, workspace, trusted\n"
-    "  --module FILE         offer FILE's eligible public functions as tools, each call\n"
-    "                        bound to the bytes read now (repeatable)\n"
-    "  --audit FILE          append govex.audit/v1 events (JSON lines) to FILE\n"
-    "  --approver COMMAND    run COMMAND (sh -c) with the plan on stdin when the policy\n"
-    "                        requires approval; exit 0 approves.  Without it, such\n"
-    "                        calls are refused\n"
-    "  --max-concurrent N    calls running at once (default: the number of CPUs)\n"
-    "\n"
-    "Logs go to stderr; stdin's end stops the server and cancels the calls in flight.\n";
 
 /* ---------------------------------------------------------------- output */
 
@@ -668,165 +645,74 @@ static char *make_instructions(struct mcp_server *srv)
 	return s;
 }
 
-enum { OPT_POLICY = 256, OPT_PRESET, OPT_MODULE, OPT_AUDIT, OPT_APPROVER, OPT_MAXCONC };
-
-static const struct option long_options[] = {
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"preset", required_argument, NULL, OPT_PRESET},
-    {"module", required_argument, NULL, OPT_MODULE},
-    {"audit", required_argument, NULL, OPT_AUDIT},
-    {"approver", required_argument, NULL, OPT_APPROVER},
-    {"max-concurrent", required_argument, NULL, OPT_MAXCONC},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-int cmd_mcp(int argc, char **argv)
+/* The catalogue: run_python_snippet, each module's functions, the hints; -1 logged. */
+static int build_catalog(struct mcp_server *srv, const struct mcp_serve_options *o)
 {
-	const char *policy_file = NULL, *preset = NULL, *audit = NULL, *approver = NULL;
-	const char *modules[MODULES_MAX];
-	size_t n_modules = 0;
-	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned max_conc = nproc > 0 ? (unsigned)nproc : 1;
-	if (max_conc > MAX_CONCURRENT_MAX)
-		max_conc = MAX_CONCURRENT_MAX;
-	optind = 1;
-	opterr = 0;
-	int c;
-	while ((c = getopt_long(argc, argv, "+h", long_options, NULL)) != -1) {
-		switch (c) {
-		case OPT_POLICY:
-			policy_file = optarg;
-			break;
-		case OPT_PRESET:
-			preset = optarg;
-			break;
-		case OPT_MODULE:
-			if (n_modules == MODULES_MAX) {
-				mcp_log("at most %d --module options", MODULES_MAX);
-				return 2;
-			}
-			modules[n_modules++] = optarg;
-			break;
-		case OPT_AUDIT:
-			audit = optarg;
-			break;
-		case OPT_APPROVER:
-			approver = optarg;
-			break;
-		case OPT_MAXCONC: {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 1 || v > MAX_CONCURRENT_MAX) {
-				mcp_log("--max-concurrent: must be an integer from 1 to %d",
-					MAX_CONCURRENT_MAX);
-				return 2;
-			}
-			max_conc = (unsigned)v;
-			break;
-		}
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			if (optopt)
-				mcp_log("unknown or incomplete option '-%c' (see govex mcp --help)",
-					optopt);
-			else
-				mcp_log("unknown or incomplete option '%s' (see govex mcp --help)",
-					argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		mcp_log("unexpected argument '%s' (see govex mcp --help)", argv[optind]);
-		return 2;
-	}
-	if (policy_file && preset) {
-		mcp_log("--policy and --preset exclude each other");
-		return 2;
-	}
-
-	struct mcp_server srv;
-	memset(&srv, 0, sizeof(srv));
-	srv.log_level = -1;
-	pthread_mutex_init(&srv.out_lock, NULL);
-	int rc = 1, audit_fd = -1;
-	char *cdir = NULL;
-	struct govex_error ge = {0};
 	char err[600];
-	int r = policy_file ? govex_policy_load(policy_file, &srv.policy, &ge)
-			    : govex_policy_preset(preset ? preset : "strict", &srv.policy, &ge);
-	if (r < 0) {
-		mcp_log("policy: %s", ge.message);
-		goto out;
-	}
-	if (mcp_bounds_from_policy(srv.policy, &srv.cat.bounds) < 0) {
+	if (mcp_bounds_from_policy(srv->policy, &srv->cat.bounds) < 0) {
 		mcp_log("policy: cannot read its limits");
-		goto out;
+		return -1;
 	}
-	if (audit) {
-		audit_fd = open(audit, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-		if (audit_fd < 0) {
-			mcp_log("audit '%s': %s", audit, strerror(errno));
-			goto out;
-		}
-	}
-	cdir = cli_cache_dir();
-	struct govex_runtime_options o = {
-	    .audit_fd = audit_fd,
-	    .probe_cache_dir = cdir,
-	};
-	if (approver) {
-		o.approve = cli_approve_command;
-		o.approve_userdata = (void *)approver;
-	}
-	if (govex_runtime_new(srv.policy, &o, &srv.rt, &ge) < 0) {
-		mcp_log("runtime: %s", ge.message);
-		goto out;
-	}
-	if (mcp_catalog_add_snippet(&srv.cat) < 0) {
+	if (mcp_catalog_add_snippet(&srv->cat) < 0) {
 		mcp_log("out of memory");
-		goto out;
+		return -1;
 	}
-	for (size_t i = 0; i < n_modules; i++)
-		if (mcp_catalog_add_module(&srv.cat, srv.rt, modules[i], err, sizeof(err)) < 0) {
+	for (size_t i = 0; i < o->n_modules; i++)
+		if (mcp_catalog_add_module(&srv->cat, srv->rt, o->modules[i], err, sizeof(err)) <
+		    0) {
 			mcp_log("%s", err);
-			goto out;
+			return -1;
 		}
-	if (mcp_catalog_finish(&srv.cat, err, sizeof(err)) < 0) {
+	if (mcp_catalog_finish(&srv->cat, err, sizeof(err)) < 0) {
 		mcp_log("%s", err);
-		goto out;
+		return -1;
 	}
-	mcp_catalog_annotate(&srv.cat, srv.policy);
-	srv.instructions = make_instructions(&srv);
-	if (!srv.instructions) {
+	mcp_catalog_annotate(&srv->cat, srv->policy);
+	srv->instructions = make_instructions(srv);
+	if (!srv->instructions) {
 		mcp_log("out of memory");
-		goto out;
+		return -1;
 	}
+	return 0;
+}
 
-	/* A client that goes away must not kill us with SIGPIPE mid-reply; SIGTERM, SIGINT
-	 * and SIGHUP stop the loop like the end of stdin does. */
+/* A client that goes away must not kill us with SIGPIPE mid-reply; SIGTERM, SIGINT and
+ * SIGHUP stop the loop like the end of stdin does. */
+static int catch_signals(void)
+{
 	struct sigaction ign = {.sa_handler = SIG_IGN};
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, NULL);
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		mcp_log("pipe: %s", strerror(errno));
-		goto out;
+		return -1;
 	}
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	return 0;
+}
 
-	if ((r = mcp_pool_new(&srv, srv.rt, &srv.cat, max_conc, &srv.pool)) < 0) {
+int mcp_serve(const struct mcp_serve_options *o)
+{
+	struct mcp_server srv;
+	memset(&srv, 0, sizeof(srv));
+	srv.log_level = -1;
+	srv.policy = o->policy;
+	srv.rt = o->rt;
+	pthread_mutex_init(&srv.out_lock, NULL);
+	int rc = 1, r;
+	if (build_catalog(&srv, o) < 0 || catch_signals() < 0)
+		goto out;
+	if ((r = mcp_pool_new(&srv, srv.rt, &srv.cat, o->max_concurrent, &srv.pool)) < 0) {
 		mcp_log("threads: %s", strerror(-r));
 		goto out;
 	}
 	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", srv.cat.n_tools,
-		srv.cat.n_tools == 1 ? "" : "s", govex_policy_digest(srv.policy), max_conc);
+		srv.cat.n_tools == 1 ? "" : "s", govex_policy_digest(srv.policy),
+		o->max_concurrent);
 	int sig = serve(&srv);
 	/* the end of input, or a signal: cancel what runs, join, leave */
 	mcp_pool_free(srv.pool);
@@ -835,16 +721,11 @@ int cmd_mcp(int argc, char **argv)
 out:
 	mcp_pool_free(srv.pool);
 	mcp_catalog_free(&srv.cat);
-	govex_runtime_free(srv.rt);
-	govex_policy_free(srv.policy);
-	if (audit_fd >= 0)
-		close(audit_fd);
 	for (int i = 0; i < 2; i++)
 		if (sig_pipe[i] >= 0) {
 			close(sig_pipe[i]);
 			sig_pipe[i] = -1;
 		}
-	free(cdir);
 	free(srv.instructions);
 	free(srv.client_name);
 	pthread_mutex_destroy(&srv.out_lock);

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* The option table and its parser (options.h); the usage texts it is checked against. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+#define R CLI_CMD_RUN
+#define C (CLI_CMD_CALL | CLI_CMD_INSPECT)
+#define X CLI_CMD_EXEC
+#define M CLI_CMD_MCP
+
+#define S(field) CLI_STORE_STRING, offsetof(struct cli_opts, field)
+#define F(field) CLI_STORE_FLAG, offsetof(struct cli_opts, field)
+#define V	 CLI_STORE_CHECKED, 0
+
+const struct cli_option cli_options[CLI_OPT_COUNT] = {
+	/* clang-format off */
+	[CLI_OPT_POLICY]	 = {"policy", 0, true, R | C | X | M, S(policy_file),
+				    "policy file (govex.policy/v1)"},
+	[CLI_OPT_PRESET]	 = {"preset", 0, true, R | C | X | M, S(preset), "built-in policy"},
+	[CLI_OPT_JSON]		 = {"json", 0, false, R | C | X, F(json),
+				    "print one govex.result/v1 document"},
+	[CLI_OPT_TIMEOUT_MS]	 = {"timeout-ms", 0, true, R | C | X, V, "wall-time limit"},
+	[CLI_OPT_STDIN]		 = {"stdin", 0, true, R | X, S(stdin_file), "feed FILE to the program"},
+	[CLI_OPT_BACKEND]	 = {"backend", 0, true, R | C | X, S(backend),
+				    "use this backend or refuse"},
+	[CLI_OPT_ENV]		 = {"env", 0, true, R | X, V, "NAME=VALUE the policy allows (repeatable)"},
+	[CLI_OPT_AUDIT]		 = {"audit", 0, true, R | C | X | M, S(audit_file),
+				    "append govex.audit/v1 events"},
+	[CLI_OPT_APPROVER]	 = {"approver", 0, true, R | C | X | M, S(approver),
+				    "approve with a command"},
+	[CLI_OPT_ASK]		 = {"ask", 0, false, R | C | X, F(ask), "approve on the terminal"},
+	[CLI_OPT_PLAN]		 = {"plan", 0, true, R | C, S(plan_file),
+				    "execute a plan made by govex plan"},
+	[CLI_OPT_CODE]		 = {NULL, 'c', true, R, S(code), "the code to run"},
+	[CLI_OPT_ARGS]		 = {"args", 0, true, C, S(args), "the call's arguments, a JSON object"},
+	[CLI_OPT_ARGS_FILE]	 = {"args-file", 0, true, C, S(args_file), "the same, read from FILE"},
+	[CLI_OPT_SHELL]		 = {"shell", 0, true, X, S(shell), "run /bin/sh -c STRING"},
+	[CLI_OPT_PLAN_ONLY]	 = {"plan-only", 0, false, X, F(plan_only),
+				    "print the plan, run nothing"},
+	[CLI_OPT_MODULE]	 = {"module", 0, true, M, V, "offer FILE's functions as tools"},
+	[CLI_OPT_MAX_CONCURRENT] = {"max-concurrent", 0, true, M, V, "calls running at once"},
+	[CLI_OPT_HELP]		 = {"help", 'h', false, R | C | X | M, F(help), "print the usage"},
+	/* clang-format on */
+};
+
+#undef S
+#undef F
+#undef V
+
+#undef R
+#undef C
+#undef X
+#undef M
+
+bool cli_option_accepted(unsigned cmd, const char *name)
+{
+	for (size_t i = 0; i < CLI_OPT_COUNT; i++)
+		if (cli_options[i].name && strcmp(cli_options[i].name, name) == 0)
+			return (cli_options[i].commands & cmd) != 0;
+	return false;
+}
+
+int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
+		 size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (errno || *end || !*arg || arg[0] == '-' || v == 0) {
+		snprintf(err, errlen, "%s: '%s' is not a positive integer", opt, arg);
+		return -1;
+	}
+	*ret = v;
+	return 0;
+}
+
+static int bad(struct cli_opt_error *err, enum cli_opt_error_kind kind, int id, const char *arg)
+{
+	err->kind = kind;
+	err->option = id;
+	err->arg = arg;
+	return -1;
+}
+
+/* Stores one option's value in o, checking it; -1 with err filled. */
+static int take(int id, const char *arg, struct cli_opts *o, struct cli_opt_error *err)
+{
+	const struct cli_option *d = &cli_options[id];
+	if (d->store == CLI_STORE_STRING) {
+		*(const char **)((char *)o + d->offset) = arg;
+		return 0;
+	}
+	if (d->store == CLI_STORE_FLAG) {
+		*(bool *)((char *)o + d->offset) = true;
+		return 0;
+	}
+	switch (id) {
+	case CLI_OPT_TIMEOUT_MS:
+		if (cli_parse_ms("--timeout-ms", arg, &o->timeout_ms, err->msg, sizeof(err->msg)) <
+		    0)
+			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
+		break;
+	case CLI_OPT_ENV:
+		if (o->n_env >= CLI_ENV_MAX) {
+			snprintf(err->msg, sizeof(err->msg), "--env: at most %d", CLI_ENV_MAX);
+			return bad(err, CLI_OPTERR_TOO_MANY, id, arg);
+		}
+		if (!strchr(arg, '=')) {
+			snprintf(err->msg, sizeof(err->msg), "--env: '%s' is not NAME=VALUE", arg);
+			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
+		}
+		o->env[o->n_env++] = arg;
+		break;
+	case CLI_OPT_MODULE:
+		if (o->n_modules == CLI_MODULES_MAX) {
+			snprintf(err->msg, sizeof(err->msg), "at most %d --module options",
+				 CLI_MODULES_MAX);
+			return bad(err, CLI_OPTERR_TOO_MANY, id, arg);
+		}
+		o->modules[o->n_modules++] = arg;
+		break;
+	case CLI_OPT_MAX_CONCURRENT: {
+		char *end;
+		errno = 0;
+		long v = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || v < 1 || v > CLI_MAX_CONCURRENT_MAX) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "--max-concurrent: must be an integer from 1 to %d",
+				 CLI_MAX_CONCURRENT_MAX);
+			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
+		}
+		o->max_concurrent = (unsigned)v;
+		break;
+	}
+	default:
+		return bad(err, CLI_OPTERR_UNKNOWN, -1, arg);
+	}
+	return 0;
+}
+
+int cli_options_parse(unsigned cmd, bool permute, int argc, char **argv, struct cli_opts *o,
+		      struct cli_opt_error *err)
+{
+	struct option longs[CLI_OPT_COUNT + 1];
+	char shorts[2 * CLI_OPT_COUNT + 2];
+	size_t nl = 0, ns = 0;
+	memset(o, 0, sizeof(*o));
+	memset(err, 0, sizeof(*err));
+	/* "+": stop at the first operand */
+	if (!permute)
+		shorts[ns++] = '+';
+	for (int i = 0; i < CLI_OPT_COUNT; i++) {
+		const struct cli_option *d = &cli_options[i];
+		if (!(d->commands & cmd))
+			continue;
+		if (d->name)
+			longs[nl++] = (struct option){
+			    d->name, d->has_arg ? required_argument : no_argument, NULL, 256 + i};
+		if (d->short_name) {
+			shorts[ns++] = d->short_name;
+			if (d->has_arg)
+				shorts[ns++] = ':';
+		}
+	}
+	longs[nl] = (struct option){NULL, 0, NULL, 0};
+	shorts[ns] = '\0';
+	optind = 1;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		int id = -1;
+		if (c >= 256)
+			id = c - 256;
+		else
+			for (int i = 0; i < CLI_OPT_COUNT && c != '?'; i++)
+				if (cli_options[i].short_name == c &&
+				    (cli_options[i].commands & cmd))
+					id = i;
+		if (id < 0) {
+			/* optopt: the short option at fault; a long option's is its value */
+			err->short_name = optopt > 0 && optopt < 256 ? optopt : 0;
+			return bad(err, CLI_OPTERR_UNKNOWN, -1, argv[optind - 1]);
+		}
+		if (take(id, optarg, o, err) < 0)
+			return -1;
+		if (id == CLI_OPT_HELP)
+			return 0;
+	}
+	o->operands = argv + optind;
+	o->n_operands = argc - optind;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- usage */
+
+const char cli_usage_run[] =
+    "usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
+    "                 [--stdin FILE] [--backend NAME] [--env NAME=VALUE]...\n"
+    "                 [--audit FILE] [--approver COMMAND] [--ask]\n"
+    "                 (-c CODE | FILE | - | --plan PLAN [FILE])\n"
+    "\n"
+    "%s\n"
+    "\n"
+    "  --policy FILE       policy file (govex.policy/v1); default: the strict preset\n"
+    "  --preset NAME       built-in policy: strict, workspace, trusted\n"
+    "  --json              print one govex.result/v1 document on stdout\n"
+    "  --timeout-ms N      wall-time limit, at most the policy's limits.wall_ms\n"
+    "  --stdin FILE        feed FILE ('-': govex's stdin) to the program; default empty\n"
+    "  --backend NAME      use this backend (controlled, restricted) or refuse\n"
+    "  --env NAME=VALUE    set a variable the policy's environment.allow names\n"
+    "  --audit FILE        append govex.audit/v1 events (JSON lines) to FILE\n"
+    "  --approver COMMAND  run COMMAND (sh -c) with the plan on stdin when the policy\n"
+    "                      requires approval; exit 0 approves\n"
+    "  --ask               ask on the terminal when the policy requires approval\n"
+    "  --plan PLAN         execute exactly the plan made earlier by govex plan\n"
+    "\n"
+    "exit status: the program's own; 124 timeout; 125 refused, invalid or not started;\n"
+    "128+N killed by signal N (or cancelled by signal N to govex)\n";
+
+const char cli_usage_call[] =
+    "usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
+    "                  [--backend NAME] [--audit FILE] [--approver COMMAND] [--ask]\n"
+    "                  (FILE:FUNCTION | --plan PLAN [FILE:FUNCTION])%s\n"
+    "\n"
+    "%s\n"
+    "\n"
+    "  FILE:FUNCTION       a top-level function of a Python file (.py) or notebook (.ipynb)\n"
+    "  --args JSON         a JSON object from parameter names to values (default {})\n"
+    "  --args-file FILE    the same, read from FILE ('-': stdin)\n"
+    "  --plan PLAN         call exactly the plan made earlier by govex plan FILE:FUNCTION;\n"
+    "                      one changed byte of the source gives source_mismatch\n"
+    "  other options as for govex run\n"
+    "\n"
+    "Without --json the value is printed as JSON on stdout.  Exit status: 0 success;\n"
+    "124 timeout; 125 refused, invalid input, binding failure or source mismatch;\n"
+    "128+N killed by signal N; 1 any other failure (the status says which).\n";
+
+const char cli_usage_inspect[] =
+    "usage: govex inspect [--policy FILE | --preset NAME] [--json] FILE\n"
+    "\n"
+    "Statically inspect a Python file or notebook (Python's ast, in a worker under the\n"
+    "policy; the module is never imported) and print its govex.inspection/v1 document:\n"
+    "every top-level function with its parameters, annotations, docstring, eligibility\n"
+    "for call mode and effects (present, absent or unknown).  Without --json, a summary.\n";
+
+const char cli_usage_exec[] =
+    "usage: govex exec [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
+    "                  [--stdin FILE] [--backend NAME] [--env NAME=VALUE]...\n"
+    "                  [--audit FILE] [--approver COMMAND] [--ask] [--plan-only]\n"
+    "                  (--shell STRING | -- ARGV...)\n"
+    "\n"
+    "Run an executable, argv first, under the policy, with the same limits, result and\n"
+    "exit statuses as govex run.  ARGV[0] is searched on PATH before planning; the plan\n"
+    "carries its absolute path and digest, and a sandbox binds it, its loader and its\n"
+    "libraries read-only.  --shell runs /bin/sh -c STRING, only when the policy allows\n"
+    "shell; nothing else interprets command strings.  --plan-only prints the plan.\n";
+
+const char cli_usage_mcp[] =
+    "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
+    "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
+    "\n"
+    "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
+    "MCP's stdio transport (JSON-RPC 2.0, one message per line; protocol versions\n"
+    "2024-11-05 to 2025-11-25 with initialize, and 2026-07-28 per request).\n"
+    "\n"
+    "  --policy FILE         policy file (govex.policy/v1); default: the strict preset\n"
+    "  --preset NAME         built-in policy: strict, workspace, trusted\n"
+    "  --module FILE         offer FILE's eligible public functions as tools, each call\n"
+    "                        bound to the bytes read now (repeatable)\n"
+    "  --audit FILE          append govex.audit/v1 events (JSON lines) to FILE\n"
+    "  --approver COMMAND    run COMMAND (sh -c) with the plan on stdin when the policy\n"
+    "                        requires approval; exit 0 approves.  Without it, such\n"
+    "                        calls are refused\n"
+    "  --max-concurrent N    calls running at once (default: the number of CPUs)\n"
+    "\n"
+    "Logs go to stderr; stdin's end stops the server and cancels the calls in flight.\n";
+
+void cli_usage_print_run(const char *name, const char *what)
+{
+	printf(cli_usage_run, name, what);
+}
+
+void cli_usage_print_call(const char *name, const char *synopsis_tail, const char *what)
+{
+	printf(cli_usage_call, name, synopsis_tail, what);
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command line's one option table and its one parser (options.c), apart from the
+ * commands so that it can be unit-tested (tests/unit/test_options.c).  Each command
+ * accepts the subset of the table whose commands mask names it; the parser checks
+ * values (--timeout-ms, --env, --max-concurrent) and reports what went wrong as data, so
+ * that each command words its refusal as it always has.
+ */
+#ifndef GOVEX_CLI_OPTIONS_H
+#define GOVEX_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The commands, as bits of an option's commands mask. */
+enum cli_command {
+	CLI_CMD_RUN = 1u << 0,	   /* run, and plan of a run */
+	CLI_CMD_CALL = 1u << 1,	   /* call, and plan FILE:FUNCTION */
+	CLI_CMD_INSPECT = 1u << 2, /* inspect: parses call's options, refuses the call's own */
+	CLI_CMD_EXEC = 1u << 3,
+	CLI_CMD_MCP = 1u << 4,
+};
+
+enum cli_option_id {
+	CLI_OPT_POLICY,
+	CLI_OPT_PRESET,
+	CLI_OPT_JSON,
+	CLI_OPT_TIMEOUT_MS,
+	CLI_OPT_STDIN,
+	CLI_OPT_BACKEND,
+	CLI_OPT_ENV,
+	CLI_OPT_AUDIT,
+	CLI_OPT_APPROVER,
+	CLI_OPT_ASK,
+	CLI_OPT_PLAN,
+	CLI_OPT_CODE,
+	CLI_OPT_ARGS,
+	CLI_OPT_ARGS_FILE,
+	CLI_OPT_SHELL,
+	CLI_OPT_PLAN_ONLY,
+	CLI_OPT_MODULE,
+	CLI_OPT_MAX_CONCURRENT,
+	CLI_OPT_HELP,
+	CLI_OPT_COUNT
+};
+
+/* Where an option's value goes in struct cli_opts. */
+enum cli_option_store {
+	CLI_STORE_STRING, /* the argument, at offset (a const char *) */
+	CLI_STORE_FLAG,	  /* true, at offset (a bool) */
+	CLI_STORE_CHECKED /* checked and stored by the parser's own code */
+};
+
+struct cli_option {
+	const char *name;  /* long name, without "--"; NULL: short only */
+	char short_name;   /* 0: long only */
+	bool has_arg;	   /* a required argument */
+	unsigned commands; /* enum cli_command bits that accept it */
+	enum cli_option_store store;
+	size_t offset;	  /* in struct cli_opts */
+	const char *help; /* one line, for the reader of the table */
+};
+
+/* Indexed by enum cli_option_id. */
+extern const struct cli_option cli_options[CLI_OPT_COUNT];
+
+#define CLI_ENV_MAX	       64
+#define CLI_MODULES_MAX	       64
+#define CLI_MAX_CONCURRENT_MAX 256
+
+/* What a command line said.  Strings are borrowed from argv. */
+struct cli_opts {
+	const char *policy_file, *preset, *backend, *audit_file, *approver;
+	const char *stdin_file, *code, *plan_file, *args, *args_file, *shell;
+	bool json, ask, plan_only, help;
+	unsigned long long timeout_ms;	  /* 0 = the policy's */
+	const char *env[CLI_ENV_MAX + 1]; /* NAME=VALUE, NULL-terminated */
+	size_t n_env;
+	const char *modules[CLI_MODULES_MAX];
+	size_t n_modules;
+	unsigned max_concurrent; /* 0 = not given */
+	char **operands;	 /* what follows the options (argv order) */
+	int n_operands;
+};
+
+enum cli_opt_error_kind {
+	CLI_OPTERR_NONE,
+	CLI_OPTERR_UNKNOWN,   /* an unknown option, or one missing its argument */
+	CLI_OPTERR_BAD_VALUE, /* msg says why */
+	CLI_OPTERR_TOO_MANY,  /* a repeatable option past its bound */
+};
+
+struct cli_opt_error {
+	enum cli_opt_error_kind kind;
+	int option;	 /* enum cli_option_id, -1 for CLI_OPTERR_UNKNOWN */
+	const char *arg; /* the word at fault (borrowed from argv) */
+	int short_name;	 /* CLI_OPTERR_UNKNOWN: the short option at fault, or 0 */
+	char msg[300];	 /* CLI_OPTERR_BAD_VALUE and TOO_MANY: "--opt: ..." */
+};
+
+/*
+ * Parses argv (argv[0] is the command's name) with the options of cmd.  --help stops
+ * the parse (ret->help).  permute: options may follow operands (call's FILE:FUNCTION);
+ * else the first operand ends the options, so a file named like an option is taken
+ * literally.  Returns 0, or -1 with err filled.  Not thread-safe (getopt_long).
+ */
+int cli_options_parse(unsigned cmd, bool permute, int argc, char **argv, struct cli_opts *ret,
+		      struct cli_opt_error *err);
+
+/* Whether cmd accepts the long option NAME (without "--"). */
+bool cli_option_accepted(unsigned cmd, const char *name);
+
+/* A positive integer option value (--timeout-ms); -1 with a message naming opt. */
+int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
+		 size_t errlen);
+
+/* Each command's usage text (the run and call ones are printf formats); the unit test
+ * checks them against the table both ways. */
+extern const char cli_usage_run[], cli_usage_call[], cli_usage_inspect[], cli_usage_exec[],
+    cli_usage_mcp[];
+/* printf(cli_usage_run, name, what) and the same for call */
+void cli_usage_print_run(const char *name, const char *what);
+void cli_usage_print_call(const char *name, const char *synopsis_tail, const char *what);
+
+#endif
