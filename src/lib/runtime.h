@@ -4,6 +4,7 @@
 #define GOVEX_RUNTIME_H
 
 #include "internal.h"
+#include "registry.h"
 
 #define METADATA_MAX 64
 #define METADATA_ITEM_MAX 1024
@@ -77,7 +78,6 @@ void govex__audit_received(govex_runtime *rt, const char *run_id, const char *ki
 			   const struct govex_request *req);
 govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
 				   const govex_plan *fresh);
-int govex__backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err);
 enum govex_status govex__status_of(const struct govex__outcome *o);
 /* Asks the approver when the decision needs it; returns a refusal or NULL. */
 govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
