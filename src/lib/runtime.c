@@ -18,12 +18,10 @@
 #include "runtime.h"
 #include "protect.h"
 #include "registry.h"
-
-extern char **environ;
+#include "request.h"
 
 /* A single argv string is limited by the kernel (MAX_ARG_STRLEN, 32 pages). */
 #define CODE_ARG_MAX (128 * 1024 - 1)
-#define ENV_ITEMS_MAX 1024
 
 void govex__decision_release(struct decision *d)
 {
@@ -331,99 +329,6 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 	return r;
 }
 
-/* Sets *ret_env to the final environment: inherited names, then the request's values,
- * then the policy's fixed values (which win). */
-static int build_env(const govex_policy *p, const struct govex_request *req, char ***ret_env,
-		     govex_result **ret_refusal, govex_runtime *rt)
-{
-	char **env = calloc(1, sizeof(char *));
-	if (!env)
-		return -ENOMEM;
-	size_t n_req = 0;
-	for (size_t i = 0; req->env && req->env[i]; i++, n_req++) {
-		const char *kv = req->env[i];
-		const char *eq = strchr(kv, '=');
-		if (n_req >= ENV_ITEMS_MAX || !eq || !govex__identifier(kv, (size_t)(eq - kv), 255)) {
-			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
-			govex__result_diag(r, "invalid_environment", NULL,
-					   "env[%zu]: must be NAME=VALUE with a valid name", i);
-			*ret_refusal = r;
-			govex__strv_free(env);
-			return 0;
-		}
-		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
-		/* checked like every other string of a request; the value is never echoed */
-		if (!govex__utf8_valid(eq + 1, strlen(eq + 1))) {
-			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
-			govex__result_diag(r, "invalid_environment",
-					   json_pack("{s:s}", "name", name),
-					   "environment '%s': its value is not valid UTF-8", name);
-			*ret_refusal = r;
-			govex__strv_free(env);
-			return 0;
-		}
-		if (!govex__strv_contains(p->env_allow, name)) {
-			govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-			govex__result_diag(r, "environment_not_allowed",
-					   json_pack("{s:s}", "name", name),
-					   "environment '%s': not in environment.allow", name);
-			*ret_refusal = r;
-			govex__strv_free(env);
-			return 0;
-		}
-	}
-	if (p->env_inherit) {
-		for (char **e = environ; e && *e; e++) {
-			const char *eq = strchr(*e, '=');
-			if (!eq)
-				continue;
-			char name[256];
-			if ((size_t)(eq - *e) >= sizeof(name))
-				continue;
-			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-			/* inherit with an empty allow list means full inheritance */
-			if (p->env_allow[0] && !govex__strv_contains(p->env_allow, name))
-				continue;
-			if (govex__strv_push(&env, *e) < 0)
-				goto oom;
-		}
-	}
-	char **layers[] = {(char **)req->env, p->env_set};
-	for (size_t l = 0; l < 2; l++)
-		for (size_t i = 0; layers[l] && layers[l][i]; i++) {
-			const char *kv = layers[l][i];
-			size_t nl = (size_t)(strchr(kv, '=') - kv);
-			/* replace an earlier value of the same name */
-			size_t w = 0;
-			for (size_t k = 0; env[k]; k++) {
-				if (strncmp(env[k], kv, nl + 1) == 0)
-					free(env[k]);
-				else
-					env[w++] = env[k];
-			}
-			env[w] = NULL;
-			if (govex__strv_push(&env, kv) < 0)
-				goto oom;
-		}
-	govex__strv_sort_uniq(env);
-	*ret_env = env;
-	return 0;
-oom:
-	govex__strv_free(env);
-	return -ENOMEM;
-}
-
-static json_t *env_names_json(char *const *env)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; env && env[i]; i++) {
-		const char *eq = strchr(env[i], '=');
-		json_array_append_new(a, json_stringn(env[i], (size_t)(eq - env[i])));
-	}
-	return a;
-}
-
 json_t *govex__perms_json(unsigned perms)
 {
 	static const char *const names[] = {"filesystem_write", "network", "shell",
@@ -452,26 +357,6 @@ static govex__ctlset run_required(const govex_policy *p, const struct govex__lim
 	if (l->file_size_bytes)
 		s |= CTL(FILE_SIZE_PER_PROCESS);
 	return s;
-}
-
-/* Requested limit against the policy's: 0 = the policy's value; above is refused. */
-static int cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_t max,
-		     uint64_t *ret, govex_result **ret_refusal)
-{
-	if (want == 0) {
-		*ret = max;
-		return 0;
-	}
-	if (max != 0 && want > max) {
-		govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
-		govex__result_diag(r, "limit_exceeds_policy", json_pack("{s:s}", "limit", name),
-				   "limits.%s: requested %llu exceeds the policy's %llu", name,
-				   (unsigned long long)want, (unsigned long long)max);
-		*ret_refusal = r;
-		return 1;
-	}
-	*ret = want;
-	return 0;
 }
 
 /* Probes the interpreter; on failure *ret_res is an interpreter_unavailable result (NULL
@@ -608,7 +493,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			 &d.limits.stderr_bytes},
 		};
 		for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
-			if (cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
+			if (govex__cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
 				      &res) != 0) {
 				if (!res) {
 					r = -ENOMEM;
@@ -701,7 +586,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 	}
 
 	/* environment */
-	if ((r = build_env(p, req, &d.env, &res, rt)) < 0) {
+	if ((r = govex__build_env(p, req, &d.env, &res, rt)) < 0) {
 		json_decref(meta);
 		goto fail;
 	}
@@ -910,7 +795,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			GOVEX_REQUEST_VERSION, "language", "python", "code_digest", code_digest,
 			"code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
 			"stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir,
-			"limits", rl, "environment", env_names_json((char **)req->env), "needs",
+			"limits", rl, "environment", govex__env_names_json((char **)req->env), "needs",
 			govex__perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
 		char *rq = NULL;
 		size_t rqlen;
@@ -939,7 +824,7 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			"stdin", "digest", stdin_digest, "bytes", (json_int_t)req->stdin_len,
 			"interpreter", "path", rt->interp.path, "version", rt->interp.version,
 			"args", args, "limits", govex__limits_json(&d.limits), "environment",
-			"names", env_names_json(d.env), "workdir", "mode",
+			"names", govex__env_names_json(d.env), "workdir", "mode",
 			d.workdir ? "path" : "fresh", "path", d.workdir, "filesystem", "read",
 			govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
 			"platform_defaults", p->platform_defaults,

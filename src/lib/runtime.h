@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "registry.h"
+#include "request.h"
 
 #define METADATA_MAX 64
 #define METADATA_ITEM_MAX 1024
