@@ -329,19 +329,6 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 	return r;
 }
 
-json_t *govex__perms_json(unsigned perms)
-{
-	static const char *const names[] = {"filesystem_write", "network", "shell",
-					    "subprocess"};
-	static const unsigned bits[] = {GOVEX_PERM_FILESYSTEM_WRITE, GOVEX_PERM_NETWORK,
-					GOVEX_PERM_SHELL, GOVEX_PERM_SUBPROCESS};
-	json_t *a = json_array();
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (perms & bits[i])
-			json_array_append_new(a, json_string(names[i]));
-	return a;
-}
-
 static govex__ctlset run_required(const govex_policy *p, const struct govex__limits *l)
 {
 	govex__ctlset s = govex__policy_required(p);
@@ -1002,43 +989,6 @@ enum govex_status govex__status_of(const struct govex__outcome *o)
 	default:
 		return GOVEX_STATUS_EXECUTION_FAILED;
 	}
-}
-
-govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
-			     const govex_plan *plan)
-{
-	if (!d->approve)
-		return NULL;
-	json_t *perms = govex__perms_json(d->approve);
-	govex__audit(&rt->audit, run_id, "approval",
-		     json_pack("{s:s, s:O, s:s}", "approval", "asked", "permissions", perms,
-			       "plan_digest", plan->digest));
-	govex_result *res = NULL;
-	if (!rt->opts.approve) {
-		res = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-		if (res)
-			govex__result_diag(res, "approval_required", NULL,
-					   "approval: the policy requires approval and no "
-					   "approver is configured");
-		json_decref(perms);
-		return res;
-	}
-	const char *names[5];
-	size_t n = 0, idx;
-	json_t *e;
-	json_array_foreach(perms, idx, e) names[n++] = json_string_value(e);
-	names[n] = NULL;
-	int ok = rt->opts.approve(rt->opts.approve_userdata, plan->canon, plan->len, names);
-	json_decref(perms);
-	govex__audit(&rt->audit, run_id, "approval",
-		     json_pack("{s:s, s:b}", "approval", "answered", "approved", ok == 1));
-	if (ok != 1) {
-		res = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-		if (res)
-			govex__result_diag(res, "approval_denied", NULL,
-					   "approval: the approver denied the run");
-	}
-	return res;
 }
 
 static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, const char *step,

@@ -6,6 +6,7 @@
 #include "internal.h"
 #include "registry.h"
 #include "request.h"
+#include "approval.h"
 
 #define METADATA_MAX 64
 #define METADATA_ITEM_MAX 1024
@@ -64,7 +65,6 @@ govex_plan *govex__plan_from_doc(json_t *doc); /* takes doc */
 void govex__run_id_new(char out[33]);
 /* A refusal result carrying the policy digest. */
 govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
-json_t *govex__perms_json(unsigned perms);
 /*
  * Validates req against the policy, chooses the backend and builds the plan.  job is NULL
  * for a run; for call mode it is an object whose members replace the run-specific
@@ -80,9 +80,6 @@ void govex__audit_received(govex_runtime *rt, const char *run_id, const char *ki
 govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
 				   const govex_plan *fresh);
 enum govex_status govex__status_of(const struct govex__outcome *o);
-/* Asks the approver when the decision needs it; returns a refusal or NULL. */
-govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
-			     const govex_plan *plan);
 /*
  * Makes the workdir, runs argv on the decision's backend and removes a fresh workdir.
  * extra_fd/frame_fd are taken (call mode; -1 otherwise).  On failure before launch,
