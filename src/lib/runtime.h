@@ -75,11 +75,13 @@ govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
 int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
 			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
 			 govex_result **ret_result, struct govex_error *err);
+govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
+				   const govex_plan *fresh);
+
+/* The runtime's audit events (audit.c): a request received, a refusal, a finish. */
 void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res);
 void govex__audit_received(govex_runtime *rt, const char *run_id, const char *kind,
 			   const struct govex_request *req);
-govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
-				   const govex_plan *fresh);
 /* Audits the finish event of a result (plan NULL: refused). */
 void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
 			 const govex_plan *plan);
