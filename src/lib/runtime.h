@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The runtime's private pieces, shared by runtime.c (runs) and call.c (call mode). */
+/* The runtime's private pieces: struct govex_runtime, and the headers of the concepts
+ * runtime.c, request.c, plan.c, registry.c, approval.c and run.c own, which call.c and
+ * exec.c use together. */
 #ifndef GOVEX_RUNTIME_H
 #define GOVEX_RUNTIME_H
 
 #include "internal.h"
+#include "plan.h"
 #include "registry.h"
 #include "request.h"
 #include "approval.h"
@@ -38,45 +41,13 @@ struct govex_runtime {
 	size_t inspections_next;
 };
 
-struct govex_plan {
-	char *canon;
-	size_t len;
-	char digest[72];
-	char *source_path;
-	json_t *doc;
-};
-
-/* What planning decided, beyond the plan document. */
-struct decision {
-	struct govex__limits limits;
-	govex__ctlset required;
-	size_t backend;
-	char **env; /* NAME=VALUE, final */
-	char *workdir; /* NULL = fresh */
-	unsigned approve; /* permissions needing approval */
-};
-
-
-void govex__decision_release(struct decision *d);
 /* The controls this run had: enforced by the backend and applied to this run
  * (controls.c).  Every result of a run, exec or call lists these. */
 govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,
 				  const struct decision *d);
-govex_plan *govex__plan_from_doc(json_t *doc); /* takes doc */
 void govex__run_id_new(char out[33]);
 /* A refusal result carrying the policy digest. */
 govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
-/*
- * Validates req against the policy, chooses the backend and builds the plan.  job is NULL
- * for a run; for call mode it is an object whose members replace the run-specific
- * parts of the plan ("code", "stdin", "request_digest"), and req->code is then the
- * worker's own source, not checked as user code.  Borrows job.
- */
-int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
-			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
-			 govex_result **ret_result, struct govex_error *err);
-govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
-				   const govex_plan *fresh);
 
 /* The runtime's audit events (audit.c): a request received, a refusal, a finish. */
 void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res);
