@@ -16,9 +16,6 @@
 #include "request.h"
 #include "approval.h"
 
-/* A single argv string is limited by the kernel (MAX_ARG_STRLEN, 32 pages). */
-#define CODE_ARG_MAX (128 * 1024 - 1)
-
 /* ---- the plan object -------------------------------------------------------------------- */
 
 void govex__decision_release(struct decision *d)
@@ -294,223 +291,122 @@ static const char *interp_file_unreadable(const govex_runtime *rt)
 	return NULL;
 }
 
-int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
-			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
-			 govex_result **ret_result, struct govex_error *err)
-{
-	const govex_policy *p = rt->policy;
+/*
+ * One planning: the request, what the steps decided so far, and a refusal.  Each step
+ * returns 0 to go on, 1 when the request is refused (res set) or -errno; they run in
+ * the order of plan_steps below, which is the order a request's faults are reported in.
+ */
+struct planning {
+	govex_runtime *rt;
+	const govex_policy *p;
+	const struct govex_request *req;
+	json_t *job;  /* borrowed; NULL for a run */
+	bool exec;    /* job is an exec: it has stdin and runs no interpreter */
 	struct decision d;
-	govex_result *res = NULL;
-	int r;
-	memset(&d, 0, sizeof(d));
-	*ret_plan = NULL;
-	*ret_result = NULL;
+	json_t *meta; /* the request's metadata, owned until the request document takes it */
+	bool probe_on_host;
+	govex_plan *plan;
+	govex_result *res;
+};
 
 #define REFUSE(status, code, extra, ...)                                                     \
 	do {                                                                                 \
-		res = govex__refusal(rt, status);                                                   \
-		if (!res) {                                                                  \
-			r = -ENOMEM;                                                         \
-			goto fail;                                                           \
-		}                                                                            \
-		govex__result_diag(res, code, extra, __VA_ARGS__);                           \
-		goto refused;                                                                \
+		pl->res = govex__refusal(pl->rt, status);                                    \
+		if (!pl->res)                                                                \
+			return -ENOMEM;                                                      \
+		govex__result_diag(pl->res, code, extra, __VA_ARGS__);                       \
+		return 1;                                                                    \
 	} while (0)
 
-	if (!job) {
-		if (req->language && strcmp(req->language, "python") != 0)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "unsupported_language", NULL,
-			       "language '%.40s': only python is supported", req->language);
-		if (!req->code)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "missing_code", NULL, "code: missing");
-		if (req->code_len > p->limits.code_bytes)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
-			       "code: %zu bytes exceeds limits.code_bytes (%llu)", req->code_len,
-			       (unsigned long long)p->limits.code_bytes);
-		if (req->code_len > CODE_ARG_MAX)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "code_too_large", NULL,
-			       "code: %zu bytes exceeds %d, the largest single argument the kernel "
-			       "passes",
-			       req->code_len, CODE_ARG_MAX);
-		if (memchr(req->code, '\0', req->code_len))
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
-			       "code: contains a NUL byte");
-		if (!govex__utf8_valid(req->code, req->code_len))
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
-			       "code: not valid UTF-8");
-		if (req->source_path && !govex__path_normalized(req->source_path))
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
-			       "source_path: must be an absolute normalized path");
-	}
-
+/* The request itself: its code (a run's), stdin, limits, needs, workdir, metadata. */
+static int plan_request(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	const struct govex_request *req = pl->req;
+	int r;
+	if (!pl->job && (r = govex__request_check_code(rt, req, &pl->res)) != 0)
+		return r;
 	/* stdin: the program's (a call's request frame is not stdin) */
-	if (!job || strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0) {
-		if (req->stdin_len > p->limits.stdin_bytes)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "stdin_too_large", NULL,
-			       "stdin: %zu bytes exceeds limits.stdin_bytes (%llu)", req->stdin_len,
-			       (unsigned long long)p->limits.stdin_bytes);
-		if (req->stdin_len && !req->stdin_data)
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_stdin", NULL, "stdin: missing data");
-	}
+	if ((!pl->job || pl->exec) && (r = govex__request_check_stdin(rt, req, &pl->res)) != 0)
+		return r;
+	pl->d.limits = pl->p->limits;
+	if ((r = govex__request_limits(rt, req, &pl->d.limits, &pl->res)) != 0)
+		return r;
+	return 0;
+}
 
-	/* limits */
-	d.limits = p->limits;
-	{
-		const struct {
-			const char *name;
-			uint64_t want, max;
-			uint64_t *out;
-		} caps[] = {
-			{"wall_ms", req->limits.wall_ms, p->limits.wall_ms, &d.limits.wall_ms},
-			{"cpu_ms", req->limits.cpu_ms, p->limits.cpu_ms, &d.limits.cpu_ms},
-			{"memory_bytes", req->limits.memory_bytes, p->limits.memory_bytes,
-			 &d.limits.memory_bytes},
-			{"processes", req->limits.processes, p->limits.processes,
-			 &d.limits.processes},
-			{"open_files", req->limits.open_files, p->limits.open_files,
-			 &d.limits.open_files},
-			{"file_size_bytes", req->limits.file_size_bytes,
-			 p->limits.file_size_bytes, &d.limits.file_size_bytes},
-			{"stdout_bytes", req->limits.stdout_bytes, p->limits.stdout_bytes,
-			 &d.limits.stdout_bytes},
-			{"stderr_bytes", req->limits.stderr_bytes, p->limits.stderr_bytes,
-			 &d.limits.stderr_bytes},
-		};
-		for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
-			if (govex__cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
-				      &res) != 0) {
-				if (!res) {
-					r = -ENOMEM;
-					goto fail;
-				}
-				goto refused;
-			}
-	}
+/* the host's hard rlimits: a run's limit above one cannot be set (without
+ * CAP_SYS_RESOURCE) and every launch would fail at that step; refused now, naming
+ * the host's limit.  Not clamped: the plan states the limits the run gets. */
+static int plan_host_limits(struct planning *pl)
+{
+	struct govex__host_rlimit hr;
+	if (govex__rlimits_above_host(&pl->d.limits, &hr))
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "host_limit_too_low",
+		       json_pack("{s:s, s:s, s:I, s:I}", "limit", hr.limit, "rlimit", hr.rlimit,
+				 "value", (json_int_t)hr.want, "host_hard_limit",
+				 (json_int_t)hr.host),
+		       "limits.%s: the run needs a hard %s of %llu but this host's "
+		       "hard limit (of govex's process) is %llu, which govex cannot "
+		       "raise without CAP_SYS_RESOURCE: raise the host's limit or lower "
+		       "limits.%s",
+		       hr.limit, hr.rlimit, (unsigned long long)hr.want,
+		       (unsigned long long)hr.host, hr.limit);
+	return 0;
+}
 
-	/* the host's hard rlimits: a run's limit above one cannot be set (without
-	 * CAP_SYS_RESOURCE) and every launch would fail at that step; refused now, naming
-	 * the host's limit.  Not clamped: the plan states the limits the run gets. */
-	{
-		struct govex__host_rlimit hr;
-		if (govex__rlimits_above_host(&d.limits, &hr))
-			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "host_limit_too_low",
-			       json_pack("{s:s, s:s, s:I, s:I}", "limit", hr.limit, "rlimit",
-					 hr.rlimit, "value", (json_int_t)hr.want, "host_hard_limit",
-					 (json_int_t)hr.host),
-			       "limits.%s: the run needs a hard %s of %llu but this host's "
-			       "hard limit (of govex's process) is %llu, which govex cannot "
-			       "raise without CAP_SYS_RESOURCE: raise the host's limit or lower "
-			       "limits.%s",
-			       hr.limit, hr.rlimit, (unsigned long long)hr.want,
-			       (unsigned long long)hr.host, hr.limit);
-	}
+/* declared needs and shell intent, the workdir, metadata */
+static int plan_needs_workdir_metadata(struct planning *pl)
+{
+	int r;
+	if ((r = govex__request_needs(pl->rt, pl->req, &pl->res)) != 0 ||
+	    (r = govex__request_workdir(pl->rt, pl->req, &pl->d.workdir, &pl->res)) != 0 ||
+	    (r = govex__request_metadata(pl->rt, pl->req, &pl->meta, &pl->res)) != 0)
+		return r;
+	return 0;
+}
 
-	/* declared needs and shell intent */
-	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network)
-		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
-		       json_pack("{s:s}", "need", "network"),
-		       "need 'network': the policy denies network");
-	if ((req->needs & GOVEX_NEED_SUBPROCESS) && !p->subprocess)
-		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
-		       json_pack("{s:s}", "need", "subprocess"),
-		       "need 'subprocess': the policy denies subprocesses");
-	if ((req->needs & GOVEX_NEED_FILESYSTEM_WRITE) && !p->write_roots[0])
-		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
-		       json_pack("{s:s}", "need", "filesystem_write"),
-		       "need 'filesystem_write': the policy has no filesystem.write root");
-	if (req->shell && !p->shell)
-		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "shell_not_allowed", NULL,
-		       "shell: the policy denies shell");
+/* the environment the run gets */
+static int plan_environment(struct planning *pl)
+{
+	int r = govex__build_env(pl->p, pl->req, &pl->d.env, &pl->res, pl->rt);
+	if (r < 0)
+		return r;
+	return pl->res ? 1 : 0;
+}
 
-	/* workdir */
-	{
-		const char *wd = req->workdir ? req->workdir : p->workdir;
-		if (wd) {
-			bool under = false;
-			if (!govex__path_normalized(wd))
-				REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_workdir", NULL,
-				       "workdir '%.100s': must be an absolute normalized path", wd);
-			for (size_t i = 0; p->write_roots[i]; i++)
-				if (govex__path_under(wd, p->write_roots[i]))
-					under = true;
-			if (!under)
-				REFUSE(GOVEX_STATUS_POLICY_REFUSED, "workdir_not_writable", NULL,
-				       "workdir '%.100s': not under a filesystem.write root", wd);
-			/* a named workdir is used as it is, never made: one that is not there
-			 * fails now, not at launch */
-			struct stat wst;
-			int se = stat(wd, &wst) < 0 ? errno : S_ISDIR(wst.st_mode) ? 0 : ENOTDIR;
-			if (se)
-				REFUSE(GOVEX_STATUS_INVALID_INPUT, "workdir_missing",
-				       json_pack("{s:s}", "path", wd), "workdir '%.100s': %s", wd,
-				       strerror(se));
-			if (!(d.workdir = strdup(wd))) {
-				r = -ENOMEM;
-				goto fail;
-			}
-		}
-	}
+/* interpreter: probed in the sandbox; without one on this host, only once the run
+ * is planned on controlled (plan_interpreter_on_host) */
+static int plan_interpreter(struct planning *pl)
+{
+	pl->probe_on_host = !govex__sandbox_available(pl->rt);
+	if (!pl->probe_on_host && interp_unavailable(pl->rt, GOVEX_PROBE_SANDBOXED, &pl->res) != 0)
+		return pl->res ? 1 : -ENOMEM;
+	return 0;
+}
 
-	/* metadata */
-	json_t *meta = json_object();
-	for (size_t i = 0; req->metadata && req->metadata[i]; i++) {
-		const char *kv = req->metadata[i];
-		const char *eq = strchr(kv, '=');
-		if (i >= METADATA_MAX || !eq || eq == kv || strlen(kv) > METADATA_ITEM_MAX ||
-		    !govex__utf8_valid(kv, strlen(kv))) {
-			json_decref(meta);
-			REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_metadata", NULL,
-			       "metadata[%zu]: must be key=value, UTF-8, at most %d bytes, at most "
-			       "%d items",
-			       i, METADATA_ITEM_MAX, METADATA_MAX);
-		}
-		char key[METADATA_ITEM_MAX + 1];
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
-		json_object_set_new(meta, key, json_string(eq + 1));
-	}
-
-	/* environment */
-	if ((r = govex__build_env(p, req, &d.env, &res, rt)) < 0) {
-		json_decref(meta);
-		goto fail;
-	}
-	if (res) {
-		json_decref(meta);
-		goto refused;
-	}
-
-	/* interpreter: probed in the sandbox; without one on this host, only once the run
-	 * is planned on controlled (below) */
-	bool probe_on_host = !govex__sandbox_available(rt);
-	if (!probe_on_host && interp_unavailable(rt, GOVEX_PROBE_SANDBOXED, &res) != 0) {
-		json_decref(meta);
-		if (!res) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		goto refused;
-	}
-
-	/* protected paths: a sandboxed run may not write where govex keeps what it
-	 * believes (the cache), govex itself, or the interpreter's files */
-	if (!probe_on_host && (govex__policy_required(p) & CTL(FS_WRITE_ALLOWLIST))) {
+/* protected paths: a sandboxed run may not write where govex keeps what it
+ * believes (the cache), govex itself, or the interpreter's files */
+static int plan_protected_paths(struct planning *pl)
+{
+	const govex_policy *p = pl->p;
+	if (!pl->probe_on_host && (govex__policy_required(p) & CTL(FS_WRITE_ALLOWLIST))) {
 		size_t nw = govex__strv_len(p->write_roots);
 		for (size_t i = 0; i <= nw; i++) {
-			const char *w = i < nw ? p->write_roots[i] : d.workdir;
+			const char *w = i < nw ? p->write_roots[i] : pl->d.workdir;
 			_cleanup_free_ char *what = NULL;
-			const char *prot = w ? govex__protected_overlap(rt, w, &what) : NULL;
+			const char *prot = w ? govex__protected_overlap(pl->rt, w, &what) : NULL;
 			if (!prot)
 				continue;
-			json_decref(meta);
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "protected_path",
 			       json_pack("{s:s, s:s, s:s?}", "write_root", w, "protects", prot,
 					 "path", what),
 			       "%s '%.200s' overlaps %s (%.200s): a sandboxed run may not write "
 			       "there",
 			       i < nw ? "filesystem.write root" : "workdir", w,
-			       strcmp(prot, "cache") == 0    ? "govex's cache directory"
+			       strcmp(prot, "cache") == 0   ? "govex's cache directory"
 			       : strcmp(prot, "govex") == 0 ? "govex's own files"
-							     : "the interpreter's files",
+							    : "the interpreter's files",
 			       what ? what : "?");
 		}
 	}
@@ -519,12 +415,11 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 	 * for the run, and Landlock grants beneath /tmp to everything mounted under it, so
 	 * such a root could not be kept read-only (its FIFOs would be writable).  A read
 	 * root of /tmp itself replaces the private /tmp and is fine. */
-	if (!probe_on_host && (govex__policy_required(p) & CTL(FS_READ_ALLOWLIST))) {
+	if (!pl->probe_on_host && (govex__policy_required(p) & CTL(FS_READ_ALLOWLIST))) {
 		for (size_t i = 0; p->read_roots[i]; i++) {
 			const char *root = p->read_roots[i];
 			if (strcmp(root, "/tmp") == 0 || !govex__path_under(root, "/tmp"))
 				continue;
-			json_decref(meta);
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "read_root_under_tmp",
 			       json_pack("{s:s}", "read_root", root),
 			       "filesystem.read root '%.200s' is beneath /tmp, which a sandboxed "
@@ -533,229 +428,219 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			       root);
 		}
 	}
+	return 0;
+}
 
-	/* backend */
-	d.required = run_required(p, &d.limits);
+/* backend: the first in the registry's order that enforces every required control */
+static int plan_backend(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	struct decision *d = &pl->d;
+	d->required = run_required(pl->p, &d->limits);
+	const char *want = rt->backend ? rt->backend : pl->p->backend;
+	size_t best = SIZE_MAX;
+	govex__ctlset best_missing = ~(govex__ctlset)0;
+	int best_count = 1000;
+	for (size_t i = 0; i < govex__n_backends; i++) {
+		const struct govex__report *rep = &rt->reports[i];
+		if (want && strcmp(want, govex__backends[i]->name) != 0)
+			continue;
+		/* aggregate limits are met only by an aggregate mechanism (a
+		 * cgroup): never by per-process rlimits, even for one process */
+		govex__ctlset eff = rep->available ? rep->enforced : 0;
+		govex__ctlset missing = d->required & ~eff;
+		if (!missing) {
+			d->backend = i;
+			return 0;
+		}
+		int cnt = __builtin_popcountll(missing);
+		if (cnt < best_count) {
+			best_count = cnt;
+			best_missing = missing;
+			best = i;
+		}
+	}
+	json_t *names = govex__ctlset_json(best_missing);
+	json_t *extra = json_pack("{s:o, s:s}", "controls", names, "backend",
+				  best < govex__n_backends ? govex__backends[best]->name : "none");
+	char list[400] = "";
+	size_t idx;
+	json_t *e;
+	json_array_foreach(names, idx, e)
 	{
-		const char *want = rt->backend ? rt->backend : p->backend;
-		size_t best = SIZE_MAX;
-		govex__ctlset best_missing = ~(govex__ctlset)0;
-		int best_count = 1000;
-		bool chosen = false;
-		for (size_t i = 0; i < govex__n_backends && !chosen; i++) {
-			const struct govex__report *rep = &rt->reports[i];
-			if (want && strcmp(want, govex__backends[i]->name) != 0)
-				continue;
-			/* aggregate limits are met only by an aggregate mechanism (a
-			 * cgroup): never by per-process rlimits, even for one process */
-			govex__ctlset eff = rep->available ? rep->enforced : 0;
-			govex__ctlset missing = d.required & ~eff;
-			if (!missing) {
-				d.backend = i;
-				chosen = true;
-				break;
-			}
-			int cnt = __builtin_popcountll(missing);
-			if (cnt < best_count) {
-				best_count = cnt;
-				best_missing = missing;
-				best = i;
-			}
-		}
-		if (!chosen) {
-			json_decref(meta);
-			json_t *names = govex__ctlset_json(best_missing);
-			json_t *extra = json_pack("{s:o, s:s}", "controls", names, "backend",
-						  best < govex__n_backends
-							  ? govex__backends[best]->name
-							  : "none");
-			char list[400] = "";
-			size_t idx;
-			json_t *e;
-			json_array_foreach(names, idx, e)
-			{
-				size_t n = strlen(list);
-				snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
-					 json_string_value(e));
-			}
-			/* a named backend is the only one considered: say who named it */
-			char named[160] = "";
-			if (want)
-				snprintf(named, sizeof(named),
-					 " (only backend '%.40s' was considered: %s named it)", want,
-					 rt->backend ? "the runtime's backend option (--backend)"
-						     : "the policy's \"backend\" field");
-			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
-			       "no backend on this host enforces: %s%s", list, named);
-		}
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
+			 json_string_value(e));
 	}
+	/* a named backend is the only one considered: say who named it */
+	char named[160] = "";
+	if (want)
+		snprintf(named, sizeof(named),
+			 " (only backend '%.40s' was considered: %s named it)", want,
+			 rt->backend ? "the runtime's backend option (--backend)"
+				     : "the policy's \"backend\" field");
+	REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
+	       "no backend on this host enforces: %s%s", list, named);
+}
 
-	/* no sandbox on this host: the run goes to controlled (trusted code), so the
-	 * interpreter may be probed on the host */
-	if (probe_on_host) {
-		if (strcmp(govex__backends[d.backend]->name, "controlled") != 0) {
-			json_decref(meta);
-			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", NULL,
-			       "backend '%s': the interpreter cannot be probed without the "
-			       "restricted sandbox",
-			       govex__backends[d.backend]->name);
-		}
-		if (interp_unavailable(rt, GOVEX_PROBE_HOST, &res) != 0) {
-			json_decref(meta);
-			if (!res) {
-				r = -ENOMEM;
-				goto fail;
-			}
-			goto refused;
-		}
-	}
+/* no sandbox on this host: the run goes to controlled (trusted code), so the
+ * interpreter may be probed on the host */
+static int plan_interpreter_on_host(struct planning *pl)
+{
+	if (!pl->probe_on_host)
+		return 0;
+	const char *name = govex__backends[pl->d.backend]->name;
+	if (strcmp(name, "controlled") != 0)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", NULL,
+		       "backend '%s': the interpreter cannot be probed without the "
+		       "restricted sandbox",
+		       name);
+	if (interp_unavailable(pl->rt, GOVEX_PROBE_HOST, &pl->res) != 0)
+		return pl->res ? 1 : -ENOMEM;
+	return 0;
+}
 
-	/* filesystem.platform_defaults false on a backend that enforces the read allowlist:
-	 * the interpreter gets only the read roots, so everything it needs to start must be
-	 * beneath one (what rplan_build binds for it otherwise) or it could never start */
-	if (!p->platform_defaults &&
-	    (!job || strcmp(json_string_value(json_object_get(job, "kind")), "exec") != 0) &&
-	    (rt->reports[d.backend].enforced & CTL(FS_READ_ALLOWLIST))) {
-		const char *missing = interp_file_unreadable(rt);
-		if (missing) {
-			json_decref(meta);
+/* filesystem.platform_defaults false on a backend that enforces the read allowlist:
+ * the interpreter gets only the read roots, so everything it needs to start must be
+ * beneath one (what rplan_build binds for it otherwise) or it could never start */
+static int plan_interpreter_readable(struct planning *pl)
+{
+	if (!pl->p->platform_defaults && !pl->exec &&
+	    (pl->rt->reports[pl->d.backend].enforced & CTL(FS_READ_ALLOWLIST))) {
+		const char *missing = interp_file_unreadable(pl->rt);
+		if (missing)
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "interpreter_not_readable",
 			       json_pack("{s:s}", "path", missing),
 			       "filesystem.platform_defaults is false and the interpreter's "
 			       "'%.200s' is under no filesystem.read root: the interpreter "
 			       "could not start",
 			       missing);
-		}
 	}
+	return 0;
+}
 
-	/* approval: permissions in policy.approval that this run may use */
-	{
-		unsigned usable = 0;
-		if (p->network || (req->needs & GOVEX_NEED_NETWORK))
-			usable |= GOVEX_PERM_NETWORK;
-		if (p->write_roots[0] || (req->needs & GOVEX_NEED_FILESYSTEM_WRITE))
-			usable |= GOVEX_PERM_FILESYSTEM_WRITE;
-		if (p->subprocess || (req->needs & GOVEX_NEED_SUBPROCESS))
-			usable |= GOVEX_PERM_SUBPROCESS;
-		if (req->shell)
-			usable |= GOVEX_PERM_SHELL;
-		d.approve = usable & p->approval;
+/* approval: permissions in policy.approval that this run may use */
+static int plan_approval(struct planning *pl)
+{
+	const govex_policy *p = pl->p;
+	const struct govex_request *req = pl->req;
+	unsigned usable = 0;
+	if (p->network || (req->needs & GOVEX_NEED_NETWORK))
+		usable |= GOVEX_PERM_NETWORK;
+	if (p->write_roots[0] || (req->needs & GOVEX_NEED_FILESYSTEM_WRITE))
+		usable |= GOVEX_PERM_FILESYSTEM_WRITE;
+	if (p->subprocess || (req->needs & GOVEX_NEED_SUBPROCESS))
+		usable |= GOVEX_PERM_SUBPROCESS;
+	if (req->shell)
+		usable |= GOVEX_PERM_SHELL;
+	pl->d.approve = usable & p->approval;
+	return 0;
+}
+
+/* the request and plan documents */
+static int plan_documents(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	const govex_policy *p = pl->p;
+	const struct govex_request *req = pl->req;
+	const struct decision *d = &pl->d;
+	const struct govex__backend_ops *b = govex__backends[d->backend];
+	char code_digest[72], stdin_digest[72], request_digest[72];
+	govex__sha256_digest(req->code, req->code_len, code_digest);
+	govex__sha256_digest(req->stdin_data ? req->stdin_data : "", req->stdin_len,
+			     stdin_digest);
+	unsigned needs_perm = govex__request_needs_perms(req);
+	if (govex__request_digest(req, code_digest, stdin_digest, needs_perm,
+				  TAKE_PTR(pl->meta), request_digest) < 0)
+		return -ENOMEM;
+
+	json_t *args = json_array();
+	json_array_append_new(args, json_string("-I"));
+	if (!p->site)
+		json_array_append_new(args, json_string("-S"));
+	json_t *doc = json_pack(
+		"{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
+		" s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
+		" s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
+		" s:{s:o}, s:s, s:s}",
+		"version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name,
+		"version", b->version, "code", "language", "python", "digest", code_digest,
+		"bytes", (json_int_t)req->code_len, "source_path", req->source_path,
+		"stdin", "digest", stdin_digest, "bytes", (json_int_t)req->stdin_len,
+		"interpreter", "path", rt->interp.path, "version", rt->interp.version,
+		"args", args, "limits", govex__limits_json(&d->limits), "environment",
+		"names", govex__env_names_json(d->env), "workdir", "mode",
+		d->workdir ? "path" : "fresh", "path", d->workdir, "filesystem", "read",
+		govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
+		"platform_defaults", p->platform_defaults,
+		"network", p->network ? "allow" : "deny", "subprocess",
+		p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
+		govex__perms_json(needs_perm), "approval", govex__perms_json(d->approve), "controls",
+		"required", govex__ctlset_json(d->required), "policy_digest", p->digest,
+		"request_digest", request_digest);
+	if (!doc)
+		return -ENOMEM;
+	if (pl->job) {
+		json_object_del(doc, "code");
+		json_object_del(doc, "stdin");
+		json_object_del(doc, "request_digest");
+		/* an exec runs its own executable, not the interpreter */
+		if (pl->exec)
+			json_object_del(doc, "interpreter");
+		json_object_update(doc, pl->job);
 	}
+	if (!(pl->plan = govex__plan_from_doc(doc)))
+		return -ENOMEM;
+	return 0;
+}
 
-	/* the request and plan documents */
-	{
-		const struct govex__backend_ops *b = govex__backends[d.backend];
-		char code_digest[72], stdin_digest[72];
-		govex__sha256_digest(req->code, req->code_len, code_digest);
-		govex__sha256_digest(req->stdin_data ? req->stdin_data : "", req->stdin_len,
-				     stdin_digest);
-		unsigned needs_perm = ((req->needs & GOVEX_NEED_NETWORK) ? GOVEX_PERM_NETWORK : 0) |
-				      ((req->needs & GOVEX_NEED_FILESYSTEM_WRITE)
-					       ? GOVEX_PERM_FILESYSTEM_WRITE
-					       : 0) |
-				      ((req->needs & GOVEX_NEED_SUBPROCESS) ? GOVEX_PERM_SUBPROCESS
-									    : 0);
-		struct govex__limits reqlim = {0};
-		reqlim.wall_ms = req->limits.wall_ms;
-		reqlim.cpu_ms = req->limits.cpu_ms;
-		reqlim.memory_bytes = req->limits.memory_bytes;
-		reqlim.processes = req->limits.processes;
-		reqlim.open_files = req->limits.open_files;
-		reqlim.file_size_bytes = req->limits.file_size_bytes;
-		reqlim.stdout_bytes = req->limits.stdout_bytes;
-		reqlim.stderr_bytes = req->limits.stderr_bytes;
-		json_t *rl = json_object();
-		{
-			/* requested limits: only those the request named */
-			_cleanup_json_ json_t *all = govex__limits_json(&reqlim);
-			const char *k;
-			json_t *v;
-			json_object_foreach(all, k, v) if (json_is_integer(v) &&
-							   json_integer_value(v) > 0)
-				json_object_set(rl, k, v);
-		}
-		json_t *reqdoc = json_pack(
-			"{s:s, s:s, s:s, s:I, s:s, s:I, s:s?, s:o, s:o, s:o, s:b, s:o}", "version",
-			GOVEX_REQUEST_VERSION, "language", "python", "code_digest", code_digest,
-			"code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
-			"stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir,
-			"limits", rl, "environment", govex__env_names_json((char **)req->env), "needs",
-			govex__perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
-		char *rq = NULL;
-		size_t rqlen;
-		char request_digest[72];
-		if (!reqdoc || govex__canon(reqdoc, &rq, &rqlen) < 0) {
-			json_decref(reqdoc);
-			r = -ENOMEM;
-			goto fail;
-		}
-		govex__sha256_digest(rq, rqlen, request_digest);
-		free(rq);
-		json_decref(reqdoc);
+#undef REFUSE
 
-		json_t *args = json_array();
-		json_array_append_new(args, json_string("-I"));
-		if (!p->site)
-			json_array_append_new(args, json_string("-S"));
-		json_t *doc = json_pack(
-			"{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
-			" s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
-			" s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
-			" s:{s:o}, s:s, s:s}",
-			"version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name,
-			"version", b->version, "code", "language", "python", "digest", code_digest,
-			"bytes", (json_int_t)req->code_len, "source_path", req->source_path,
-			"stdin", "digest", stdin_digest, "bytes", (json_int_t)req->stdin_len,
-			"interpreter", "path", rt->interp.path, "version", rt->interp.version,
-			"args", args, "limits", govex__limits_json(&d.limits), "environment",
-			"names", govex__env_names_json(d.env), "workdir", "mode",
-			d.workdir ? "path" : "fresh", "path", d.workdir, "filesystem", "read",
-			govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
-			"platform_defaults", p->platform_defaults,
-			"network", p->network ? "allow" : "deny", "subprocess",
-			p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
-			govex__perms_json(needs_perm), "approval", govex__perms_json(d.approve), "controls",
-			"required", govex__ctlset_json(d.required), "policy_digest", p->digest,
-			"request_digest", request_digest);
-		if (!doc) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		if (job) {
-			json_object_del(doc, "code");
-			json_object_del(doc, "stdin");
-			json_object_del(doc, "request_digest");
-			/* an exec runs its own executable, not the interpreter */
-			if (strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0)
-				json_object_del(doc, "interpreter");
-			json_object_update(doc, job);
-		}
-		govex_plan *plan = govex__plan_from_doc(doc);
-		if (!plan) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		*ret_plan = plan;
+/* The steps of planning, in order (see struct planning). */
+static int (*const plan_steps[])(struct planning *) = {
+	plan_request,		  plan_host_limits,	    plan_needs_workdir_metadata,
+	plan_environment,	  plan_interpreter,	    plan_protected_paths,
+	plan_backend,		  plan_interpreter_on_host, plan_interpreter_readable,
+	plan_approval,		  plan_documents,
+};
+
+int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
+			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
+			 govex_result **ret_result, struct govex_error *err)
+{
+	struct planning pl = {
+		.rt = rt,
+		.p = rt->policy,
+		.req = req,
+		.job = job,
+		.exec = job && strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0,
+	};
+	int r = 0;
+	*ret_plan = NULL;
+	*ret_result = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(plan_steps) && r == 0; i++)
+		r = plan_steps[i](&pl);
+	json_decref(pl.meta);
+	if (r > 0) {
+		govex__decision_release(&pl.d);
+		*ret_result = pl.res;
+		return 0;
 	}
+	if (r < 0) {
+		govex__decision_release(&pl.d);
+		govex_result_free(pl.res);
+		return govex__err(err, -r, -r, "plan: %s", strerror(-r));
+	}
+	*ret_plan = pl.plan;
 	if (ret_d)
-		*ret_d = d;
+		*ret_d = pl.d;
 	else
-		govex__decision_release(&d);
+		govex__decision_release(&pl.d);
 	govex__audit(&rt->audit, run_id, "decision",
 		     json_pack("{s:s, s:s, s:s}", "decision", "planned", "backend",
-			       govex__backends[d.backend]->name, "plan_digest",
+			       govex__backends[pl.d.backend]->name, "plan_digest",
 			       (*ret_plan)->digest));
 	return 0;
-
-refused:
-	govex__decision_release(&d);
-	*ret_result = res;
-	return 0;
-fail:
-	govex__decision_release(&d);
-	govex_result_free(res);
-	return govex__err(err, -r, -r, "plan: %s", strerror(-r));
-#undef REFUSE
 }
 
 GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *req,
