@@ -300,8 +300,8 @@ struct planning {
 	govex_runtime *rt;
 	const govex_policy *p;
 	const struct govex_request *req;
-	json_t *job;  /* borrowed; NULL for a run */
-	bool exec;    /* job is an exec: it has stdin and runs no interpreter */
+	json_t *job; /* borrowed; NULL for a run */
+	bool exec;   /* job is an exec: it has stdin and runs no interpreter */
 	struct decision d;
 	json_t *meta; /* the request's metadata, owned until the request document takes it */
 	bool probe_on_host;
@@ -309,13 +309,13 @@ struct planning {
 	govex_result *res;
 };
 
-#define REFUSE(status, code, extra, ...)                                                     \
-	do {                                                                                 \
-		pl->res = govex__refusal(pl->rt, status);                                    \
-		if (!pl->res)                                                                \
-			return -ENOMEM;                                                      \
-		govex__result_diag(pl->res, code, extra, __VA_ARGS__);                       \
-		return 1;                                                                    \
+#define REFUSE(status, code, extra, ...)                                                           \
+	do {                                                                                       \
+		pl->res = govex__refusal(pl->rt, status);                                          \
+		if (!pl->res)                                                                      \
+			return -ENOMEM;                                                            \
+		govex__result_diag(pl->res, code, extra, __VA_ARGS__);                             \
+		return 1;                                                                          \
 	} while (0)
 
 /* The request itself: its code (a run's), stdin, limits, needs, workdir, metadata. */
@@ -469,8 +469,7 @@ static int plan_backend(struct planning *pl)
 	json_array_foreach(names, idx, e)
 	{
 		size_t n = strlen(list);
-		snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "",
-			 json_string_value(e));
+		snprintf(list + n, sizeof(list) - n, "%s%s", idx ? ", " : "", json_string_value(e));
 	}
 	/* a named backend is the only one considered: say who named it */
 	char named[160] = "";
@@ -547,11 +546,10 @@ static int plan_documents(struct planning *pl)
 	const struct govex__backend_ops *b = govex__backends[d->backend];
 	char code_digest[72], stdin_digest[72], request_digest[72];
 	govex__sha256_digest(req->code, req->code_len, code_digest);
-	govex__sha256_digest(req->stdin_data ? req->stdin_data : "", req->stdin_len,
-			     stdin_digest);
+	govex__sha256_digest(req->stdin_data ? req->stdin_data : "", req->stdin_len, stdin_digest);
 	unsigned needs_perm = govex__request_needs_perms(req);
-	if (govex__request_digest(req, code_digest, stdin_digest, needs_perm,
-				  TAKE_PTR(pl->meta), request_digest) < 0)
+	if (govex__request_digest(req, code_digest, stdin_digest, needs_perm, TAKE_PTR(pl->meta),
+				  request_digest) < 0)
 		return -ENOMEM;
 
 	json_t *args = json_array();
@@ -559,25 +557,23 @@ static int plan_documents(struct planning *pl)
 	if (!p->site)
 		json_array_append_new(args, json_string("-S"));
 	json_t *doc = json_pack(
-		"{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
-		" s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
-		" s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
-		" s:{s:o}, s:s, s:s}",
-		"version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name,
-		"version", b->version, "code", "language", "python", "digest", code_digest,
-		"bytes", (json_int_t)req->code_len, "source_path", req->source_path,
-		"stdin", "digest", stdin_digest, "bytes", (json_int_t)req->stdin_len,
-		"interpreter", "path", rt->interp.path, "version", rt->interp.version,
-		"args", args, "limits", govex__limits_json(&d->limits), "environment",
-		"names", govex__env_names_json(d->env), "workdir", "mode",
-		d->workdir ? "path" : "fresh", "path", d->workdir, "filesystem", "read",
-		govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
-		"platform_defaults", p->platform_defaults,
-		"network", p->network ? "allow" : "deny", "subprocess",
-		p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
-		govex__perms_json(needs_perm), "approval", govex__perms_json(d->approve), "controls",
-		"required", govex__ctlset_json(d->required), "policy_digest", p->digest,
-		"request_digest", request_digest);
+	    "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:I, s:s?},"
+	    " s:{s:s, s:I}, s:{s:s, s:s, s:o}, s:o, s:{s:o},"
+	    " s:{s:s, s:s?}, s:{s:o, s:o, s:b}, s:s, s:s, s:b, s:o, s:o,"
+	    " s:{s:o}, s:s, s:s}",
+	    "version", GOVEX_PLAN_VERSION, "kind", "run", "backend", "name", b->name, "version",
+	    b->version, "code", "language", "python", "digest", code_digest, "bytes",
+	    (json_int_t)req->code_len, "source_path", req->source_path, "stdin", "digest",
+	    stdin_digest, "bytes", (json_int_t)req->stdin_len, "interpreter", "path",
+	    rt->interp.path, "version", rt->interp.version, "args", args, "limits",
+	    govex__limits_json(&d->limits), "environment", "names", govex__env_names_json(d->env),
+	    "workdir", "mode", d->workdir ? "path" : "fresh", "path", d->workdir, "filesystem",
+	    "read", govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
+	    "platform_defaults", p->platform_defaults, "network", p->network ? "allow" : "deny",
+	    "subprocess", p->subprocess ? "allow" : "deny", "shell", req->shell != 0, "needs",
+	    govex__perms_json(needs_perm), "approval", govex__perms_json(d->approve), "controls",
+	    "required", govex__ctlset_json(d->required), "policy_digest", p->digest,
+	    "request_digest", request_digest);
 	if (!doc)
 		return -ENOMEM;
 	if (pl->job) {
@@ -598,10 +594,10 @@ static int plan_documents(struct planning *pl)
 
 /* The steps of planning, in order (see struct planning). */
 static int (*const plan_steps[])(struct planning *) = {
-	plan_request,		  plan_host_limits,	    plan_needs_workdir_metadata,
-	plan_environment,	  plan_interpreter,	    plan_protected_paths,
-	plan_backend,		  plan_interpreter_on_host, plan_interpreter_readable,
-	plan_approval,		  plan_documents,
+    plan_request,     plan_host_limits,		plan_needs_workdir_metadata,
+    plan_environment, plan_interpreter,		plan_protected_paths,
+    plan_backend,     plan_interpreter_on_host, plan_interpreter_readable,
+    plan_approval,    plan_documents,
 };
 
 int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
@@ -609,11 +605,11 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 			 govex_result **ret_result, struct govex_error *err)
 {
 	struct planning pl = {
-		.rt = rt,
-		.p = rt->policy,
-		.req = req,
-		.job = job,
-		.exec = job && strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0,
+	    .rt = rt,
+	    .p = rt->policy,
+	    .req = req,
+	    .job = job,
+	    .exec = job && strcmp(json_string_value(json_object_get(job, "kind")), "exec") == 0,
 	};
 	int r = 0;
 	*ret_plan = NULL;

@@ -19,8 +19,8 @@ struct decision {
 	struct govex__limits limits;
 	govex__ctlset required;
 	size_t backend;
-	char **env; /* NAME=VALUE, final */
-	char *workdir; /* NULL = fresh */
+	char **env;	  /* NAME=VALUE, final */
+	char *workdir;	  /* NULL = fresh */
 	unsigned approve; /* permissions needing approval */
 };
 

@@ -135,13 +135,13 @@ int govex__cap_limit(govex_runtime *rt, const char *name, uint64_t want, uint64_
 /* ---- the request's own checks (planning's first steps) --------------------------------- */
 
 /* A refusal of the request: *ret_refusal set and 1 returned, or -ENOMEM. */
-#define REFUSE(status, code, extra, ...)                                                     \
-	do {                                                                                 \
-		*ret_refusal = govex__refusal(rt, status);                                   \
-		if (!*ret_refusal)                                                           \
-			return -ENOMEM;                                                      \
-		govex__result_diag(*ret_refusal, code, extra, __VA_ARGS__);                  \
-		return 1;                                                                    \
+#define REFUSE(status, code, extra, ...)                                                           \
+	do {                                                                                       \
+		*ret_refusal = govex__refusal(rt, status);                                         \
+		if (!*ret_refusal)                                                                 \
+			return -ENOMEM;                                                            \
+		govex__result_diag(*ret_refusal, code, extra, __VA_ARGS__);                        \
+		return 1;                                                                          \
 	} while (0)
 
 int govex__request_check_code(govex_runtime *rt, const struct govex_request *req,
@@ -166,8 +166,7 @@ int govex__request_check_code(govex_runtime *rt, const struct govex_request *req
 		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
 		       "code: contains a NUL byte");
 	if (!govex__utf8_valid(req->code, req->code_len))
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL,
-		       "code: not valid UTF-8");
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_code", NULL, "code: not valid UTF-8");
 	if (req->source_path && !govex__path_normalized(req->source_path))
 		REFUSE(GOVEX_STATUS_INVALID_INPUT, "invalid_source_path", NULL,
 		       "source_path: must be an absolute normalized path");
@@ -196,18 +195,15 @@ int govex__request_limits(govex_runtime *rt, const struct govex_request *req,
 		uint64_t want, max;
 		uint64_t *out;
 	} caps[] = {
-		{"wall_ms", req->limits.wall_ms, p->limits.wall_ms, &l->wall_ms},
-		{"cpu_ms", req->limits.cpu_ms, p->limits.cpu_ms, &l->cpu_ms},
-		{"memory_bytes", req->limits.memory_bytes, p->limits.memory_bytes,
-		 &l->memory_bytes},
-		{"processes", req->limits.processes, p->limits.processes, &l->processes},
-		{"open_files", req->limits.open_files, p->limits.open_files, &l->open_files},
-		{"file_size_bytes", req->limits.file_size_bytes, p->limits.file_size_bytes,
-		 &l->file_size_bytes},
-		{"stdout_bytes", req->limits.stdout_bytes, p->limits.stdout_bytes,
-		 &l->stdout_bytes},
-		{"stderr_bytes", req->limits.stderr_bytes, p->limits.stderr_bytes,
-		 &l->stderr_bytes},
+	    {"wall_ms", req->limits.wall_ms, p->limits.wall_ms, &l->wall_ms},
+	    {"cpu_ms", req->limits.cpu_ms, p->limits.cpu_ms, &l->cpu_ms},
+	    {"memory_bytes", req->limits.memory_bytes, p->limits.memory_bytes, &l->memory_bytes},
+	    {"processes", req->limits.processes, p->limits.processes, &l->processes},
+	    {"open_files", req->limits.open_files, p->limits.open_files, &l->open_files},
+	    {"file_size_bytes", req->limits.file_size_bytes, p->limits.file_size_bytes,
+	     &l->file_size_bytes},
+	    {"stdout_bytes", req->limits.stdout_bytes, p->limits.stdout_bytes, &l->stdout_bytes},
+	    {"stderr_bytes", req->limits.stderr_bytes, p->limits.stderr_bytes, &l->stderr_bytes},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
 		if (govex__cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
@@ -238,8 +234,8 @@ int govex__request_needs(govex_runtime *rt, const struct govex_request *req,
 	return 0;
 }
 
-int govex__request_workdir(govex_runtime *rt, const struct govex_request *req,
-			   char **ret_workdir, govex_result **ret_refusal)
+int govex__request_workdir(govex_runtime *rt, const struct govex_request *req, char **ret_workdir,
+			   govex_result **ret_refusal)
 {
 	const govex_policy *p = rt->policy;
 	const char *wd = req->workdir ? req->workdir : p->workdir;
@@ -260,15 +256,15 @@ int govex__request_workdir(govex_runtime *rt, const struct govex_request *req,
 	struct stat wst;
 	int se = stat(wd, &wst) < 0 ? errno : S_ISDIR(wst.st_mode) ? 0 : ENOTDIR;
 	if (se)
-		REFUSE(GOVEX_STATUS_INVALID_INPUT, "workdir_missing", json_pack("{s:s}", "path", wd),
-		       "workdir '%.100s': %s", wd, strerror(se));
+		REFUSE(GOVEX_STATUS_INVALID_INPUT, "workdir_missing",
+		       json_pack("{s:s}", "path", wd), "workdir '%.100s': %s", wd, strerror(se));
 	if (!(*ret_workdir = strdup(wd)))
 		return -ENOMEM;
 	return 0;
 }
 
-int govex__request_metadata(govex_runtime *rt, const struct govex_request *req,
-			    json_t **ret_meta, govex_result **ret_refusal)
+int govex__request_metadata(govex_runtime *rt, const struct govex_request *req, json_t **ret_meta,
+			    govex_result **ret_refusal)
 {
 	json_t *meta = json_object();
 	for (size_t i = 0; req->metadata && req->metadata[i]; i++) {
@@ -300,8 +296,7 @@ unsigned govex__request_needs_perms(const struct govex_request *req)
 }
 
 int govex__request_digest(const struct govex_request *req, const char *code_digest,
-			  const char *stdin_digest, unsigned needs_perm, json_t *meta,
-			  char ret[72])
+			  const char *stdin_digest, unsigned needs_perm, json_t *meta, char ret[72])
 {
 	struct govex__limits reqlim = {0};
 	reqlim.wall_ms = req->limits.wall_ms;
@@ -319,15 +314,15 @@ int govex__request_digest(const struct govex_request *req, const char *code_dige
 		const char *k;
 		json_t *v;
 		json_object_foreach(all, k, v) if (json_is_integer(v) && json_integer_value(v) > 0)
-			json_object_set(rl, k, v);
+		    json_object_set(rl, k, v);
 	}
-	json_t *reqdoc = json_pack(
-		"{s:s, s:s, s:s, s:I, s:s, s:I, s:s?, s:o, s:o, s:o, s:b, s:o}", "version",
-		GOVEX_REQUEST_VERSION, "language", "python", "code_digest", code_digest,
-		"code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
-		"stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir, "limits", rl,
-		"environment", govex__env_names_json((char **)req->env), "needs",
-		govex__perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
+	json_t *reqdoc =
+	    json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:s?, s:o, s:o, s:o, s:b, s:o}", "version",
+		      GOVEX_REQUEST_VERSION, "language", "python", "code_digest", code_digest,
+		      "code_bytes", (json_int_t)req->code_len, "stdin_digest", stdin_digest,
+		      "stdin_bytes", (json_int_t)req->stdin_len, "workdir", req->workdir, "limits",
+		      rl, "environment", govex__env_names_json((char **)req->env), "needs",
+		      govex__perms_json(needs_perm), "shell", req->shell != 0, "metadata", meta);
 	char *rq = NULL;
 	size_t rqlen;
 	if (!reqdoc || govex__canon(reqdoc, &rq, &rqlen) < 0) {

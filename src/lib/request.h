@@ -33,11 +33,11 @@ int govex__request_needs(govex_runtime *rt, const struct govex_request *req,
 			 govex_result **ret_refusal);
 /* The named workdir (the request's, else the policy's): normalized, under a write root,
  * an existing directory; copied into *ret_workdir (untouched when none is named). */
-int govex__request_workdir(govex_runtime *rt, const struct govex_request *req,
-			   char **ret_workdir, govex_result **ret_refusal);
+int govex__request_workdir(govex_runtime *rt, const struct govex_request *req, char **ret_workdir,
+			   govex_result **ret_refusal);
 /* The request's metadata as a JSON object (*ret_meta, owned). */
-int govex__request_metadata(govex_runtime *rt, const struct govex_request *req,
-			    json_t **ret_meta, govex_result **ret_refusal);
+int govex__request_metadata(govex_runtime *rt, const struct govex_request *req, json_t **ret_meta,
+			    govex_result **ret_refusal);
 /* The needs the request declared, as enum govex__perm bits. */
 unsigned govex__request_needs_perms(const struct govex_request *req);
 /* The digest of the request document (what was asked, code and stdin by digest,

@@ -24,7 +24,7 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				const struct govex__limits *l);
 /* The result of a finished run: status from the outcome, its output and usage (taken
  * from o, which is released), digests, the backend and its controls, diagnostics. */
-govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
-				const govex_plan *plan, struct govex__outcome *o);
+govex_result *govex__run_result(govex_runtime *rt, const struct decision *d, const govex_plan *plan,
+				struct govex__outcome *o);
 
 #endif

@@ -5,14 +5,14 @@
 #ifndef GOVEX_RUNTIME_H
 #define GOVEX_RUNTIME_H
 
+#include "approval.h"
 #include "internal.h"
 #include "plan.h"
 #include "registry.h"
 #include "request.h"
-#include "approval.h"
 #include "run.h"
 
-#define METADATA_MAX 64
+#define METADATA_MAX	  64
 #define METADATA_ITEM_MAX 1024
 
 struct govex_runtime {
