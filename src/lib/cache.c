@@ -16,7 +16,7 @@
  *              not written through.
  *
  * That the directory is not inside a write root of a sandboxed run is checked at
- * planning (runtime.c, protected_path).
+ * planning (plan.c, protected_path; the check is protect.c).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -530,7 +530,7 @@ static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 	/*
 	 * A path a sandbox gives its own meaning: /govex is where the run's fresh workdir is
 	 * mounted (a host path there would be hidden or collide).  (Read roots beneath /tmp
-	 * are refused at planning, for a sandboxed run only: runtime.c.)
+	 * are refused at planning, for a sandboxed run only: plan.c.)
 	 */
 	{
 		char **lists[] = {p->read_roots, p->write_roots};

@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* The runtime's private pieces, shared by runtime.c (runs) and call.c (call mode). */
+/* The runtime's private pieces: struct govex_runtime, and the headers of the concepts
+ * runtime.c, request.c, plan.c, registry.c, approval.c and run.c own, which call.c and
+ * exec.c use together. */
 #ifndef GOVEX_RUNTIME_H
 #define GOVEX_RUNTIME_H
 
+#include "approval.h"
 #include "internal.h"
+#include "plan.h"
+#include "registry.h"
+#include "request.h"
+#include "run.h"
 
-#define METADATA_MAX 64
+#define METADATA_MAX	  64
 #define METADATA_ITEM_MAX 1024
 
 struct govex_runtime {
@@ -34,71 +41,18 @@ struct govex_runtime {
 	size_t inspections_next;
 };
 
-struct govex_plan {
-	char *canon;
-	size_t len;
-	char digest[72];
-	char *source_path;
-	json_t *doc;
-};
-
-/* What planning decided, beyond the plan document. */
-struct decision {
-	struct govex__limits limits;
-	govex__ctlset required;
-	size_t backend;
-	char **env; /* NAME=VALUE, final */
-	char *workdir; /* NULL = fresh */
-	unsigned approve; /* permissions needing approval */
-};
-
-
-void govex__decision_release(struct decision *d);
 /* The controls this run had: enforced by the backend and applied to this run
  * (controls.c).  Every result of a run, exec or call lists these. */
 govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,
 				  const struct decision *d);
-govex_plan *govex__plan_from_doc(json_t *doc); /* takes doc */
 void govex__run_id_new(char out[33]);
 /* A refusal result carrying the policy digest. */
 govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
-json_t *govex__perms_json(unsigned perms);
-/*
- * Validates req against the policy, chooses the backend and builds the plan.  job is NULL
- * for a run; for call mode it is an object whose members replace the run-specific
- * parts of the plan ("code", "stdin", "request_digest"), and req->code is then the
- * worker's own source, not checked as user code.  Borrows job.
- */
-int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, const char *run_id,
-			 json_t *job, govex_plan **ret_plan, struct decision *ret_d,
-			 govex_result **ret_result, struct govex_error *err);
+
+/* The runtime's audit events (audit.c): a request received, a refusal, a finish. */
 void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res);
 void govex__audit_received(govex_runtime *rt, const char *run_id, const char *kind,
 			   const struct govex_request *req);
-govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
-				   const govex_plan *fresh);
-int govex__backend_state(govex_runtime *rt, size_t i, void **ret, struct govex_error *err);
-enum govex_status govex__status_of(const struct govex__outcome *o);
-/* Asks the approver when the decision needs it; returns a refusal or NULL. */
-govex_result *govex__approve(govex_runtime *rt, const char *run_id, const struct decision *d,
-			     const govex_plan *plan);
-/*
- * Makes the workdir, runs argv on the decision's backend and removes a fresh workdir.
- * extra_fd/frame_fd are taken (call mode; -1 otherwise).  On failure before launch,
- * *ret_result is a launch_failed result.
- */
-int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
-		  const govex_plan *plan, char *const *argv, const char *stdin_data,
-		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
-		  uint64_t frame_max, char *const *extra_ro, struct govex__outcome *ret_o,
-		  govex_result **ret_result, struct govex_error *err);
-/* Diagnostics for how a run ended (timeout, cancel, limits, launch failure). */
-void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
-				const struct govex__limits *l);
-/* The result of a finished run: status from the outcome, its output and usage (taken
- * from o, which is released), digests, the backend and its controls, diagnostics. */
-govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
-				const govex_plan *plan, struct govex__outcome *o);
 /* Audits the finish event of a result (plan NULL: refused). */
 void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
 			 const govex_plan *plan);

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running a planned job: make its workdir, launch it on the decision's backend, and turn
+ * the outcome into a result (status, diagnostics); govex_runtime_run and _execute, the
+ * run pipeline (plan, compare with a given plan, approve, launch, audit).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+#include "run.h"
+
+enum govex_status govex__status_of(const struct govex__outcome *o)
+{
+	switch (o->term) {
+	case GOVEX_TERM_EXITED:
+		if (o->exit_code != 0)
+			return GOVEX_STATUS_EXECUTION_FAILED;
+		return (o->out_truncated || o->err_truncated) ? GOVEX_STATUS_OUTPUT_LIMIT
+							      : GOVEX_STATUS_SUCCESS;
+	case GOVEX_TERM_TIMEOUT:
+		return GOVEX_STATUS_TIMEOUT;
+	case GOVEX_TERM_CANCELLED:
+		return GOVEX_STATUS_CANCELLED;
+	case GOVEX_TERM_MEMORY_LIMIT:
+	case GOVEX_TERM_CPU_LIMIT:
+		return GOVEX_STATUS_RESOURCE_LIMIT;
+	case GOVEX_TERM_OUTPUT_LIMIT:
+		return GOVEX_STATUS_OUTPUT_LIMIT;
+	default:
+		return GOVEX_STATUS_EXECUTION_FAILED;
+	}
+}
+
+static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, const char *step,
+				    const char *what, const char *detail)
+{
+	govex_result *res =
+		govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+	if (!res)
+		return NULL;
+	govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", step), "%s: %s", what,
+			   detail);
+	govex__result_set_digests(res, rt->policy->digest, plan->digest);
+	return res;
+}
+
+int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
+		  const govex_plan *plan, char *const *argv, const char *stdin_data,
+		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
+		  uint64_t frame_max, char *const *extra_ro, struct govex__outcome *o,
+		  govex_result **ret_result, struct govex_error *err)
+{
+	const struct govex__backend_ops *b = govex__backends[d->backend];
+	void *state = NULL;
+	_cleanup_free_ char *workdir = NULL;
+	_cleanup_close_ int workdir_lock = -1;
+	bool host_workdir = false;
+	int r;
+	memset(o, 0, sizeof(*o));
+	*ret_result = NULL;
+	if ((r = govex__backend_state(rt, d->backend, &state, err)) < 0) {
+		*ret_result = launch_failure(rt, plan, "prepare", "backend preparation failed",
+					     err ? err->message : strerror(-r));
+		goto fail;
+	}
+	/* A fresh workdir: the sandbox's own (restricted: a tmpfs at /govex/work, nothing on
+	 * the host to remove or to leave behind), or a locked host directory. */
+	const char *priv = !d->workdir && b->private_workdir ? b->private_workdir(state) : NULL;
+	if (priv) {
+		/* no host workdir is made here, so the leftovers of a killed govex's runs on
+		 * another backend are swept once per runtime instead */
+		pthread_mutex_lock(&rt->lock);
+		bool sweep = !rt->swept;
+		rt->swept = true;
+		pthread_mutex_unlock(&rt->lock);
+		if (sweep)
+			govex__sweep_workdirs();
+	}
+	if (d->workdir) {
+		workdir = strdup(d->workdir);
+	} else if (priv) {
+		workdir = strdup(priv);
+	} else if ((r = govex__make_workdir(&workdir, &workdir_lock, err)) < 0) {
+		*ret_result = launch_failure(rt, plan, "workdir",
+					     "workdir: cannot create a fresh directory",
+					     strerror(-r));
+		goto fail;
+	}
+	if (!workdir)
+		goto fail;
+	host_workdir = !d->workdir && !priv;
+	struct govex__launch l = {
+		.policy = rt->policy,
+		.interp = &rt->interp,
+		.opts = &rt->opts,
+		.limits = &d->limits,
+		.argv = argv,
+		.envp = d->env,
+		.workdir = workdir,
+		.workdir_fresh = d->workdir == NULL,
+		.stdin_data = stdin_data,
+		.stdin_len = stdin_len,
+		.cancel_fd = govex__cancel_fd(cancel),
+		.extra_fd = extra_fd,
+		.frame_fd = frame_fd,
+		.frame_max = frame_max,
+		.aggregate = d->required &
+			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
+		.extra_ro = extra_ro,
+	};
+	govex__audit(&rt->audit, run_id, "launch",
+		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
+			       b->version, "plan_digest", plan->digest));
+	struct govex_error rerr = {0};
+	b->run(state, &l, o, &rerr);
+	if (host_workdir) {
+		r = govex__rm_rf(workdir);
+		if (r < 0)
+			o->workdir_cleanup_errno = -r;
+	}
+	return 0;
+fail:
+	if (extra_fd >= 0)
+		close(extra_fd);
+	if (frame_fd >= 0)
+		close(frame_fd);
+	return *ret_result ? 0 : govex__err(err, ENOMEM, ENOMEM, "launch: out of memory");
+}
+
+govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
+				const govex_plan *plan, struct govex__outcome *o)
+{
+	const struct govex__backend_ops *b = govex__backends[d->backend];
+	govex_result *res = govex__result_new(govex__status_of(o), o->term);
+	if (res) {
+		govex__result_take_outcome(res, o);
+		govex__result_set_digests(res, rt->policy->digest, plan->digest);
+		govex__result_set_backend(
+			res, b->name, b->version,
+			govex__run_controls(&rt->reports[d->backend], rt->policy, d));
+		govex__outcome_diagnostics(res, o, &d->limits);
+	}
+	govex__outcome_release(o);
+	return res;
+}
+
+/* Diagnostics for how a run ended (shared by runs and calls). */
+void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *o,
+				const struct govex__limits *l)
+{
+	if (o->term == GOVEX_TERM_LAUNCH_FAILED)
+		govex__result_diag(res, "launch_failed",
+				   json_pack("{s:s, s:i}", "step", o->failed_step, "errno",
+					     o->failed_errno),
+				   "launch step '%s' failed: %s", o->failed_step,
+				   strerror(o->failed_errno));
+	else if (o->term == GOVEX_TERM_TIMEOUT)
+		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
+				   (unsigned long long)l->wall_ms);
+	else if (o->term == GOVEX_TERM_CANCELLED)
+		govex__result_diag(res, "cancelled", NULL, "the run was cancelled");
+	else if (o->term == GOVEX_TERM_CPU_LIMIT)
+		govex__result_diag(res, "cpu_limit", NULL, "CPU time limit of %llu ms reached",
+				   (unsigned long long)l->cpu_ms);
+	else if (o->term == GOVEX_TERM_MEMORY_LIMIT)
+		govex__result_diag(res, "memory_limit", NULL,
+				   "memory limit of %llu bytes reached",
+				   (unsigned long long)l->memory_bytes);
+	else if (o->term == GOVEX_TERM_OUTPUT_LIMIT)
+		govex__result_diag(res, "output_limit", NULL,
+				   "the run was ended: it wrote 16 MiB more than an output bound "
+				   "(stdout %llu, stderr %llu bytes)",
+				   (unsigned long long)l->stdout_bytes,
+				   (unsigned long long)l->stderr_bytes);
+	if (o->workdir_cleanup_errno)
+		govex__result_diag(res, "workdir_cleanup_failed",
+				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),
+				   "the run's workdir could not be removed entirely: %s",
+				   strerror(o->workdir_cleanup_errno));
+	if (o->cgroup_cleanup_errno)
+		govex__result_diag(res, "cgroup_cleanup_failed",
+				   json_pack("{s:i}", "errno", o->cgroup_cleanup_errno),
+				   "the run's cgroup could not be removed: %s",
+				   strerror(o->cgroup_cleanup_errno));
+}
+
+static int execute_internal(govex_runtime *rt, const govex_plan *given,
+			    const struct govex_request *req, govex_result **ret_result,
+			    struct govex_error *err)
+{
+	char run_id[33];
+	govex_plan *plan = NULL;
+	govex_result *res = NULL;
+	struct decision d;
+	struct govex__outcome o;
+	_cleanup_free_ char *code = NULL;
+	int r;
+
+	memset(&d, 0, sizeof(d));
+	govex__run_id_new(run_id);
+	govex__audit_received(rt, run_id, given ? "execute" : "run", req);
+	r = govex__plan_internal(rt, req, run_id, NULL, &plan, &d, &res, err);
+	if (r < 0)
+		return r;
+	if (res)
+		goto refused;
+	if (given && strcmp(given->digest, plan->digest) != 0) {
+		res = govex__plan_mismatch(rt, given, plan);
+		goto refused;
+	}
+	if ((res = govex__approve(rt, run_id, &d, plan)))
+		goto refused;
+
+	code = strndup(req->code, req->code_len);
+	if (!code)
+		goto oom;
+	char *argv[8];
+	size_t ac = 0;
+	argv[ac++] = rt->interp.path;
+	argv[ac++] = "-I";
+	if (!rt->policy->site)
+		argv[ac++] = "-S";
+	argv[ac++] = "-c";
+	argv[ac++] = code;
+	argv[ac] = NULL;
+	if ((r = govex__launch(rt, run_id, &d, plan, argv, req->stdin_data, req->stdin_len,
+			       req->cancel, -1, -1, 0, NULL, &o, &res, err)) < 0)
+		goto oom;
+	if (res)
+		goto finish;
+
+	if (!(res = govex__run_result(rt, &d, plan, &o)))
+		goto oom;
+
+finish:
+	if ((r = govex__result_finish(res)) < 0)
+		goto oom;
+	govex__audit_finish(rt, run_id, res, plan);
+	govex__decision_release(&d);
+	govex_plan_free(plan);
+	*ret_result = res;
+	return 0;
+
+refused:
+	govex__decision_release(&d);
+	govex_plan_free(plan);
+	if (!res)
+		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+	if ((r = govex__result_finish(res)) < 0) {
+		govex_result_free(res);
+		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+	}
+	govex__audit_refused(rt, run_id, res);
+	govex__audit_finish(rt, run_id, res, NULL);
+	*ret_result = res;
+	return 0;
+oom:
+	govex__decision_release(&d);
+	govex_plan_free(plan);
+	govex_result_free(res);
+	return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+}
+
+GOVEX_API int govex_runtime_execute(govex_runtime *rt, const govex_plan *plan,
+				    const struct govex_request *req, govex_result **ret_result,
+				    struct govex_error *ret_err)
+{
+	if (!rt || !plan || !req || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "execute: missing argument");
+	return execute_internal(rt, plan, req, ret_result, ret_err);
+}
+
+GOVEX_API int govex_runtime_run(govex_runtime *rt, const struct govex_request *req,
+				govex_result **ret_result, struct govex_error *ret_err)
+{
+	if (!rt || !req || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "run: missing argument");
+	return execute_internal(rt, NULL, req, ret_result, ret_err);
+}
