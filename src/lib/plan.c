@@ -628,14 +628,15 @@ int govex__plan_internal(govex_runtime *rt, const struct govex_request *req, con
 		return govex__err(err, -r, -r, "plan: %s", strerror(-r));
 	}
 	*ret_plan = pl.plan;
-	if (ret_d)
-		*ret_d = pl.d;
-	else
-		govex__decision_release(&pl.d);
+	/* audited before the decision may be released (its backend is read here) */
 	govex__audit(&rt->audit, run_id, "decision",
 		     json_pack("{s:s, s:s, s:s}", "decision", "planned", "backend",
 			       govex__backends[pl.d.backend]->name, "plan_digest",
 			       (*ret_plan)->digest));
+	if (ret_d)
+		*ret_d = pl.d;
+	else
+		govex__decision_release(&pl.d);
 	return 0;
 }
 

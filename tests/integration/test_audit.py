@@ -119,12 +119,34 @@ def test_audit_refused(t):
     _no_content(data)
 
 
+def test_plan_audit_names_backend(t):
+    """`govex plan` audits the backend its plan chose (the decision was once released
+    before the event read it, naming the first backend, controlled, every time)."""
+    g.need_python()
+    for preset, backend in (("trusted", "controlled"), ("strict", "restricted")):
+        if backend == "restricted" and not any(
+                b.get("name") == "restricted" and b.get("available")
+                for b in g.backends() if isinstance(b, dict)):
+            continue
+        audit = t.path("plan-%s.jsonl" % preset)
+        r = t.run(["plan", "--preset", preset, "--audit", audit, "-c", "print(1)"])
+        r.expect_rc(0)
+        plan = json.loads(r.stdout)
+        _, events = _events(audit)
+        planned = [e for e in events if e.get("decision") == "planned"]
+        g.eq(len(planned), 1, "planned decisions (%s)" % preset)
+        g.eq(planned[0].get("backend"), plan["backend"]["name"], "audited backend")
+        g.eq(planned[0].get("backend"), backend, "backend of %s" % preset)
+
+
 TESTS = [
     ("audit: JSON lines, received/decision/launch/finish in order, no content",
      test_audit_events),
     ("audit appends across runs", test_audit_appends),
     ("audit records the approval", test_audit_approval),
     ("audit of a denied run: no launch, no content", test_audit_refused),
+    ("plan: the planned decision names the backend the plan chose",
+     test_plan_audit_names_backend),
 ]
 
 if __name__ == "__main__":
