@@ -55,9 +55,9 @@ bool rlandlock_complete(int abi)
 	return abi >= 6;
 }
 
-int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char **ret_step)
+int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step)
 {
-	*ret_step = "landlock";
+	*ret_step = GOVEX_STEP_LANDLOCK;
 	if (abi <= 0)
 		return 0;
 	struct ll_ruleset_attr ra = {0};

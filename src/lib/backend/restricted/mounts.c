@@ -566,9 +566,9 @@ static int make_mountpoint(const char *path, bool dir)
 }
 
 static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir,
-		   const char **ret_step)
+		   enum govex__step *ret_step)
 {
-	*ret_step = "bind_open";
+	*ret_step = GOVEX_STEP_BIND_OPEN;
 	struct open_how how = {
 	    .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
@@ -587,7 +587,7 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 	    open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	int e = errno;
 	close(fd);
-	*ret_step = "open_tree";
+	*ret_step = GOVEX_STEP_OPEN_TREE;
 	if (tree < 0)
 		return -e;
 	struct mount_attr attr = {0};
@@ -602,7 +602,7 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 		break;
 	}
-	*ret_step = "mount_setattr";
+	*ret_step = GOVEX_STEP_MOUNT_SETATTR;
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
 		e = errno;
 		close(tree);
@@ -634,11 +634,11 @@ static int new_proc(bool *ret_subset)
 	return mnt < 0 ? -e : mnt;
 }
 
-int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step)
+int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step)
 {
 	bool proc_subset = false;
 	/* Nothing we do may propagate back to the host's mounts. */
-	*ret_step = "mount_private";
+	*ret_step = GOVEX_STEP_MOUNT_PRIVATE;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 
@@ -646,7 +646,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		const struct rmount *m = &plan->m[i];
 		s->fd[i] = -1;
 		if (m->kind == RM_PROC) {
-			*ret_step = "proc";
+			*ret_step = GOVEX_STEP_PROC;
 			int fd = new_proc(&proc_subset);
 			if (fd < 0)
 				return fd;
@@ -657,7 +657,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		if (!is_bind(m->kind) && m->kind != RM_BIND_DEV)
 			continue;
 		int r = capture(m, &s->fd[i], &s->isdir[i], ret_step);
-		if (r == -ENOENT && m->kind != RM_BIND_DEV && strcmp(*ret_step, "bind_open") == 0)
+		if (r == -ENOENT && m->kind != RM_BIND_DEV && *ret_step == GOVEX_STEP_BIND_OPEN)
 			continue; /* gone since planning: nothing to show */
 		if (r < 0)
 			return r;
@@ -671,7 +671,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 	 */
 	bool root_bind = plan->n > 0 && is_bind(plan->m[0].kind) &&
 			 strcmp(plan->m[0].path, "/") == 0 && s->fd[0] >= 0;
-	*ret_step = "tmpfs_root";
+	*ret_step = GOVEX_STEP_TMPFS_ROOT;
 	if (root_bind) {
 		if (move_mount(s->fd[0], "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
@@ -683,7 +683,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 	}
 	if (chdir("/tmp") < 0)
 		return -errno;
-	*ret_step = "pivot_root";
+	*ret_step = GOVEX_STEP_PIVOT_ROOT;
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return -errno;
 	/* The old root is now stacked on ".": detach it and everything under it. */
@@ -702,11 +702,11 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		case RM_PROC:
 			if (s->fd[i] < 0)
 				break;
-			*ret_step = "mountpoint";
+			*ret_step = GOVEX_STEP_MOUNTPOINT;
 			r = make_mountpoint(m->path, s->isdir[i]);
 			if (r < 0)
 				return r;
-			*ret_step = "move_mount";
+			*ret_step = GOVEX_STEP_MOVE_MOUNT;
 			if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
 			    0)
 				return -errno;
@@ -714,13 +714,13 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 			s->fd[i] = -1;
 			break;
 		case RM_TMPFS:
-			*ret_step = "mountpoint";
+			*ret_step = GOVEX_STEP_MOUNTPOINT;
 			r = make_mountpoint(m->path, true);
 			if (r < 0)
 				return r;
 			/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
 			 * run or holds only device nodes: never exec-able */
-			*ret_step = "tmpfs";
+			*ret_step = GOVEX_STEP_TMPFS;
 			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  m->opts) < 0)
 				return -errno;
@@ -732,7 +732,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 			/* (links to self/..., like /proc/mounts, are the process's own) */
 			if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
 				break; /* this kernel has no such file */
-			*ret_step = "proc_mask";
+			*ret_step = GOVEX_STEP_PROC_MASK;
 			if (S_ISDIR(pst.st_mode)) {
 				if (mount("tmpfs", m->path, "tmpfs",
 					  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -750,18 +750,18 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		case RM_LANDLOCK:
 			break; /* a Landlock rule only */
 		case RM_SYMLINK:
-			*ret_step = "mountpoint";
+			*ret_step = GOVEX_STEP_MOUNTPOINT;
 			r = mkdir_parents(m->path, false);
 			if (r < 0)
 				return r;
-			*ret_step = "symlink";
+			*ret_step = GOVEX_STEP_SYMLINK;
 			if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
 				return -errno;
 			break;
 		case RM_READONLY: {
 			if (root_bind && strcmp(m->path, "/") == 0)
 				break; /* the policy's own root keeps its mode */
-			*ret_step = "remount_ro";
+			*ret_step = GOVEX_STEP_REMOUNT_RO;
 			struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
 			if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
 				return -errno;
