@@ -284,7 +284,7 @@ static bool system_tree(const char *p)
 int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, struct rplan *ret,
 		struct govex_error *err)
 {
-	struct rplan pl = {0};
+	_cleanup_(rplan_free) struct rplan pl = {0};
 	int r = 0;
 	/* Read-only binds: executable only when the policy lets the run start programs
 	 * (the interpreter itself gets EXECUTE per run, add_exec_files()).  Writable
@@ -295,14 +295,12 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 	do {                                                                                       \
 		r = (x);                                                                           \
 		if (r < 0)                                                                         \
-			goto fail;                                                                 \
+			return r;                                                                  \
 	} while (0)
 #define TRYM(x)                                                                                    \
 	do {                                                                                       \
-		if ((x) < 0) {                                                                     \
-			r = govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");          \
-			goto fail;                                                                 \
-		}                                                                                  \
+		if ((x) < 0)                                                                       \
+			return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");       \
 	} while (0)
 
 	if (pol->platform_defaults && in) {
@@ -380,10 +378,8 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 #undef TRY
 #undef TRYM
 	*ret = pl;
+	pl = (struct rplan){0}; /* taken */
 	return 0;
-fail:
-	rplan_free(&pl);
-	return r;
 }
 
 /* ---- per-run plan -------------------------------------------------------------------- */
@@ -409,7 +405,7 @@ static bool is_bind(enum rmount_kind k)
 int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
 		  const char *argv0, char *const *extra_ro, struct rplan *ret)
 {
-	struct rplan pl = {0};
+	_cleanup_(rplan_free) struct rplan pl = {0};
 	pl.ro_access = base->ro_access;
 	pl.m = calloc(base->n + 1, sizeof(*pl.m));
 	if (!pl.m)
@@ -420,7 +416,7 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 		pl.m[pl.n].opts = base->m[i].opts ? strdup(base->m[i].opts) : NULL;
 		pl.n++;
 		if (!pl.m[pl.n - 1].path || (base->m[i].opts && !pl.m[pl.n - 1].opts))
-			goto nomem;
+			return -ENOMEM;
 	}
 	if (workdir) {
 		/* a host directory bound read-write, or the run's own tmpfs */
@@ -430,25 +426,21 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 		pl.m[pl.n].ll_access = LL_WRITABLE;
 		pl.n++;
 		if (!pl.m[pl.n - 1].path || (workdir_tmpfs && !pl.m[pl.n - 1].opts))
-			goto nomem;
+			return -ENOMEM;
 	}
 	/* the run's own read-only files (govex exec: the executable and its libraries),
 	 * resolved like the runtime's */
 	for (size_t i = 0; extra_ro && extra_ro[i]; i++) {
 		struct govex_error e;
 		int r = add_bind(&pl, RM_BIND_RO, extra_ro[i], pl.ro_access, &e);
-		if (r < 0) {
-			rplan_free(&pl);
+		if (r < 0)
 			return r;
-		}
 	}
 	{
 		struct govex_error e;
 		int r = add_exec_files(&pl, argv0, &e);
-		if (r < 0) {
-			rplan_free(&pl);
+		if (r < 0)
 			return r;
-		}
 	}
 	qsort(pl.m, pl.n, sizeof(*pl.m), mount_cmp);
 
@@ -502,10 +494,8 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 	}
 	pl.n = w;
 	*ret = pl;
+	pl = (struct rplan){0}; /* taken */
 	return 0;
-nomem:
-	rplan_free(&pl);
-	return -ENOMEM;
 }
 
 /* ---- scratch ------------------------------------------------------------------------ */
@@ -573,23 +563,18 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 	    .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->path, &how, sizeof(how));
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->path, &how, sizeof(how));
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
 	*ret_isdir = S_ISDIR(st.st_mode);
-	int tree =
-	    open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	int e = errno;
-	close(fd);
 	*ret_step = GOVEX_STEP_OPEN_TREE;
+	_cleanup_close_ int tree =
+	    open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (tree < 0)
-		return -e;
+		return -errno;
 	struct mount_attr attr = {0};
 	switch (m->kind) {
 	case RM_BIND_RO:
@@ -603,12 +588,9 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 		break;
 	}
 	*ret_step = GOVEX_STEP_MOUNT_SETATTR;
-	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
-		e = errno;
-		close(tree);
-		return -e;
-	}
-	*ret_fd = tree;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(tree);
 	return 0;
 }
 
@@ -618,20 +600,15 @@ static int new_proc(bool *ret_subset)
 	 * where a proc is already fully visible.  Made by PID 1 of the new PID namespace,
 	 * so it shows that namespace.  subset=pid (Linux >= 5.8) leaves out everything that
 	 * is not a process: /proc/cmdline, /proc/sys, kallsyms, the host's mounts... */
-	int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	_cleanup_close_ int fs = fsopen("proc", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
 	*ret_subset = fsconfig(fs, FSCONFIG_SET_STRING, "subset", "pid", 0) == 0;
-	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		int e = errno;
-		close(fs);
-		return -e;
-	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
 	int mnt =
 	    fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	int e = errno;
-	close(fs);
-	return mnt < 0 ? -e : mnt;
+	return mnt < 0 ? -errno : mnt;
 }
 
 int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step)
