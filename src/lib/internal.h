@@ -322,7 +322,7 @@ struct govex__launch {
 	int extra_fd;  /* call mode: a descriptor passed to the child as fd 3, or -1; the
 			* backend takes it (closes the host's copy once the child has it) */
 	int frame_fd;  /* call mode: the host's read end of extra_fd's pipe, or -1; taken
-			* by the backend (govex__supervise closes it) */
+			* by the backend (govex__run_shim closes it) */
 	/* Aggregate controls this run requires (memory, CPU, pids): the backend enforces
 	 * them with an aggregate mechanism (a cgroup) or fails the launch. */
 	govex__ctlset aggregate;
@@ -546,7 +546,7 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		    struct govex_error *err);
 
 /* Fills the outcome's termination, exit code, signal and usage from a shim report (the
- * kill reason and launch failures set by govex__supervise() take precedence). */
+ * kill reason and launch failures set by the supervisor take precedence). */
 void govex__outcome_from_report(struct govex__outcome *o, const struct govex__limits *l,
 				const struct govex__shim_report *rep, bool got_report);
 

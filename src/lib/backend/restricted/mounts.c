@@ -611,20 +611,17 @@ static int new_proc(bool *ret_subset)
 	return mnt < 0 ? -errno : mnt;
 }
 
-int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step)
+/* Captures every source while the host's tree is still visible: a detached copy of
+ * each bind (capture()) and a new proc.  *ret_subset: proc hides what is not a process. */
+static int capture_all(const struct rplan *plan, struct rscratch *s, bool *ret_subset,
+		       enum govex__step *ret_step)
 {
-	bool proc_subset = false;
-	/* Nothing we do may propagate back to the host's mounts. */
-	*ret_step = GOVEX_STEP_MOUNT_PRIVATE;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct rmount *m = &plan->m[i];
 		s->fd[i] = -1;
 		if (m->kind == RM_PROC) {
 			*ret_step = GOVEX_STEP_PROC;
-			int fd = new_proc(&proc_subset);
+			int fd = new_proc(ret_subset);
 			if (fd < 0)
 				return fd;
 			s->fd[i] = fd;
@@ -639,6 +636,102 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step 
 		if (r < 0)
 			return r;
 	}
+
+	return 0;
+}
+
+/* Attaches plan entry i (captured in s) in the new root. */
+static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool proc_subset,
+		  bool root_bind, enum govex__step *ret_step)
+{
+	const struct rmount *m = &plan->m[i];
+	int r = 0;
+	switch (m->kind) {
+	case RM_BIND_RO:
+	case RM_BIND_RW:
+	case RM_BIND_DEV:
+	case RM_PROC:
+		if (s->fd[i] < 0)
+			break;
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = make_mountpoint(m->path, s->isdir[i]);
+		if (r < 0)
+			return r;
+		*ret_step = GOVEX_STEP_MOVE_MOUNT;
+		if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
+		    0)
+			return -errno;
+		close(s->fd[i]);
+		s->fd[i] = -1;
+		break;
+	case RM_TMPFS:
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = make_mountpoint(m->path, true);
+		if (r < 0)
+			return r;
+		/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
+		 * run or holds only device nodes: never exec-able */
+		*ret_step = GOVEX_STEP_TMPFS;
+		if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  m->opts) < 0)
+			return -errno;
+		break;
+	case RM_PROC_MASK: {
+		if (proc_subset)
+			break; /* not there at all */
+		struct stat pst;
+		/* (links to self/..., like /proc/mounts, are the process's own) */
+		if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
+			break; /* this kernel has no such file */
+		*ret_step = GOVEX_STEP_PROC_MASK;
+		if (S_ISDIR(pst.st_mode)) {
+			if (mount("tmpfs", m->path, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=4k,nr_inodes=1,mode=0555") < 0)
+				return -errno;
+		} else if (mount("/dev/null", m->path, NULL, MS_BIND, NULL) < 0 ||
+			   mount(NULL, m->path, NULL,
+				 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				     MS_NOEXEC,
+				 NULL) < 0) {
+			return -errno;
+		}
+		break;
+	}
+	case RM_LANDLOCK:
+		break; /* a Landlock rule only */
+	case RM_SYMLINK:
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = mkdir_parents(m->path, false);
+		if (r < 0)
+			return r;
+		*ret_step = GOVEX_STEP_SYMLINK;
+		if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
+			return -errno;
+		break;
+	case RM_READONLY: {
+		if (root_bind && strcmp(m->path, "/") == 0)
+			break; /* the policy's own root keeps its mode */
+		*ret_step = GOVEX_STEP_REMOUNT_RO;
+		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+		if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
+			return -errno;
+		break;
+	}
+	}
+	return 0;
+}
+
+int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step)
+{
+	bool proc_subset = false;
+	int r;
+	/* Nothing we do may propagate back to the host's mounts. */
+	*ret_step = GOVEX_STEP_MOUNT_PRIVATE;
+	if ((r = govex__neg_errno(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))) < 0)
+		return r;
+	if ((r = capture_all(plan, s, &proc_subset, ret_step)) < 0)
+		return r;
 
 	/*
 	 * The new root: a small tmpfs that holds only mount points and symlinks; or, when
@@ -669,82 +762,8 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step 
 	if (chdir("/") < 0)
 		return -errno;
 
-	for (size_t i = 0; i < plan->n; i++) {
-		const struct rmount *m = &plan->m[i];
-		int r = 0;
-		switch (m->kind) {
-		case RM_BIND_RO:
-		case RM_BIND_RW:
-		case RM_BIND_DEV:
-		case RM_PROC:
-			if (s->fd[i] < 0)
-				break;
-			*ret_step = GOVEX_STEP_MOUNTPOINT;
-			r = make_mountpoint(m->path, s->isdir[i]);
-			if (r < 0)
-				return r;
-			*ret_step = GOVEX_STEP_MOVE_MOUNT;
-			if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
-			    0)
-				return -errno;
-			close(s->fd[i]);
-			s->fd[i] = -1;
-			break;
-		case RM_TMPFS:
-			*ret_step = GOVEX_STEP_MOUNTPOINT;
-			r = make_mountpoint(m->path, true);
-			if (r < 0)
-				return r;
-			/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
-			 * run or holds only device nodes: never exec-able */
-			*ret_step = GOVEX_STEP_TMPFS;
-			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				  m->opts) < 0)
-				return -errno;
-			break;
-		case RM_PROC_MASK: {
-			if (proc_subset)
-				break; /* not there at all */
-			struct stat pst;
-			/* (links to self/..., like /proc/mounts, are the process's own) */
-			if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
-				break; /* this kernel has no such file */
-			*ret_step = GOVEX_STEP_PROC_MASK;
-			if (S_ISDIR(pst.st_mode)) {
-				if (mount("tmpfs", m->path, "tmpfs",
-					  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-					  "size=4k,nr_inodes=1,mode=0555") < 0)
-					return -errno;
-			} else if (mount("/dev/null", m->path, NULL, MS_BIND, NULL) < 0 ||
-				   mount(NULL, m->path, NULL,
-					 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
-					     MS_NOEXEC,
-					 NULL) < 0) {
-				return -errno;
-			}
-			break;
-		}
-		case RM_LANDLOCK:
-			break; /* a Landlock rule only */
-		case RM_SYMLINK:
-			*ret_step = GOVEX_STEP_MOUNTPOINT;
-			r = mkdir_parents(m->path, false);
-			if (r < 0)
-				return r;
-			*ret_step = GOVEX_STEP_SYMLINK;
-			if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
-				return -errno;
-			break;
-		case RM_READONLY: {
-			if (root_bind && strcmp(m->path, "/") == 0)
-				break; /* the policy's own root keeps its mode */
-			*ret_step = GOVEX_STEP_REMOUNT_RO;
-			struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-			if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
-				return -errno;
-			break;
-		}
-		}
-	}
+	for (size_t i = 0; i < plan->n; i++)
+		if ((r = attach(plan, i, s, proc_subset, root_bind, ret_step)) < 0)
+			return r;
 	return 0;
 }
