@@ -322,7 +322,7 @@ struct govex__launch {
 	int extra_fd;  /* call mode: a descriptor passed to the child as fd 3, or -1; the
 			* backend takes it (closes the host's copy once the child has it) */
 	int frame_fd;  /* call mode: the host's read end of extra_fd's pipe, or -1; taken
-			* by the backend (govex__supervise closes it) */
+			* by the backend (govex__run_shim closes it) */
 	/* Aggregate controls this run requires (memory, CPU, pids): the backend enforces
 	 * them with an aggregate mechanism (a cgroup) or fails the launch. */
 	govex__ctlset aggregate;
@@ -345,9 +345,11 @@ struct govex__outcome {
 	uint64_t out_bytes, err_bytes;
 	bool out_truncated, err_truncated;
 	uint64_t wall_ms, cpu_ms, max_rss_bytes;
-	/* launch failure: the step that failed in the child and its errno */
+	/* launch failure: the step that failed (its name) and its errno, and what the
+	 * backend said about it, when more than the errno ("" otherwise) */
 	char failed_step[32];
 	int failed_errno;
+	char failed_message[sizeof(((struct govex_error *)0)->message)];
 	/* call mode: the response frame read from the dedicated descriptor */
 	struct govex__buf frame; /* header + payload, as received */
 	enum { GOVEX_FRAME_NONE, GOVEX_FRAME_OK, GOVEX_FRAME_TRUNCATED, GOVEX_FRAME_OVERSIZED,
@@ -409,35 +411,100 @@ struct govex__shim_report {
 	int cgroup_oom;   /* restricted: the cgroup saw an OOM kill */
 };
 
-/* Child-side setup failure, written to the error pipe by the child before _exit. */
+/*
+ * Every step of a launch that can fail, in launch order: the host's preparation, the
+ * shim's work in the new namespaces, the program child's between fork and execve, and
+ * the probe's.  A child reports {step, errno} as data (git's child_err); the host turns
+ * the step into its name only for the result ("step" of a launch_failed diagnostic:
+ * the names are part of the result's contract).
+ */
+#define GOVEX__LAUNCH_STEPS(X)                                                               \
+	/* host, before the shim exists */                                                  \
+	X(PREPARE, "prepare")                                                                \
+	X(SLOT, "slot")                                                                      \
+	X(PLAN, "plan")                                                                      \
+	X(WORKDIR, "workdir")                                                                \
+	X(CGROUP, "cgroup")                                                                  \
+	X(PIPE, "pipe")                                                                      \
+	X(SOCKETPAIR, "socketpair")                                                          \
+	X(SUPERVISOR, "supervisor")                                                          \
+	X(FORK, "fork")                                                                      \
+	X(CLONE, "clone")                                                                    \
+	X(ALLOC, "alloc")                                                                    \
+	/* the shim */                                                                       \
+	X(SHIM, "shim")                                                                      \
+	X(SUBREAPER, "subreaper")                                                            \
+	X(UID_MAP, "uid_map")                                                                \
+	X(GID_MAP, "gid_map")                                                                \
+	X(HOSTNAME, "hostname")                                                              \
+	X(MOUNT_PRIVATE, "mount_private")                                                    \
+	X(PROC, "proc")                                                                      \
+	X(BIND_OPEN, "bind_open")                                                            \
+	X(OPEN_TREE, "open_tree")                                                            \
+	X(MOUNT_SETATTR, "mount_setattr")                                                    \
+	X(TMPFS_ROOT, "tmpfs_root")                                                          \
+	X(PIVOT_ROOT, "pivot_root")                                                          \
+	X(MOUNTPOINT, "mountpoint")                                                          \
+	X(MOVE_MOUNT, "move_mount")                                                          \
+	X(TMPFS, "tmpfs")                                                                    \
+	X(PROC_MASK, "proc_mask")                                                            \
+	X(SYMLINK, "symlink")                                                                \
+	X(REMOUNT_RO, "remount_ro")                                                          \
+	X(SIGNALFD, "signalfd")                                                              \
+	/* the program child */                                                              \
+	X(CGROUPNS, "cgroupns")                                                              \
+	X(SETSID, "setsid")                                                                  \
+	X(SETPGID, "setpgid")                                                                \
+	X(SECCOMP_GUARD, "seccomp_guard")                                                    \
+	X(STDIO, "stdio")                                                                    \
+	X(CHDIR, "chdir")                                                                    \
+	X(NO_NEW_PRIVS, "no_new_privs")                                                      \
+	X(LANDLOCK, "landlock")                                                              \
+	X(SECUREBITS, "securebits")                                                          \
+	X(CAPS, "caps")                                                                      \
+	X(SETGROUPS, "setgroups")                                                            \
+	X(SETGID, "setgid")                                                                  \
+	X(SETUID, "setuid")                                                                  \
+	X(RLIMIT_CORE, "rlimit_core")                                                        \
+	X(RLIMIT_SIGPENDING, "rlimit_sigpending")                                            \
+	X(RLIMIT_CPU, "rlimit_cpu")                                                          \
+	X(RLIMIT_AS, "rlimit_as")                                                            \
+	X(RLIMIT_FSIZE, "rlimit_fsize")                                                      \
+	X(RLIMIT_NOFILE, "rlimit_nofile")                                                    \
+	X(SECCOMP, "seccomp")                                                                \
+	X(EXECVE, "execve")                                                                  \
+	/* the host, after the shim */                                                       \
+	X(WAIT, "wait")                                                                      \
+	/* the namespace probe */                                                            \
+	X(PROBE, "probe")                                                                    \
+	X(PROBE_CHILD, "probe child")
+
+enum govex__step {
+	GOVEX__STEP_NONE = 0,
+#define GOVEX__STEPENUM(id, name) GOVEX_STEP_##id,
+	GOVEX__LAUNCH_STEPS(GOVEX__STEPENUM)
+#undef GOVEX__STEPENUM
+	GOVEX__STEP_COUNT
+};
+/* The step's name ("execve"), or "unknown" for a value outside the table (a child's
+ * report is data: it is checked like any other). */
+const char *govex__step_name(enum govex__step step);
+
+/* Child-side setup failure, written to the error pipe by the child before _exit: a
+ * fixed layout, smaller than PIPE_BUF (one atomic write). */
 struct govex__child_error {
-	char step[32];
-	int err;
+	int32_t step; /* enum govex__step */
+	int32_t err;  /* errno */
 };
 
 /* Writes a child_error in an async-signal-safe way. */
-void govex__child_fail(int errfd, const char *step, int err);
-
-/*
- * Host side of a run: feeds stdin, drains and bounds stdout/stderr, enforces the
- * deadline and cancellation by writing to kill_fd, and waits for the shim's report on
- * report_fd (and child setup errors on err_fd).  Takes every fd.  shim_pid is reaped.
- */
-struct govex__supervise {
-	int stdin_fd, stdout_fd, stderr_fd;
-	int report_fd, err_fd, kill_fd;
-	int frame_fd;       /* call mode: read end of the response descriptor, or -1 */
-	uint64_t frame_max; /* largest payload accepted from frame_fd */
-	int cancel_fd; /* borrowed */
-	pid_t shim_pid;
-	uint64_t wall_ms;
-	uint64_t stdout_max, stderr_max;
-	const char *stdin_data;
-	size_t stdin_len;
-	uint64_t start_ns; /* CLOCK_MONOTONIC at launch */
-};
-int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
-		     struct govex__shim_report *ret_report, bool *ret_got_report);
+void govex__child_fail(int errfd, enum govex__step step, int err);
+/* Async-signal-safe: 0 when rv (a libc or raw syscall's return) is not negative, else
+ * -errno, read at once, before anything can clobber it. */
+static inline int govex__neg_errno(long rv)
+{
+	return rv < 0 ? -errno : 0;
+}
 
 /* The pipes of one run, host and child ends ([0] read, [1] write), all close-on-exec:
  * stdin, stdout, stderr, the child's setup-error pipe, the shim's report, the kill
@@ -448,22 +515,38 @@ struct govex__pipes {
 /* Opens them all (-errno on failure, nothing left open). */
 int govex__pipes_open(struct govex__pipes *p);
 void govex__pipes_close(struct govex__pipes *p);
-/* A run that could not start: fills the outcome with the step and errno, closes the
- * launch's call-mode descriptors (the backend owns them) and returns -e with err set. */
+/* A run that could not start: fills the outcome with the step, errno and msg (may be
+ * NULL: then the errno says it all), closes the launch's call-mode descriptors (the
+ * backend owns them) and returns -e with err set. */
 int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o,
-			 struct govex_error *err, const char *step, int e, const char *msg);
+			 struct govex_error *err, enum govex__step step, int e, const char *msg);
+
 /*
- * The host side of a run once the shim exists: closes the child's ends of p and the
- * launch's extra_fd, supervises the run to its end (govex__supervise), lets the backend
- * amend the shim's report (cgroup accounting; amend may be NULL) and interprets it.
+ * How a backend makes its shim (git's struct child_process, reduced to what differs):
+ * govex__run_shim() allocates everything the supervisor needs and opens the pipes,
+ * then clones the shim (govex__clone(clone_flags)), which runs shim(ctx) and never
+ * returns.  In the host, after_fork(ctx) (may be NULL) closes what only the children
+ * need; the run is supervised to its end (stdin fed, output drained and bounded, the
+ * deadline and cancellation kept, the shim's report collected), amend(ctx, report)
+ * (may be NULL) adds the backend's accounting, and the report is interpreted.
  */
-int govex__supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
-			 uint64_t start_ns, struct govex__outcome *o,
-			 void (*amend)(void *ctx, struct govex__shim_report *rep), void *ctx,
-			 struct govex_error *err);
+struct govex__shim_ops {
+	int clone_flags;            /* namespaces for the shim; 0: a plain child */
+	enum govex__step fork_step; /* what a failed clone is called (fork, clone) */
+	__attribute__((noreturn)) void (*shim)(void *ctx);
+	void (*after_fork)(void *ctx);
+	void (*amend)(void *ctx, struct govex__shim_report *rep);
+};
+/* Runs one launch through its shim.  pipes is where the pipes are opened (part of ctx,
+ * for the shim to see); the host's ends are closed when this returns.  Returns 0 with the
+ * outcome filled, or < 0 when the run could not be attempted (the outcome says
+ * LAUNCH_FAILED, with the step; err says why). */
+int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
+		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
+		    struct govex_error *err);
 
 /* Fills the outcome's termination, exit code, signal and usage from a shim report (the
- * kill reason and launch failures set by govex__supervise() take precedence). */
+ * kill reason and launch failures set by the supervisor take precedence). */
 void govex__outcome_from_report(struct govex__outcome *o, const struct govex__limits *l,
 				const struct govex__shim_report *rep, bool got_report);
 
@@ -472,7 +555,7 @@ uint64_t govex__now_ns(void);
 
 /* Applies limits as rlimits in a child (async-signal-safe).  Returns 0 or -errno and
  * sets *step. */
-int govex__child_rlimits(const struct govex__limits *l, const char **ret_step);
+int govex__child_rlimits(const struct govex__limits *l, enum govex__step *ret_step);
 /* A limit govex__child_rlimits would set as a hard rlimit above this process's own hard
  * limit, which it cannot raise without CAP_SYS_RESOURCE (and a child inherits):
  * fills *ret for the first one and returns 1; 0 when every one fits (or can be
@@ -488,12 +571,22 @@ int govex__rlimits_above_host(const struct govex__limits *l, struct govex__host_
 void govex__rlimits_clamp_to_host(struct govex__limits *l);
 
 /* Async-signal-safe shim helpers (shim.c). */
+/* The one way a shim (or the shims' program child) is made: a bare clone() without
+ * CLONE_VM, returning 0 in the child like fork(), on a copy of the stack; no atfork
+ * handlers (and no sanitizer fork hooks) that could take a lock another thread of the
+ * host held at this moment.  -1 with errno on failure. */
+pid_t govex__clone(int flags);
+/* In a shim: reports {step, -r} on errfd and exits 127. */
+__attribute__((noreturn)) void govex__shim_fail(int errfd, enum govex__step step, int r);
+/* In a shim, once the tree is reaped: adds the children's usage to rep, writes it to
+ * fd and exits 0. */
+__attribute__((noreturn)) void govex__shim_report(int fd, struct govex__shim_report *rep);
 /* Kills and reaps every descendant of the calling subreaper process. */
 void govex__shim_sweep(pid_t pgid);
 /* In a child: puts in/out/err on 0/1/2 and extra (when >= 0) on 3, then closes every
  * other fd but *errpipe, which is moved above 10 first (and updated).  Async-signal-safe. */
 int govex__child_stdio(int in, int out, int err, int extra, int *errpipe,
-		       const char **ret_step);
+		       enum govex__step *ret_step);
 /* In a child: default signal dispositions and an empty mask (async-signal-safe). */
 void govex__child_reset_signals(void);
 /* Closes every fd >= lowfd except those listed (async-signal-safe). */

@@ -114,7 +114,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
 			       b->version, "plan_digest", plan->digest));
 	struct govex_error rerr = {0};
-	b->run(state, &l, o, &rerr);
+	if (b->run(state, &l, o, &rerr) < 0 && !o->failed_message[0])
+		snprintf(o->failed_message, sizeof(o->failed_message), "%s", rerr.message);
 	if (host_workdir) {
 		r = govex__rm_rf(workdir);
 		if (r < 0)
@@ -155,7 +156,7 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   json_pack("{s:s, s:i}", "step", o->failed_step, "errno",
 					     o->failed_errno),
 				   "launch step '%s' failed: %s", o->failed_step,
-				   strerror(o->failed_errno));
+				   o->failed_message[0] ? o->failed_message : strerror(o->failed_errno));
 	else if (o->term == GOVEX_TERM_TIMEOUT)
 		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
 				   (unsigned long long)l->wall_ms);

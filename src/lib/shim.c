@@ -18,20 +18,54 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-void govex__child_fail(int errfd, const char *step, int err)
+static const char *const step_names[] = {
+	[GOVEX__STEP_NONE] = "none",
+#define GOVEX__STEPNAME(id, name) [GOVEX_STEP_##id] = name,
+	GOVEX__LAUNCH_STEPS(GOVEX__STEPNAME)
+#undef GOVEX__STEPNAME
+};
+
+const char *govex__step_name(enum govex__step step)
 {
-	struct govex__child_error ce;
-	memset(&ce, 0, sizeof(ce));
-	size_t n = strlen(step);
-	if (n >= sizeof(ce.step))
-		n = sizeof(ce.step) - 1;
-	memcpy(ce.step, step, n);
-	ce.err = err;
+	if ((unsigned)step >= ARRAY_SIZE(step_names) || !step_names[step])
+		return "unknown";
+	return step_names[step];
+}
+
+void govex__child_fail(int errfd, enum govex__step step, int err)
+{
+	struct govex__child_error ce = {.step = (int32_t)step, .err = err ? err : EPERM};
 	/* A pipe write of fewer than PIPE_BUF bytes is atomic. */
 	ssize_t w;
 	do
 		w = write(errfd, &ce, sizeof(ce));
 	while (w < 0 && errno == EINTR);
+}
+
+pid_t govex__clone(int flags)
+{
+	return (pid_t)syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+void govex__shim_fail(int errfd, enum govex__step step, int r)
+{
+	govex__child_fail(errfd, step, -r);
+	_exit(127);
+}
+
+void govex__shim_report(int fd, struct govex__shim_report *rep)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		rep->cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+			      (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+		rep->max_rss_kb = ru.ru_maxrss;
+	}
+	ssize_t w;
+	do
+		w = write(fd, rep, sizeof(*rep));
+	while (w < 0 && errno == EINTR);
+	_exit(0);
 }
 
 static void close_span(unsigned lo, unsigned hi)
@@ -236,7 +270,7 @@ void govex__rlimits_clamp_to_host(struct govex__limits *l)
 	}
 }
 
-int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
+int govex__child_rlimits(const struct govex__limits *l, enum govex__step *ret_step)
 {
 	struct rlimit rl;
 	/* No core dumps of the run's memory: not into its workdir, nor to a host helper a
@@ -244,14 +278,14 @@ int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
 	 * stop and 1 does (the kernel's convention). */
 	rl.rlim_cur = rl.rlim_max = 1;
 	if (setrlimit(RLIMIT_CORE, &rl) < 0) {
-		*ret_step = "rlimit_core";
+		*ret_step = GOVEX_STEP_RLIMIT_CORE;
 		return -errno;
 	}
 	/* Signals queued (and POSIX timers made) count against a per-user total: a run's
 	 * share of it is bounded, whatever the caller's own limit is. */
 	rl.rlim_cur = rl.rlim_max = 256;
 	if (setrlimit(RLIMIT_SIGPENDING, &rl) < 0) {
-		*ret_step = "rlimit_sigpending";
+		*ret_step = GOVEX_STEP_RLIMIT_SIGPENDING;
 		return -errno;
 	}
 	if (l->cpu_ms) {
@@ -260,40 +294,40 @@ int govex__child_rlimits(const struct govex__limits *l, const char **ret_step)
 		rl.rlim_cur = s;
 		rl.rlim_max = s + 1;
 		if (setrlimit(RLIMIT_CPU, &rl) < 0) {
-			*ret_step = "rlimit_cpu";
+			*ret_step = GOVEX_STEP_RLIMIT_CPU;
 			return -errno;
 		}
 	}
 	if (l->memory_bytes) {
 		rl.rlim_cur = rl.rlim_max = (rlim_t)l->memory_bytes;
 		if (setrlimit(RLIMIT_AS, &rl) < 0) {
-			*ret_step = "rlimit_as";
+			*ret_step = GOVEX_STEP_RLIMIT_AS;
 			return -errno;
 		}
 	}
 	if (l->file_size_bytes) {
 		rl.rlim_cur = rl.rlim_max = (rlim_t)l->file_size_bytes;
 		if (setrlimit(RLIMIT_FSIZE, &rl) < 0) {
-			*ret_step = "rlimit_fsize";
+			*ret_step = GOVEX_STEP_RLIMIT_FSIZE;
 			return -errno;
 		}
 	}
 	if (l->open_files) {
 		rl.rlim_cur = rl.rlim_max = (rlim_t)l->open_files;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
-			*ret_step = "rlimit_nofile";
+			*ret_step = GOVEX_STEP_RLIMIT_NOFILE;
 			return -errno;
 		}
 	}
 	return 0;
 }
 
-int govex__child_stdio(int in, int out, int err, int extra, int *errpipe, const char **ret_step)
+int govex__child_stdio(int in, int out, int err, int extra, int *errpipe, enum govex__step *ret_step)
 {
 	/* Move everything above 10 first, so that dup2 onto 0..3 cannot clobber a source
 	 * (a host started with closed stdio gets pipes on fds 0..2). */
 	int src[4] = {in, out, err, extra};
-	*ret_step = "stdio";
+	*ret_step = GOVEX_STEP_STDIO;
 	int ep = fcntl(*errpipe, F_DUPFD_CLOEXEC, 10);
 	if (ep < 0)
 		return -errno;

@@ -172,24 +172,169 @@ static int64_t remaining_ns(uint64_t deadline)
 	return now >= deadline ? 0 : (int64_t)(deadline - now);
 }
 
-int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
-		     struct govex__shim_report *ret_report, bool *ret_got_report)
-{
-	char *scratch = malloc(SCRATCH);
-	sigset_t pipemask, oldmask;
+/*
+ * The host side of one run: feeds stdin, drains and bounds stdout/stderr, enforces the
+ * deadline and cancellation by closing kill_fd, and waits for the shim's report on
+ * report_fd (and child setup errors on err_fd).  Owns every fd but cancel_fd, and
+ * scratch (allocated before the shim was made: nothing here allocates but the output
+ * buffers, whose failed growth only loses output).
+ */
+struct supervise {
+	int stdin_fd, stdout_fd, stderr_fd;
+	int report_fd, err_fd, kill_fd;
+	int frame_fd;       /* call mode: read end of the response descriptor, or -1 */
+	uint64_t frame_max; /* largest payload accepted from frame_fd */
+	int cancel_fd;      /* borrowed */
+	pid_t shim_pid;
+	uint64_t wall_ms;
+	uint64_t stdout_max, stderr_max;
+	const char *stdin_data;
+	size_t stdin_len, in_off;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at launch */
+	char *scratch;     /* SCRATCH bytes */
+	/* what came back */
 	struct govex__shim_report rep;
 	struct govex__child_error ce;
-	size_t rep_len = 0, ce_len = 0;
-	size_t in_off = 0;
-	bool killed = false, sigpipe_was_pending;
-	uint64_t deadline = s->start_ns + s->wall_ms * 1000000ULL;
-	uint64_t kill_deadline = 0;
-	enum govex_termination kill_reason = GOVEX_TERM_NONE;
+	size_t rep_len, ce_len;
+	/* the kill request: sent (kill_fd closed), why, and how long the shim has */
+	bool killed;
+	enum govex_termination kill_reason;
+	uint64_t deadline, kill_deadline;
+};
 
-	memset(&rep, 0, sizeof(rep));
-	memset(&ce, 0, sizeof(ce));
-	if (!scratch)
-		return -ENOMEM;
+/* Closing the kill pipe is the request: the shim kills and reaps the whole tree, then
+ * reports. */
+static void request_kill(struct supervise *s, enum govex_termination why)
+{
+	s->kill_reason = why;
+	close_fd(&s->kill_fd);
+	close_fd(&s->stdin_fd);
+	s->killed = true;
+	s->kill_deadline = govex__now_ns() + KILL_GRACE_NS;
+}
+
+static void feed_stdin(struct supervise *s, short revents)
+{
+	if (revents & (POLLERR | POLLHUP)) {
+		close_fd(&s->stdin_fd);
+		return;
+	}
+	size_t chunk = s->stdin_len - s->in_off;
+	if (chunk > SCRATCH)
+		chunk = SCRATCH;
+	ssize_t w = write(s->stdin_fd, s->stdin_data + s->in_off, chunk);
+	if (w > 0)
+		s->in_off += (size_t)w;
+	else if (w < 0 && errno != EAGAIN && errno != EINTR)
+		close_fd(&s->stdin_fd); /* EPIPE: the program stopped reading; that is its
+					 * right */
+	if (s->in_off == s->stdin_len)
+		close_fd(&s->stdin_fd);
+}
+
+static void read_child_error(struct supervise *s)
+{
+	ssize_t r = read(s->err_fd, (char *)&s->ce + s->ce_len, sizeof(s->ce) - s->ce_len);
+	if (r > 0)
+		s->ce_len += (size_t)r;
+	else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+		close_fd(&s->err_fd);
+	if (s->ce_len == sizeof(s->ce))
+		close_fd(&s->err_fd);
+}
+
+static void read_report(struct supervise *s)
+{
+	ssize_t r;
+	if (s->rep_len < sizeof(s->rep))
+		r = read(s->report_fd, (char *)&s->rep + s->rep_len, sizeof(s->rep) - s->rep_len);
+	else
+		r = read(s->report_fd, s->scratch, 64);
+	if (r > 0)
+		s->rep_len += (size_t)r;
+	else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+		close_fd(&s->report_fd);
+}
+
+enum { P_FRAME, P_IN, P_OUT, P_ERR, P_REP, P_CE, P_CANCEL, P_N };
+
+/* One turn of the loop: polls what is open until the next deadline and handles what is
+ * ready.  Returns false when the loop is over. */
+static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
+{
+	struct pollfd p[P_N];
+	int idx[P_N];
+	int np = 0;
+	const struct {
+		int fd;
+		short ev;
+	} want[P_N] = {
+		[P_FRAME] = {s->frame_fd, POLLIN},
+		[P_IN] = {s->stdin_fd, POLLOUT},
+		[P_OUT] = {s->stdout_fd, POLLIN},
+		[P_ERR] = {s->stderr_fd, POLLIN},
+		[P_REP] = {s->report_fd, POLLIN},
+		[P_CE] = {s->err_fd, POLLIN},
+		[P_CANCEL] = {s->killed ? -1 : s->cancel_fd, POLLIN},
+	};
+	for (int i = 0; i < P_N; i++) {
+		idx[i] = -1;
+		if (want[i].fd >= 0) {
+			idx[i] = np;
+			p[np++] = (struct pollfd){.fd = want[i].fd, .events = want[i].ev};
+		}
+	}
+#define REVENTS(i) (idx[i] >= 0 ? p[idx[i]].revents : 0)
+	int64_t left = remaining_ns(s->killed ? s->kill_deadline : s->deadline);
+	struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+	int n = ppoll(p, (nfds_t)np, &ts, NULL);
+	if (n < 0 && errno != EINTR)
+		return false;
+
+	if (!s->killed && remaining_ns(s->deadline) == 0) {
+		request_kill(s, GOVEX_TERM_TIMEOUT);
+		return true;
+	}
+	if (!s->killed && n > 0 && (REVENTS(P_CANCEL) & POLLIN)) {
+		request_kill(s, GOVEX_TERM_CANCELLED);
+		return true;
+	}
+	if (s->killed && remaining_ns(s->kill_deadline) == 0) {
+		/* The shim did not report in time.  Last resort: kill the shim (its tree goes
+		 * with it for the restricted backend's PID namespace). */
+		if (s->shim_pid > 0)
+			kill(s->shim_pid, SIGKILL);
+		return false;
+	}
+	if (n <= 0)
+		return true;
+	if (REVENTS(P_IN))
+		feed_stdin(s, REVENTS(P_IN));
+	if (REVENTS(P_FRAME))
+		frame_read(&s->frame_fd, o, s->frame_max, s->scratch);
+	if (REVENTS(P_OUT))
+		drain(&s->stdout_fd, &o->out, s->stdout_max, &o->out_bytes, &o->out_truncated,
+		      s->scratch);
+	if (REVENTS(P_ERR))
+		drain(&s->stderr_fd, &o->err, s->stderr_max, &o->err_bytes, &o->err_truncated,
+		      s->scratch);
+	if (!s->killed && (o->out_bytes > s->stdout_max + DRAIN_PAST_BOUND ||
+			   o->err_bytes > s->stderr_max + DRAIN_PAST_BOUND))
+		request_kill(s, GOVEX_TERM_OUTPUT_LIMIT);
+	if (REVENTS(P_CE))
+		read_child_error(s);
+	if (REVENTS(P_REP))
+		read_report(s);
+#undef REVENTS
+	return true;
+}
+
+static void supervise(struct supervise *s, struct govex__outcome *o,
+		      struct govex__shim_report *ret_report, bool *ret_got_report)
+{
+	sigset_t pipemask, oldmask;
+	bool sigpipe_was_pending;
+	s->deadline = s->start_ns + s->wall_ms * 1000000ULL;
 
 	/* Writing to a pipe the program closed raises SIGPIPE in this thread.  The library
 	 * installs no handlers: block it here and consume it if our write raised it. */
@@ -210,129 +355,13 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 		if (*fds[i] >= 0)
 			set_nonblock(*fds[i]);
 
-	for (;;) {
-		/* Done when the shim has reported (report pipe at EOF) and both output pipes
-		 * are at EOF: every writer is dead by then, since the shim reaps the whole
-		 * tree before it reports. */
-		if (s->report_fd < 0 && s->stdout_fd < 0 && s->stderr_fd < 0 && s->err_fd < 0 &&
-		    s->frame_fd < 0)
+	/* Done when the shim has reported (report pipe at EOF) and both output pipes are at
+	 * EOF: every writer is dead by then, since the shim reaps the whole tree before it
+	 * reports. */
+	while (s->report_fd >= 0 || s->stdout_fd >= 0 || s->stderr_fd >= 0 || s->err_fd >= 0 ||
+	       s->frame_fd >= 0)
+		if (!supervise_turn(s, o))
 			break;
-
-		struct pollfd p[7];
-		int np = 0, i_in = -1, i_out = -1, i_err = -1, i_rep = -1, i_ce = -1, i_can = -1,
-		    i_fr = -1;
-		if (s->frame_fd >= 0) {
-			i_fr = np;
-			p[np++] = (struct pollfd){.fd = s->frame_fd, .events = POLLIN};
-		}
-		if (s->stdin_fd >= 0) {
-			i_in = np;
-			p[np++] = (struct pollfd){.fd = s->stdin_fd, .events = POLLOUT};
-		}
-		if (s->stdout_fd >= 0) {
-			i_out = np;
-			p[np++] = (struct pollfd){.fd = s->stdout_fd, .events = POLLIN};
-		}
-		if (s->stderr_fd >= 0) {
-			i_err = np;
-			p[np++] = (struct pollfd){.fd = s->stderr_fd, .events = POLLIN};
-		}
-		if (s->report_fd >= 0) {
-			i_rep = np;
-			p[np++] = (struct pollfd){.fd = s->report_fd, .events = POLLIN};
-		}
-		if (s->err_fd >= 0) {
-			i_ce = np;
-			p[np++] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
-		}
-		if (!killed && s->cancel_fd >= 0) {
-			i_can = np;
-			p[np++] = (struct pollfd){.fd = s->cancel_fd, .events = POLLIN};
-		}
-
-		int64_t left = killed ? remaining_ns(kill_deadline) : remaining_ns(deadline);
-		struct timespec ts = {.tv_sec = left / 1000000000LL,
-				      .tv_nsec = left % 1000000000LL};
-		int n = ppoll(p, (nfds_t)np, &ts, NULL);
-		if (n < 0 && errno != EINTR)
-			break;
-
-		if (!killed && (remaining_ns(deadline) == 0 ||
-				(i_can >= 0 && n > 0 && (p[i_can].revents & POLLIN)))) {
-			kill_reason = remaining_ns(deadline) == 0 ? GOVEX_TERM_TIMEOUT
-								  : GOVEX_TERM_CANCELLED;
-			/* Closing the kill pipe is the request: the shim kills and reaps the
-			 * whole tree, then reports. */
-			close_fd(&s->kill_fd);
-			close_fd(&s->stdin_fd);
-			killed = true;
-			kill_deadline = govex__now_ns() + KILL_GRACE_NS;
-			continue;
-		}
-		if (killed && remaining_ns(kill_deadline) == 0) {
-			/* The shim did not report in time.  Last resort: kill the shim (its
-			 * tree goes with it for the restricted backend's PID namespace). */
-			if (s->shim_pid > 0)
-				kill(s->shim_pid, SIGKILL);
-			break;
-		}
-		if (n <= 0)
-			continue;
-
-		if (i_in >= 0 && p[i_in].revents) {
-			if (p[i_in].revents & (POLLERR | POLLHUP)) {
-				close_fd(&s->stdin_fd);
-			} else {
-				size_t chunk = s->stdin_len - in_off;
-				if (chunk > SCRATCH)
-					chunk = SCRATCH;
-				ssize_t w = write(s->stdin_fd, s->stdin_data + in_off, chunk);
-				if (w > 0)
-					in_off += (size_t)w;
-				else if (w < 0 && errno != EAGAIN && errno != EINTR)
-					close_fd(&s->stdin_fd); /* EPIPE: the program stopped
-								 * reading; that is its right */
-				if (in_off == s->stdin_len)
-					close_fd(&s->stdin_fd);
-			}
-		}
-		if (i_fr >= 0 && p[i_fr].revents)
-			frame_read(&s->frame_fd, o, s->frame_max, scratch);
-		if (i_out >= 0 && p[i_out].revents)
-			drain(&s->stdout_fd, &o->out, s->stdout_max, &o->out_bytes,
-			      &o->out_truncated, scratch);
-		if (i_err >= 0 && p[i_err].revents)
-			drain(&s->stderr_fd, &o->err, s->stderr_max, &o->err_bytes,
-			      &o->err_truncated, scratch);
-		if (!killed && (o->out_bytes > s->stdout_max + DRAIN_PAST_BOUND ||
-				o->err_bytes > s->stderr_max + DRAIN_PAST_BOUND)) {
-			kill_reason = GOVEX_TERM_OUTPUT_LIMIT;
-			close_fd(&s->kill_fd);
-			close_fd(&s->stdin_fd);
-			killed = true;
-			kill_deadline = govex__now_ns() + KILL_GRACE_NS;
-		}
-		if (i_ce >= 0 && p[i_ce].revents) {
-			ssize_t r = read(s->err_fd, (char *)&ce + ce_len, sizeof(ce) - ce_len);
-			if (r > 0)
-				ce_len += (size_t)r;
-			else if (r == 0 || (errno != EAGAIN && errno != EINTR))
-				close_fd(&s->err_fd);
-			if (ce_len == sizeof(ce))
-				close_fd(&s->err_fd);
-		}
-		if (i_rep >= 0 && p[i_rep].revents) {
-			ssize_t r;
-			if (rep_len < sizeof(rep))
-				r = read(s->report_fd, (char *)&rep + rep_len, sizeof(rep) - rep_len);
-			else
-				r = read(s->report_fd, scratch, 64);
-			if (r > 0)
-				rep_len += (size_t)r;
-			else if (r == 0 || (errno != EAGAIN && errno != EINTR))
-				close_fd(&s->report_fd);
-		}
-	}
 
 	/* Discard a SIGPIPE that our own stdin write raised, then restore the mask. */
 	if (!sigpipe_was_pending) {
@@ -353,7 +382,6 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 		while (waitpid(s->shim_pid, &st, __WALL) < 0 && errno == EINTR)
 			;
 	}
-	free(scratch);
 
 	o->wall_ms = (govex__now_ns() - s->start_ns) / 1000000ULL;
 	if (o->out.data)
@@ -361,18 +389,17 @@ int govex__supervise(struct govex__supervise *s, struct govex__outcome *o,
 	if (o->err.data)
 		o->err.data[o->err.len] = '\0';
 
-	*ret_got_report = rep_len >= sizeof(rep);
-	*ret_report = rep;
+	*ret_got_report = s->rep_len >= sizeof(s->rep);
+	*ret_report = s->rep;
 	o->term = GOVEX_TERM_NONE;
-	if (ce_len == sizeof(ce)) {
+	if (s->ce_len == sizeof(s->ce)) {
 		o->term = GOVEX_TERM_LAUNCH_FAILED;
-		memcpy(o->failed_step, ce.step, sizeof(o->failed_step));
-		o->failed_step[sizeof(o->failed_step) - 1] = '\0';
-		o->failed_errno = ce.err;
-	} else if (killed && (!*ret_got_report || rep.killed)) {
-		o->term = kill_reason;
+		snprintf(o->failed_step, sizeof(o->failed_step), "%s",
+			 govex__step_name((enum govex__step)s->ce.step));
+		o->failed_errno = s->ce.err;
+	} else if (s->killed && (!*ret_got_report || s->rep.killed)) {
+		o->term = s->kill_reason;
 	}
-	return 0;
 }
 
 /* Shared interpretation of a shim report for backends; term already set by supervise
@@ -388,7 +415,8 @@ void govex__outcome_from_report(struct govex__outcome *o, const struct govex__li
 		return;
 	if (!got_report) {
 		o->term = GOVEX_TERM_LAUNCH_FAILED;
-		snprintf(o->failed_step, sizeof(o->failed_step), "supervisor");
+		snprintf(o->failed_step, sizeof(o->failed_step), "%s",
+			 govex__step_name(GOVEX_STEP_SUPERVISOR));
 		o->failed_errno = EPIPE;
 		return;
 	}
@@ -408,7 +436,8 @@ void govex__outcome_from_report(struct govex__outcome *o, const struct govex__li
 			o->term = GOVEX_TERM_CPU_LIMIT;
 	} else {
 		o->term = GOVEX_TERM_LAUNCH_FAILED;
-		snprintf(o->failed_step, sizeof(o->failed_step), "wait");
+		snprintf(o->failed_step, sizeof(o->failed_step), "%s",
+			 govex__step_name(GOVEX_STEP_WAIT));
 	}
 }
 
@@ -448,41 +477,40 @@ int govex__pipes_open(struct govex__pipes *p)
 }
 
 int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o,
-			 struct govex_error *err, const char *step, int e, const char *msg)
+			 struct govex_error *err, enum govex__step step, int e, const char *msg)
 {
 	if (l->extra_fd >= 0)
 		close(l->extra_fd);
 	if (l->frame_fd >= 0)
 		close(l->frame_fd);
 	o->term = GOVEX_TERM_LAUNCH_FAILED;
-	snprintf(o->failed_step, sizeof(o->failed_step), "%s", step);
+	snprintf(o->failed_step, sizeof(o->failed_step), "%s", govex__step_name(step));
 	o->failed_errno = e;
+	snprintf(o->failed_message, sizeof(o->failed_message), "%s", msg ? msg : "");
 	if (msg)
 		return govex__err(err, e, e, "%s", msg);
-	return govex__err(err, e, e, "launch: %s: %s", step, strerror(e));
+	return govex__err(err, e, e, "launch: %s: %s", govex__step_name(step), strerror(e));
 }
 
-int govex__supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
-			 uint64_t start_ns, struct govex__outcome *o,
-			 void (*amend)(void *ctx, struct govex__shim_report *rep), void *ctx,
-			 struct govex_error *err)
+/* The host side of a run once the shim exists: closes the child's ends of p and the
+ * launch's extra_fd, supervises the run to its end, lets the backend amend the shim's
+ * report and interprets it.  Takes scratch. */
+static void supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
+			  uint64_t start_ns, char *scratch, struct govex__outcome *o,
+			  const struct govex__shim_ops *ops, void *ctx)
 {
-	close(p->in[0]);
-	close(p->out[1]);
-	close(p->err[1]);
-	close(p->ce[1]);
-	close(p->rep[1]);
-	close(p->kill[0]);
-	p->out[1] = p->err[1] = p->ce[1] = p->rep[1] = p->kill[0] = p->in[0] = -1;
+	int *child_ends[] = {&p->in[0], &p->out[1], &p->err[1], &p->ce[1], &p->rep[1], &p->kill[0]};
+	for (size_t i = 0; i < ARRAY_SIZE(child_ends); i++)
+		close_fd(child_ends[i]);
 	if (l->extra_fd >= 0)
 		close(l->extra_fd); /* the child has it now: EOF comes when it is done */
-	struct govex__supervise s = {
-		.stdin_fd = p->in[1],
-		.stdout_fd = p->out[0],
-		.stderr_fd = p->err[0],
-		.report_fd = p->rep[0],
-		.err_fd = p->ce[0],
-		.kill_fd = p->kill[1],
+	struct supervise s = {
+		.stdin_fd = TAKE_FD(p->in[1]),
+		.stdout_fd = TAKE_FD(p->out[0]),
+		.stderr_fd = TAKE_FD(p->err[0]),
+		.report_fd = TAKE_FD(p->rep[0]),
+		.err_fd = TAKE_FD(p->ce[0]),
+		.kill_fd = TAKE_FD(p->kill[1]),
 		.frame_fd = l->frame_fd,
 		.frame_max = l->frame_max,
 		.cancel_fd = l->cancel_fd,
@@ -493,15 +521,39 @@ int govex__supervise_run(const struct govex__launch *l, struct govex__pipes *p, 
 		.stdin_data = l->stdin_data,
 		.stdin_len = l->stdin_len,
 		.start_ns = start_ns,
+		.scratch = scratch,
 	};
 	struct govex__shim_report rep;
 	bool got = false;
-	/* govex__supervise takes (closes) every host end */
-	int r = govex__supervise(&s, o, &rep, &got);
-	if (r < 0)
-		return govex__err(err, -r, -r, "supervise: %s", strerror(-r));
-	if (got && amend)
-		amend(ctx, &rep);
+	supervise(&s, o, &rep, &got);
+	if (got && ops->amend)
+		ops->amend(ctx, &rep);
 	govex__outcome_from_report(o, l->limits, &rep, got);
+}
+
+int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
+		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
+		    struct govex_error *err)
+{
+	/* Everything the supervisor needs exists before the shim does: once it runs, no
+	 * failure may leave it without a deadline. */
+	_cleanup_free_ char *scratch = malloc(SCRATCH);
+	if (!scratch)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SUPERVISOR, ENOMEM, NULL);
+	int r = govex__pipes_open(pipes);
+	if (r < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_PIPE, -r, NULL);
+	uint64_t start = govex__now_ns();
+	pid_t pid = govex__clone(ops->clone_flags);
+	if (pid == 0)
+		ops->shim(ctx);
+	if ((r = govex__neg_errno(pid)) < 0) {
+		govex__pipes_close(pipes);
+		return govex__launch_failed(l, o, err, ops->fork_step, -r, NULL);
+	}
+	if (ops->after_fork)
+		ops->after_fork(ctx);
+	/* supervise_run takes (closes) every host end */
+	supervise_run(l, pipes, pid, start, scratch, o, ops, ctx);
 	return 0;
 }

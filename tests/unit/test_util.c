@@ -859,6 +859,54 @@ START_TEST(test_read_file_fifo_refused)
 }
 END_TEST
 
+/* Launch steps are data: a child reports {step, errno} in a fixed layout and the host
+ * names the step; the names are part of the result's contract ("step" of launch_failed). */
+START_TEST(test_launch_steps)
+{
+	static const struct {
+		enum govex__step step;
+		const char *name;
+	} contract[] = {
+		{GOVEX_STEP_PREPARE, "prepare"},   {GOVEX_STEP_SLOT, "slot"},
+		{GOVEX_STEP_PIPE, "pipe"},	   {GOVEX_STEP_CLONE, "clone"},
+		{GOVEX_STEP_FORK, "fork"},	   {GOVEX_STEP_SUPERVISOR, "supervisor"},
+		{GOVEX_STEP_SETSID, "setsid"},	   {GOVEX_STEP_SECCOMP_GUARD, "seccomp_guard"},
+		{GOVEX_STEP_CHDIR, "chdir"},	   {GOVEX_STEP_RLIMIT_NOFILE, "rlimit_nofile"},
+		{GOVEX_STEP_EXECVE, "execve"},	   {GOVEX_STEP_PROBE_CHILD, "probe child"},
+		{GOVEX_STEP_BIND_OPEN, "bind_open"}, {GOVEX_STEP_WAIT, "wait"},
+	};
+	for (size_t i = 0; i < sizeof(contract) / sizeof(contract[0]); i++)
+		ck_assert_str_eq(govex__step_name(contract[i].step), contract[i].name);
+	/* every step has a name of its own, short enough for the outcome's failed_step */
+	for (int a = 1; a < GOVEX__STEP_COUNT; a++) {
+		const char *na = govex__step_name((enum govex__step)a);
+		ck_assert_str_ne(na, "unknown");
+		ck_assert_uint_lt(strlen(na), sizeof(((struct govex__outcome *)0)->failed_step));
+		for (int b = a + 1; b < GOVEX__STEP_COUNT; b++)
+			ck_assert_str_ne(na, govex__step_name((enum govex__step)b));
+	}
+	ck_assert_str_eq(govex__step_name((enum govex__step)GOVEX__STEP_COUNT), "unknown");
+	ck_assert_str_eq(govex__step_name((enum govex__step)-1), "unknown");
+
+	ck_assert_uint_eq(sizeof(struct govex__child_error), 8);
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	govex__child_fail(p[1], GOVEX_STEP_EXECVE, ENOENT);
+	govex__child_fail(p[1], GOVEX_STEP_CHDIR, 0); /* no errno: still a failure */
+	struct govex__child_error ce[2];
+	ck_assert_int_eq(read(p[0], ce, sizeof(ce)), (ssize_t)sizeof(ce));
+	ck_assert_int_eq(ce[0].step, GOVEX_STEP_EXECVE);
+	ck_assert_int_eq(ce[0].err, ENOENT);
+	ck_assert_int_eq(ce[1].step, GOVEX_STEP_CHDIR);
+	ck_assert_int_eq(ce[1].err, EPERM);
+	close(p[0]);
+	close(p[1]);
+	errno = EBADF;
+	ck_assert_int_eq(govex__neg_errno(-1), -EBADF);
+	ck_assert_int_eq(govex__neg_errno(7), 0);
+}
+END_TEST
+
 static Suite *util_suite(void)
 {
 	Suite *s = suite_create("util");
@@ -878,6 +926,9 @@ static Suite *util_suite(void)
 	tcase_add_loop_test(tc, test_path_normalized, 0, ARRAY_SIZE(norm_cases));
 	tcase_add_test(tc, test_path_normalized_null);
 	tcase_add_test(tc, test_path_under);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("launch");
+	tcase_add_test(tc, test_launch_steps);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strv");
 	tcase_add_test(tc, test_strv);

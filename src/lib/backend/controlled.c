@@ -78,78 +78,54 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 	}
 }
 
+struct run_ctx {
+	const struct govex__launch *l;
+	struct govex__pipes f;
+};
+
+/* The program child's steps up to execve: 0 or -errno with *step set. */
+static int program_setup(const struct govex__launch *l, const struct govex__pipes *f, int *ce,
+			 enum govex__step *step)
+{
+	int r;
+	*step = GOVEX_STEP_SETPGID;
+	if ((r = govex__neg_errno(setpgid(0, 0))) < 0)
+		return r;
+	if ((r = govex__child_stdio(f->in[0], f->out[1], f->err[1], l->extra_fd, ce, step)) < 0)
+		return r;
+	*step = GOVEX_STEP_CHDIR;
+	if ((r = govex__neg_errno(chdir(l->workdir))) < 0)
+		return r;
+	if ((r = govex__child_rlimits(l->limits, step)) < 0)
+		return r;
+	govex__child_reset_signals();
+	return 0;
+}
+
 static __attribute__((noreturn)) void program_child(const struct govex__launch *l,
 						    const struct govex__pipes *f)
 {
-	const char *step = "setpgid";
-	int e = 0, ce = f->ce[1];
-	if (setpgid(0, 0) < 0)
-		goto fail;
-	if (govex__child_stdio(f->in[0], f->out[1], f->err[1], l->extra_fd, &ce, &step) < 0)
-		goto fail;
-	step = "chdir";
-	if (chdir(l->workdir) < 0)
-		goto fail;
-	if (govex__child_rlimits(l->limits, &step) < 0)
-		goto fail;
-	govex__child_reset_signals();
-	step = "execve";
-	execve(l->argv[0], l->argv, l->envp);
-fail:
-	e = errno;
-	govex__child_fail(ce, step, e);
+	enum govex__step step = GOVEX_STEP_SETPGID;
+	int ce = f->ce[1];
+	int r = program_setup(l, f, &ce, &step);
+	if (r >= 0) {
+		step = GOVEX_STEP_EXECVE;
+		r = govex__neg_errno(execve(l->argv[0], l->argv, l->envp));
+	}
+	govex__child_fail(ce, step, -r);
 	_exit(127);
 }
 
-static __attribute__((noreturn)) void shim(const struct govex__launch *l, const struct govex__pipes *f)
+/* Waits for the program's end or the host's kill request (then kills the program's
+ * group); returns the program's wait status.  SIGCHLD through sfd (a signalfd, or -1:
+ * then polled). */
+static int shim_wait(pid_t child, int kill_fd, int sfd, struct govex__shim_report *rep)
 {
-	struct govex__shim_report rep;
-	memset(&rep, 0, sizeof(rep));
-	/* First drop every host descriptor we did not make for this run: in a
-	 * multi-threaded host, another run's pipes must not be held open by us. */
-	{
-		int keep[] = {f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0],
-			      l->extra_fd};
-		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
-	}
-	/* The host's signal handlers are no business of the shim's. */
-	govex__child_reset_signals();
-	/* Own group: a terminal's SIGINT to the host's group must not kill the shim and
-	 * orphan the program. */
-	setpgid(0, 0);
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
-		govex__child_fail(f->ce[1], "subreaper", errno);
-		_exit(127);
-	}
-	sigset_t chld;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	/* vfork: the program child only makes async-signal-safe calls and then execs or
-	 * _exits, and the shim waits for that anyway; it saves copying the page tables. */
-	pid_t child = vfork();
-	if (child < 0) {
-		govex__child_fail(f->ce[1], "fork", errno);
-		_exit(127);
-	}
-	if (child == 0)
-		program_child(l, f);
-	setpgid(child, child); /* also done by the child: no race on who is first */
-	close(f->in[0]);
-	close(f->out[1]);
-	close(f->err[1]);
-	close(f->ce[1]);
-	if (l->extra_fd >= 0)
-		close(l->extra_fd);
-
-	/* Wait for the program's end or the host's kill request.  SIGCHLD through a
-	 * signalfd (blocked before the vfork; the program unblocks it before exec). */
 	struct rusage ru;
 	int st = 0;
 	pid_t got = 0;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
+		struct pollfd p[2] = {{.fd = kill_fd, .events = POLLIN},
 				      {.fd = sfd, .events = POLLIN}};
 		int n = poll(p, sfd >= 0 ? 2 : 1, sfd >= 0 ? -1 : 50);
 		if (n < 0 && errno == EINTR)
@@ -164,7 +140,7 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 			break; /* the program ended by itself */
 		if (n < 0 || (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))) {
 			/* the host asked (or died): kill the program's group */
-			rep.killed = 1;
+			rep->killed = 1;
 			kill(-child, SIGKILL);
 			kill(child, SIGKILL);
 			break;
@@ -175,37 +151,70 @@ static __attribute__((noreturn)) void shim(const struct govex__launch *l, const 
 		if (got < 0 && errno != EINTR)
 			break;
 	}
-	rep.wait_status = st;
-	govex__shim_sweep(child);
-	getrusage(RUSAGE_CHILDREN, &ru);
-	rep.cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-		     (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-	rep.max_rss_kb = ru.ru_maxrss;
-	ssize_t w;
-	do
-		w = write(f->rep[1], &rep, sizeof(rep));
-	while (w < 0 && errno == EINTR);
-	_exit(0);
+	return st;
 }
+
+static __attribute__((noreturn)) void shim(void *ctx)
+{
+	const struct run_ctx *c = ctx;
+	const struct govex__launch *l = c->l;
+	const struct govex__pipes *f = &c->f;
+	struct govex__shim_report rep;
+	memset(&rep, 0, sizeof(rep));
+	/* First drop every host descriptor we did not make for this run: in a
+	 * multi-threaded host, another run's pipes must not be held open by us. */
+	{
+		int keep[] = {f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0],
+			      l->extra_fd};
+		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
+	}
+	/* The host's signal handlers are no business of the shim's. */
+	govex__child_reset_signals();
+	/* Own group: a terminal's SIGINT to the host's group must not kill the shim and
+	 * orphan the program. */
+	setpgid(0, 0);
+	int r = govex__neg_errno(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+	if (r < 0)
+		govex__shim_fail(f->ce[1], GOVEX_STEP_SUBREAPER, r);
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* vfork: the program child only makes async-signal-safe calls and then execs or
+	 * _exits, and the shim waits for that anyway; it saves copying the page tables. */
+	pid_t child = vfork();
+	if (child < 0)
+		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
+	if (child == 0)
+		program_child(l, f);
+	setpgid(child, child); /* also done by the child: no race on who is first */
+	close(f->in[0]);
+	close(f->out[1]);
+	close(f->err[1]);
+	close(f->ce[1]);
+	if (l->extra_fd >= 0)
+		close(l->extra_fd);
+
+	/* SIGCHLD through a signalfd (blocked before the vfork; the program unblocks it
+	 * before exec). */
+	rep.wait_status = shim_wait(child, f->kill[0], sfd, &rep);
+	govex__shim_sweep(child);
+	govex__shim_report(f->rep[1], &rep);
+}
+
+static const struct govex__shim_ops controlled_shim = {
+	.clone_flags = 0,
+	.fork_step = GOVEX_STEP_FORK,
+	.shim = shim,
+};
 
 static int controlled_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
 			  struct govex_error *err)
 {
 	(void)state;
-	struct govex__pipes f;
-	int r = govex__pipes_open(&f);
-	if (r < 0)
-		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
-	uint64_t start = govex__now_ns();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		govex__pipes_close(&f);
-		return govex__launch_failed(l, o, err, "fork", e, NULL);
-	}
-	if (pid == 0)
-		shim(l, &f);
-	return govex__supervise_run(l, &f, pid, start, o, NULL, NULL, err);
+	struct run_ctx c = {.l = l};
+	return govex__run_shim(l, &c.f, &controlled_shim, &c, o, err);
 }
 
 const struct govex__backend_ops govex__controlled_backend = {

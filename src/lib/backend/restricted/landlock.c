@@ -55,9 +55,9 @@ bool rlandlock_complete(int abi)
 	return abi >= 6;
 }
 
-int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char **ret_step)
+int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step)
 {
-	*ret_step = "landlock";
+	*ret_step = GOVEX_STEP_LANDLOCK;
 	if (abi <= 0)
 		return 0;
 	struct ll_ruleset_attr ra = {0};
@@ -73,7 +73,7 @@ int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char
 		/* no abstract unix sockets or signals beyond the sandbox's own processes */
 		ra.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
 	}
-	int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, size, 0);
+	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, size, 0);
 	if (rs < 0)
 		return -errno;
 	for (size_t i = 0; i < plan->n; i++) {
@@ -81,7 +81,7 @@ int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char
 		uint64_t acc = m->ll_access & ra.handled_access_fs;
 		if (!acc)
 			continue;
-		int fd = open(m->path, O_PATH | O_CLOEXEC);
+		_cleanup_close_ int fd = open(m->path, O_PATH | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* not there (left out of the plan): nothing to allow */
 		struct stat st;
@@ -90,16 +90,9 @@ int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char
 			acc &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE |
 			       LL_FS_IOCTL_DEV;
 		struct ll_path_beneath_attr pb = {.allowed_access = acc, .parent_fd = fd};
-		long r = syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0);
-		int e = errno;
-		close(fd);
-		if (r < 0) {
-			close(rs);
-			return -e;
-		}
+		int r = govex__neg_errno(syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0));
+		if (r < 0)
+			return r;
 	}
-	long r = syscall(SYS_landlock_restrict_self, rs, 0);
-	int e = errno;
-	close(rs);
-	return r < 0 ? -e : 0;
+	return govex__neg_errno(syscall(SYS_landlock_restrict_self, rs, 0));
 }

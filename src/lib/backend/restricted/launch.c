@@ -71,13 +71,14 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 	(void)opts;
 	memset(r, 0, sizeof(*r));
 	bool root = geteuid() == 0;
-	char step[32] = "";
-	int e = rns_probe(!root, step, sizeof(step));
-	if (e < 0 && strcmp(step, "seccomp") != 0 && strcmp(step, "no_new_privs") != 0) {
+	enum govex__step step = GOVEX__STEP_NONE;
+	int e = rns_probe(!root, &step);
+	if (e < 0 && step != GOVEX_STEP_SECCOMP && step != GOVEX_STEP_NO_NEW_PRIVS) {
 		/* Without namespaces (or the mount API) there is no sandbox at all. */
 		r->available = false;
 		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason),
-			 "%s unusable: %s: %s", root ? "namespaces" : "user namespaces", step,
+			 "%s unusable: %s: %s", root ? "namespaces" : "user namespaces",
+			 govex__step_name(step),
 			 strerror(-e));
 		static const enum govex__control sandbox[] = {
 		    GOVEX_CTL_NETWORK_DENY,	  GOVEX_CTL_FS_READ_ALLOWLIST,
@@ -98,7 +99,7 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 		r->enforced |= CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) | CTL(NO_NEW_PRIVILEGES);
 	} else {
 		const char *why = strerror(-e);
-		if (strcmp(step, "no_new_privs") == 0)
+		if (step == GOVEX_STEP_NO_NEW_PRIVS)
 			unavail(r, GOVEX_CTL_NO_NEW_PRIVILEGES, "no_new_privs: %s", why);
 		else
 			r->enforced |= CTL(NO_NEW_PRIVILEGES);
@@ -276,6 +277,8 @@ struct run_ctx {
 	/* subprocess: deny: the program child hands its execve listener to the shim over
 	 * this socketpair ([0] the shim's end, [1] the child's), or -1 */
 	int xsock[2];
+	struct rslot slot;
+	char why[PATH_MAX + 80]; /* why no slot could be taken */
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -301,97 +304,105 @@ static int drop_caps(void)
 	return 0;
 }
 
-static __attribute__((noreturn)) void program_child(struct run_ctx *c)
+/* Into the run's cgroups before anything of the program runs, then a cgroup namespace
+ * rooted there: /proc/self/cgroup shows "/" (per v1 hierarchy), not the host's layout.
+ * While we still have the capability (in the user namespace, when not root). */
+static int join_cgroups(const struct run_ctx *c, enum govex__step *step)
+{
+	*step = GOVEX_STEP_CGROUP;
+	for (int i = 0; i < RCG_N; i++) {
+		if (c->cg.procs_fd[i] < 0)
+			continue;
+		ssize_t w = write(c->cg.procs_fd[i], "0", 1);
+		if (w != 1)
+			return w < 0 ? -errno : -EIO;
+	}
+	*step = GOVEX_STEP_CGROUPNS;
+	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
+	 * which hides nothing any control relies on */
+	int r = govex__neg_errno(syscall(SYS_unshare, CLONE_NEWCGROUP));
+	return r == -EINVAL ? 0 : r;
+}
+
+/* Capabilities and ids.  Raw syscalls: glibc's set*id() would try to reach the threads
+ * of the host, which this process does not have. */
+static int drop_identity(const struct run_ctx *c, enum govex__step *step)
+{
+	int r;
+	*step = GOVEX_STEP_CAPS;
+	if ((r = drop_bounding()) < 0)
+		return r;
+	if (!c->st->userns) {
+		/* root: become the sandbox user, keeping nothing of root */
+		*step = GOVEX_STEP_SETGROUPS;
+		if ((r = govex__neg_errno(syscall(SYS_setgroups, 0, NULL))) < 0)
+			return r;
+		*step = GOVEX_STEP_SETGID;
+		if ((r = govex__neg_errno(syscall(SYS_setresgid, c->gid, c->gid, c->gid))) < 0)
+			return r;
+		*step = GOVEX_STEP_SETUID;
+		if ((r = govex__neg_errno(syscall(SYS_setresuid, c->uid, c->uid, c->uid))) < 0)
+			return r;
+	}
+	*step = GOVEX_STEP_CAPS;
+	return drop_caps();
+}
+
+/* The program child's steps up to execve, in the order of the top of this file: 0 or
+ * -errno with *step set. */
+static int program_setup(struct run_ctx *c, int *ce, enum govex__step *step)
 {
 	const struct rstate *st = c->st;
 	const struct govex__launch *l = c->l;
-	const char *step = "cgroup";
-	int ce = c->f.ce[1], r;
-	errno = 0;
-
-	/* Into the run's cgroups before anything of the program runs, then a cgroup
-	 * namespace rooted there: /proc/self/cgroup shows "/" (per v1 hierarchy), not the
-	 * host's layout.  While we still have the capability (in the user namespace,
-	 * when not root). */
-	for (int i = 0; i < RCG_N; i++)
-		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
-			goto fail;
-	step = "cgroupns";
-	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
-	 * which hides nothing any control relies on */
-	if (syscall(SYS_unshare, CLONE_NEWCGROUP) < 0 && errno != EINVAL)
-		goto fail;
-	errno = 0;
-	step = "setsid"; /* no controlling terminal, own session and group */
-	if (setsid() < 0)
-		goto fail;
+	int r;
+	if ((r = join_cgroups(c, step)) < 0)
+		return r;
+	*step = GOVEX_STEP_SETSID; /* no controlling terminal, own session and group */
+	if ((r = govex__neg_errno(setsid())) < 0)
+		return r;
 	/* The guard filter (tty ioctls; under subprocess: deny, execve notified to the shim,
 	 * which lets only the first one through).  Before the descriptors are tidied: the
 	 * listener goes to the shim over xsock.  It allows everything else, so the steps
 	 * below are unaffected; the allowlist is loaded last. */
-	step = "seccomp_guard";
+	*step = GOVEX_STEP_SECCOMP_GUARD;
 	if (c->xsock[1] >= 0) {
 		close(c->xsock[0]);
 		r = rexec_install(&st->guard, c->xsock[1]);
 	} else {
 		r = rfilter_load(&st->guard);
 	}
-	if (r < 0) {
-		errno = -r;
-		goto fail;
-	}
-	if (govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, &ce, &step) < 0)
-		goto fail;
-	step = "chdir";
-	if (chdir(l->workdir) < 0)
-		goto fail;
-	step = "no_new_privs";
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		goto fail;
-	r = rlandlock_apply(st->landlock_abi, &c->plan, st->deny_net, &step);
-	if (r < 0) {
-		errno = -r;
-		goto fail;
-	}
-	/* Capabilities and ids.  Raw syscalls: glibc's set*id() would try to reach the
-	 * threads of the host, which this process does not have. */
-	step = "caps";
-	r = drop_bounding();
-	if (r < 0) {
-		errno = -r;
-		goto fail;
-	}
-	if (!st->userns) {
-		/* root: become the sandbox user, keeping nothing of root */
-		step = "setgroups";
-		if (syscall(SYS_setgroups, 0, NULL) < 0)
-			goto fail;
-		step = "setgid";
-		if (syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0)
-			goto fail;
-		step = "setuid";
-		if (syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)
-			goto fail;
-	}
-	step = "caps";
-	r = drop_caps();
-	if (r < 0) {
-		errno = -r;
-		goto fail;
-	}
-	if (govex__child_rlimits(l->limits, &step) < 0)
-		goto fail;
+	if (r < 0)
+		return r;
+	if ((r = govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, ce, step)) <
+	    0)
+		return r;
+	*step = GOVEX_STEP_CHDIR;
+	if ((r = govex__neg_errno(chdir(l->workdir))) < 0)
+		return r;
+	*step = GOVEX_STEP_NO_NEW_PRIVS;
+	if ((r = govex__neg_errno(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) < 0)
+		return r;
+	if ((r = rlandlock_apply(st->landlock_abi, &c->plan, st->deny_net, step)) < 0)
+		return r;
+	if ((r = drop_identity(c, step)) < 0)
+		return r;
+	if ((r = govex__child_rlimits(l->limits, step)) < 0)
+		return r;
 	govex__child_reset_signals();
-	step = "seccomp";
-	r = rfilter_load(&st->filter);
-	if (r < 0) {
-		errno = -r;
-		goto fail;
+	*step = GOVEX_STEP_SECCOMP;
+	return rfilter_load(&st->filter);
+}
+
+static __attribute__((noreturn)) void program_child(struct run_ctx *c)
+{
+	enum govex__step step = GOVEX_STEP_CGROUP;
+	int ce = c->f.ce[1];
+	int r = program_setup(c, &ce, &step);
+	if (r >= 0) {
+		step = GOVEX_STEP_EXECVE;
+		r = govex__neg_errno(execve(c->l->argv[0], c->l->argv, c->l->envp));
 	}
-	step = "execve";
-	execve(l->argv[0], l->argv, l->envp);
-fail:
-	govex__child_fail(ce, step, errno ? errno : EPERM);
+	govex__child_fail(ce, step, r < 0 ? -r : EPERM);
 	_exit(127);
 }
 
@@ -458,23 +469,15 @@ static void wipe_args_env(void)
 		memset(*e, 0, strlen(*e));
 }
 
-static void write_report(int fd, const struct govex__shim_report *rep)
-{
-	ssize_t w;
-	do
-		w = write(fd, rep, sizeof(*rep));
-	while (w < 0 && errno == EINTR);
-}
-
-static __attribute__((noreturn)) void shim(struct run_ctx *c)
+/* The shim's work in the new namespaces before the program child exists: identity
+ * maps, its own privacy, the hostname, the new root.  Returns a signalfd for SIGCHLD or
+ * -errno with *step set. */
+static int shim_setup(struct run_ctx *c, enum govex__step *step)
 {
 	const struct rstate *st = c->st;
 	const struct govex__launch *l = c->l;
-	struct govex__pipes *f = &c->f;
-	struct govex__shim_report rep;
-	const char *step = "shim";
+	const struct govex__pipes *f = &c->f;
 	int r;
-	memset(&rep, 0, sizeof(rep));
 	/* the host's handlers (the CLI's SIGINT/SIGTERM/SIGHUP) are not ours: with the
 	 * default dispositions PID 1 ignores every signal sent from inside */
 	govex__child_reset_signals();
@@ -491,20 +494,19 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 				keep[n++] = mine[i];
 		govex__close_fds_except(3, keep, (size_t)n);
 	}
-	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, &step)) < 0)
-		goto fail;
+	*step = GOVEX_STEP_SHIM;
+	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, step)) < 0)
+		return r;
 	/* The shim is a copy of the host: its memory and /proc entries must not be
 	 * readable from inside (the program has the same uid in a user namespace).  After
 	 * the maps: a non-dumpable process cannot write its own /proc/self files. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	wipe_args_env();
-	step = "hostname";
-	if (sethostname("govex", 5) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if ((r = rmount_apply(&c->plan, &c->scr, &step)) < 0)
-		goto fail;
+	*step = GOVEX_STEP_HOSTNAME;
+	if ((r = govex__neg_errno(sethostname("govex", 5))) < 0)
+		return r;
+	if ((r = rmount_apply(&c->plan, &c->scr, step)) < 0)
+		return r;
 
 	/* SIGCHLD through a signalfd: orphans re-parented to us (PID 1) are reaped as they
 	 * die, so zombies do not hold the pids limit. */
@@ -512,19 +514,138 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
-	step = "signalfd";
+	*step = GOVEX_STEP_SIGNALFD;
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		r = -errno;
-		goto fail;
-	}
+	return sfd < 0 ? -errno : sfd;
+}
 
-	step = "fork";
-	pid_t child = rns_clone(0);
-	if (child < 0) {
-		r = -errno;
-		goto fail;
+/* The shim's view of the run while the program lives. */
+struct shim_wait {
+	pid_t child;
+	int sfd;
+	/* subprocess: deny: the child's execve listener arrives on xsock, then its
+	 * notifications on listener */
+	int xsock, listener;
+	unsigned execs;
+	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
+	bool done;
+	int status;
+};
+
+/* How long the shim may sleep: forever, or until the CPU budget needs a look (every CPU
+ * may burn the rest of the budget in parallel). */
+static struct timespec *cpu_poll_timeout(const struct shim_wait *w, int ncpus,
+					 struct timespec *ts)
+{
+	if (w->cpu_budget_ns < 0)
+		return NULL;
+	int64_t wait = (w->cpu_budget_ns - w->cpu_used_ns) / ncpus;
+	if (wait > CPU_POLL_MAX_NS)
+		wait = CPU_POLL_MAX_NS;
+	if (wait < CPU_POLL_MIN_NS)
+		wait = CPU_POLL_MIN_NS;
+	ts->tv_sec = (time_t)(wait / 1000000000);
+	ts->tv_nsec = (long)(wait % 1000000000);
+	return ts;
+}
+
+/* The execve listener's traffic: its arrival, a notification, or its end.  Returns
+ * false when an execve cannot be answered (the run ends there). */
+static bool shim_exec_events(struct shim_wait *w, short xrev, short lrev)
+{
+	if (xrev) {
+		/* the listener, or the child closed its end (it failed before) */
+		int lfd = rexec_receive(w->xsock);
+		if (lfd >= 0)
+			w->listener = lfd;
+		close(w->xsock);
+		w->xsock = -1;
 	}
+	if (lrev & POLLIN) {
+		if (rexec_answer(w->listener, &w->execs) < 0)
+			return false;
+		if (w->execs > 0) {
+			/* the interpreter started: no listener, no later execve */
+			close(w->listener);
+			w->listener = -1;
+		}
+	} else if (lrev) {
+		close(w->listener); /* no task left under the filter */
+		w->listener = -1;
+	}
+	return true;
+}
+
+/* Waits for the program's end, the host's kill request, or the end of the CPU budget;
+ * reaps orphans meanwhile. */
+static void shim_wait(const struct run_ctx *c, struct shim_wait *w,
+		      struct govex__shim_report *rep)
+{
+	while (!w->done) {
+		struct pollfd p[4] = {{.fd = c->f.kill[0], .events = POLLIN},
+				      {.fd = w->sfd, .events = POLLIN},
+				      {.fd = w->xsock, .events = POLLIN},
+				      {.fd = w->listener, .events = POLLIN}};
+		struct timespec ts;
+		int n = ppoll(p, 4, cpu_poll_timeout(w, c->st->ncpus, &ts), NULL);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			rep->killed = 1; /* the host asked (or died) */
+			break;
+		}
+		if (n > 0 && !shim_exec_events(w, p[2].revents, p[3].revents))
+			break;
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(w->sfd, &si, sizeof(si)) > 0)
+				;
+		}
+		int wst;
+		pid_t got;
+		while ((got = waitpid(-1, &wst, WNOHANG | __WALL)) > 0)
+			if (got == w->child) {
+				w->status = wst;
+				w->done = true;
+			}
+		if (!w->done && w->cpu_budget_ns >= 0 &&
+		    (w->cpu_used_ns = rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version)) >=
+			w->cpu_budget_ns)
+			break; /* the whole run's CPU budget is spent: killed below */
+	}
+}
+
+/* Kills everything in the PID namespace (all but us), reaps, repeats until none is left:
+ * a process forked during a round is caught by the next. */
+static void shim_kill_all(struct shim_wait *w)
+{
+	for (;;) {
+		int wst;
+		kill(-1, SIGKILL);
+		pid_t got = waitpid(-1, &wst, __WALL);
+		if (got == w->child && !w->done) {
+			w->status = wst;
+			w->done = true;
+		}
+		if (got < 0 && errno != EINTR)
+			break;
+	}
+}
+
+static __attribute__((noreturn)) void shim(void *ctx)
+{
+	struct run_ctx *c = ctx;
+	const struct govex__launch *l = c->l;
+	const struct govex__pipes *f = &c->f;
+	struct govex__shim_report rep;
+	enum govex__step step = GOVEX_STEP_SHIM;
+	memset(&rep, 0, sizeof(rep));
+	int sfd = shim_setup(c, &step);
+	if (sfd < 0)
+		govex__shim_fail(f->ce[1], step, sfd);
+	pid_t child = govex__clone(0);
+	if (child < 0)
+		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
 	if (child == 0)
 		program_child(c);
 	close(f->in[0]);
@@ -538,100 +659,19 @@ static __attribute__((noreturn)) void shim(struct run_ctx *c)
 			close(c->cg.procs_fd[i]);
 	if (c->xsock[1] >= 0)
 		close(c->xsock[1]);
-	/* subprocess: deny: the child's execve listener arrives on xsock[0], then its
-	 * notifications on listener */
-	int xsock = c->xsock[0], listener = -1;
-	unsigned execs = 0;
-
-	int64_t cpu_budget_ns = -1, cpu_used_ns = 0;
-	if (c->cg.cpu_fd >= 0 && l->limits->cpu_ms)
-		cpu_budget_ns = (int64_t)l->limits->cpu_ms * 1000000;
-	bool done = false;
-	int status = 0;
-	while (!done) {
-		struct pollfd p[4] = {{.fd = f->kill[0], .events = POLLIN},
-				      {.fd = sfd, .events = POLLIN},
-				      {.fd = xsock, .events = POLLIN},
-				      {.fd = listener, .events = POLLIN}};
-		struct timespec ts, *tsp = NULL;
-		if (cpu_budget_ns >= 0) {
-			/* every CPU may burn the rest of the budget in parallel */
-			int64_t wait = (cpu_budget_ns - cpu_used_ns) / st->ncpus;
-			if (wait > CPU_POLL_MAX_NS)
-				wait = CPU_POLL_MAX_NS;
-			if (wait < CPU_POLL_MIN_NS)
-				wait = CPU_POLL_MIN_NS;
-			ts.tv_sec = (time_t)(wait / 1000000000);
-			ts.tv_nsec = (long)(wait % 1000000000);
-			tsp = &ts;
-		}
-		int n = ppoll(p, 4, tsp, NULL);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			rep.killed = 1; /* the host asked (or died) */
-			break;
-		}
-		if (n > 0 && p[2].revents) {
-			/* the listener, or the child closed its end (it failed before) */
-			int lfd = rexec_receive(xsock);
-			if (lfd >= 0)
-				listener = lfd;
-			close(xsock);
-			xsock = -1;
-		}
-		if (n > 0 && (p[3].revents & POLLIN)) {
-			if (rexec_answer(listener, &execs) < 0)
-				break; /* an execve nobody can answer: the run ends here */
-			if (execs > 0) {
-				/* the interpreter started: no listener, no later execve */
-				close(listener);
-				listener = -1;
-			}
-		} else if (n > 0 && p[3].revents) {
-			close(listener); /* no task left under the filter */
-			listener = -1;
-		}
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) > 0)
-				;
-		}
-		int wst;
-		pid_t w;
-		while ((w = waitpid(-1, &wst, WNOHANG | __WALL)) > 0)
-			if (w == child) {
-				status = wst;
-				done = true;
-			}
-		if (!done && cpu_budget_ns >= 0 &&
-		    (cpu_used_ns = rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version)) >= cpu_budget_ns)
-			break; /* the whole run's CPU budget is spent: killed below */
-	}
-	/* Kill everything in the PID namespace (all but us), reap, repeat until none is
-	 * left: a process forked during a round is caught by the next. */
-	for (;;) {
-		int wst;
-		kill(-1, SIGKILL);
-		pid_t w = waitpid(-1, &wst, __WALL);
-		if (w == child && !done) {
-			status = wst;
-			done = true;
-		}
-		if (w < 0 && errno != EINTR)
-			break;
-	}
-	rep.wait_status = status;
-	struct rusage ru;
-	getrusage(RUSAGE_CHILDREN, &ru);
-	rep.cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-		     (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-	rep.max_rss_kb = ru.ru_maxrss;
-	write_report(f->rep[1], &rep);
-	_exit(0);
-fail:
-	govex__child_fail(f->ce[1], step, -r);
-	_exit(127);
+	struct shim_wait w = {
+		.child = child,
+		.sfd = sfd,
+		.xsock = c->xsock[0],
+		.listener = -1,
+		.cpu_budget_ns = c->cg.cpu_fd >= 0 && l->limits->cpu_ms
+					 ? (int64_t)l->limits->cpu_ms * 1000000
+					 : -1,
+	};
+	shim_wait(c, &w, &rep);
+	shim_kill_all(&w);
+	rep.wait_status = w.status;
+	govex__shim_report(f->rep[1], &rep);
 }
 
 /* ---- run (host side) ---------------------------------------------------------------- */
@@ -639,10 +679,10 @@ fail:
 /* The cgroup's accounting, added to the shim's report before it is interpreted. */
 static void amend_report(void *ctx, struct govex__shim_report *rep)
 {
-	const struct rcg_run *cg = ctx;
+	const struct run_ctx *c = ctx;
 	int64_t cpu_us, peak;
 	bool oom;
-	rcg_stats(cg, &cpu_us, &peak, &oom);
+	rcg_stats(&c->cg, &cpu_us, &peak, &oom);
 	if (cpu_us >= 0)
 		rep->cpu_us = cpu_us;
 	/* the run's peak as the cgroup was charged: every process, shared memory, tmpfs
@@ -653,145 +693,145 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 	rep->cgroup_oom = oom;
 }
 
+static void close_fdp(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* In the host once the shim exists: the shim and the program child have their cgroup
+ * descriptors and their ends of xsock (the shim sees the child's end close). */
+static void after_fork(void *ctx)
+{
+	struct run_ctx *c = ctx;
+	for (int i = 0; i < RCG_N; i++)
+		close_fdp(&c->cg.procs_fd[i]);
+	for (int i = 0; i < 2; i++)
+		close_fdp(&c->xsock[i]);
+}
+
 /* Everything a run holds on the host, released in reverse order; 0, or -errno when
  * its cgroups could not be removed. */
-static int run_release(struct run_ctx *c, struct rslot *slot)
+static int run_release(struct run_ctx *c)
 {
 	for (int i = 0; i < 2; i++)
-		if (c->xsock[i] >= 0) {
-			close(c->xsock[i]);
-			c->xsock[i] = -1;
-		}
+		close_fdp(&c->xsock[i]);
 	int r = rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
 	rplan_free(&c->plan);
 	/* last: the slot (its name, its uid) is free for another run only now */
-	rslot_release(slot);
+	rslot_release(&c->slot);
 	return r;
+}
+
+/* cgroup parents: once per runtime */
+static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
+{
+	pthread_mutex_lock(&mst->cg_lock);
+	if (!mst->cg_discovered) {
+		rcg_discover(&mst->cg, false);
+		mst->cg_discovered = true;
+		/* what runs killed with their govex left in slots nobody took since */
+		rslot_sweep(l->opts ? l->opts->probe_cache_dir : NULL, &mst->cg);
+	}
+	pthread_mutex_unlock(&mst->cg_lock);
+}
+
+/* The run's slot: its identity as root, the name of its cgroups.  Unprivileged and
+ * without any cgroup, a slot names nothing: a run goes on without one. */
+static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
+{
+	const struct rstate *st = c->st;
+	const struct govex__launch *l = c->l;
+	bool any_cg = false;
+	for (int i = 0; i < RCG_N; i++)
+		any_cg |= st->cg.p[i].version != 0;
+	int r = rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
+			      st->userns ? ID_COUNT : st->id_count, &c->slot, c->why,
+			      sizeof(c->why));
+	if (r < 0 && (!st->userns || any_cg))
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, -r, c->why);
+	if (st->userns) {
+		c->uid = st->uid;
+		c->gid = st->gid;
+	} else {
+		c->uid = (uid_t)(st->id_base + (uint32_t)c->slot.n);
+		c->gid = (gid_t)(st->gid_base + (uint32_t)c->slot.n);
+	}
+	return 0;
+}
+
+/* Everything the run needs before its shim exists: the slot, the mount plan with the
+ * workdir, the workdir's owner, the cgroups, the execve socketpair.  0, or the launch
+ * failure (outcome and err filled); what it made is released by run_release(). */
+static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
+{
+	const struct rstate *st = c->st;
+	const struct govex__launch *l = c->l;
+	int r;
+	if ((r = take_slot(c, o, err)) < 0)
+		return r;
+	/* a fresh workdir is the run's own tmpfs (govex__launch made no host directory) */
+	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
+			strcmp(l->workdir, WORKDIR_PATH) == 0;
+	char wd_opts[128];
+	workdir_opts(c->uid, c->gid, l->limits, wd_opts, sizeof(wd_opts));
+	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
+			       l->extra_ro, &c->plan)) < 0 ||
+	    (r = rscratch_alloc(&c->scr, c->plan.n)) < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_PLAN, -r, NULL);
+	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed
+	 * to it.  Named directories keep their owners: the host's permissions still apply
+	 * inside. */
+	if (!st->userns && l->workdir_fresh && !wd_tmpfs &&
+	    (r = govex__neg_errno(fchownat(AT_FDCWD, l->workdir, c->uid, c->gid,
+					   AT_SYMLINK_NOFOLLOW))) < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, -r, NULL);
+	if (c->slot.n >= 0) {
+		struct govex_error cgerr;
+		r = rcg_create(&st->cg, c->slot.id, l->limits, l->aggregate, &c->cg, &cgerr);
+		if (r < 0)
+			return govex__launch_failed(l, o, err, GOVEX_STEP_CGROUP, -r, cgerr.message);
+	} else if (l->aggregate) {
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
+	}
+	if (st->deny_subprocess &&
+	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
+		0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
+	return 0;
 }
 
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
 			  struct govex_error *err)
 {
 	const struct rstate *st = state;
-	struct run_ctx c;
-	struct rslot slot = {.n = -1, .fd = -1};
-	int r;
-	memset(&c, 0, sizeof(c));
-	c.st = st;
-	c.l = l;
-	for (int i = 0; i < RCG_N; i++)
-		c.cg.procs_fd[i] = -1;
-	c.cg.cpu_fd = -1;
-	c.xsock[0] = c.xsock[1] = -1;
-
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
-		return govex__launch_failed(l, o, err, "prepare", EINVAL, "restricted: not prepared");
+		return govex__launch_failed(l, o, err, GOVEX_STEP_PREPARE, EINVAL,
+					    "restricted: not prepared");
+	discover_cgroups(state, l); /* the one mutable part of the state */
 
-	/* cgroup parents: once per runtime */
-	{
-		struct rstate *mst = state; /* the one mutable part of the state */
-		pthread_mutex_lock(&mst->cg_lock);
-		if (!mst->cg_discovered) {
-			rcg_discover(&mst->cg, false);
-			mst->cg_discovered = true;
-			/* what runs killed with their govex left in slots nobody took since */
-			rslot_sweep(l->opts ? l->opts->probe_cache_dir : NULL, &mst->cg);
-		}
-		pthread_mutex_unlock(&mst->cg_lock);
-	}
-	bool any_cg = false;
-	for (int i = 0; i < RCG_N; i++)
-		any_cg |= st->cg.p[i].version != 0;
-
-	/* The run's slot: its identity as root, the name of its cgroups.  Unprivileged
-	 * and without any cgroup, a slot names nothing: a run goes on without one. */
-	char why[PATH_MAX + 80];
-	r = rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
-			  st->userns ? ID_COUNT : st->id_count, &slot, why, sizeof(why));
-	if (r < 0 && (!st->userns || any_cg))
-		return govex__launch_failed(l, o, err, "slot", -r, why);
-	if (st->userns) {
-		c.uid = st->uid;
-		c.gid = st->gid;
-	} else {
-		c.uid = (uid_t)(st->id_base + (uint32_t)slot.n);
-		c.gid = (gid_t)(st->gid_base + (uint32_t)slot.n);
-	}
-
-	/* a fresh workdir is the run's own tmpfs (govex__launch made no host directory) */
-	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
-			strcmp(l->workdir, WORKDIR_PATH) == 0;
-	char wd_opts[128];
-	workdir_opts(c.uid, c.gid, l->limits, wd_opts, sizeof(wd_opts));
-	r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0], l->extra_ro,
-			  &c.plan);
-	if (r < 0) {
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "plan", -r, NULL);
-	}
-	r = rscratch_alloc(&c.scr, c.plan.n);
-	if (r < 0) {
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "plan", -r, NULL);
-	}
-	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed
-	 * to it.  Named directories keep their owners: the host's permissions still apply
-	 * inside. */
-	if (!st->userns && l->workdir_fresh && !wd_tmpfs &&
-	    fchownat(AT_FDCWD, l->workdir, c.uid, c.gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		int e = errno;
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "workdir", e, NULL);
-	}
-	if (slot.n >= 0) {
-		struct govex_error cgerr;
-		r = rcg_create(&st->cg, slot.id, l->limits, l->aggregate, &c.cg, &cgerr);
-		if (r < 0) {
-			run_release(&c, &slot);
-			return govex__launch_failed(l, o, err, "cgroup", -r, cgerr.message);
-		}
-	} else if (l->aggregate) {
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "slot", EAGAIN, why);
-	}
-	if ((r = govex__pipes_open(&c.f)) < 0) {
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "pipe", -r, NULL);
-	}
-	if (st->deny_subprocess &&
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c.xsock) < 0) {
-		int e = errno;
-		govex__pipes_close(&c.f);
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "socketpair", e, NULL);
-	}
-
-	uint64_t start = govex__now_ns();
-	pid_t pid = rns_clone(rns_flags(st->userns, st->deny_net));
-	if (pid == 0)
-		shim(&c);
-	if (pid < 0) {
-		int e = errno;
-		govex__pipes_close(&c.f);
-		run_release(&c, &slot);
-		return govex__launch_failed(l, o, err, "clone", e, NULL);
-	}
-	for (int i = 0; i < RCG_N; i++)
-		if (c.cg.procs_fd[i] >= 0) {
-			close(c.cg.procs_fd[i]);
-			c.cg.procs_fd[i] = -1;
-		}
-	/* the shim and the child have theirs: the shim sees the child's end close */
-	for (int i = 0; i < 2; i++)
-		if (c.xsock[i] >= 0) {
-			close(c.xsock[i]);
-			c.xsock[i] = -1;
-		}
+	struct run_ctx c = {
+		.st = st,
+		.l = l,
+		.cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
+		.xsock = {-1, -1},
+		.slot = {.n = -1, .fd = -1},
+	};
+	const struct govex__shim_ops ops = {
+		.clone_flags = rns_flags(st->userns, st->deny_net),
+		.fork_step = GOVEX_STEP_CLONE,
+		.shim = shim,
+		.after_fork = after_fork,
+		.amend = amend_report,
+	};
+	int r = run_prepare(&c, o, err);
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
-	r = govex__supervise_run(l, &c.f, pid, start, o, amend_report, &c.cg, err);
-	int cr = run_release(&c, &slot);
-	if (cr < 0) /* reported in the result (cgroup_cleanup_failed) */
+	if (r >= 0)
+		r = govex__run_shim(l, &c.f, &ops, &c, o, err);
+	int cr = run_release(&c);
+	if (r >= 0 && cr < 0) /* reported in the result (cgroup_cleanup_failed) */
 		o->cgroup_cleanup_errno = -cr;
 	return r;
 }

@@ -284,7 +284,7 @@ static bool system_tree(const char *p)
 int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, struct rplan *ret,
 		struct govex_error *err)
 {
-	struct rplan pl = {0};
+	_cleanup_(rplan_free) struct rplan pl = {0};
 	int r = 0;
 	/* Read-only binds: executable only when the policy lets the run start programs
 	 * (the interpreter itself gets EXECUTE per run, add_exec_files()).  Writable
@@ -295,14 +295,12 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 	do {                                                                                       \
 		r = (x);                                                                           \
 		if (r < 0)                                                                         \
-			goto fail;                                                                 \
+			return r;                                                                  \
 	} while (0)
 #define TRYM(x)                                                                                    \
 	do {                                                                                       \
-		if ((x) < 0) {                                                                     \
-			r = govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");          \
-			goto fail;                                                                 \
-		}                                                                                  \
+		if ((x) < 0)                                                                       \
+			return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");       \
 	} while (0)
 
 	if (pol->platform_defaults && in) {
@@ -380,10 +378,8 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 #undef TRY
 #undef TRYM
 	*ret = pl;
+	pl = (struct rplan){0}; /* taken */
 	return 0;
-fail:
-	rplan_free(&pl);
-	return r;
 }
 
 /* ---- per-run plan -------------------------------------------------------------------- */
@@ -409,7 +405,7 @@ static bool is_bind(enum rmount_kind k)
 int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
 		  const char *argv0, char *const *extra_ro, struct rplan *ret)
 {
-	struct rplan pl = {0};
+	_cleanup_(rplan_free) struct rplan pl = {0};
 	pl.ro_access = base->ro_access;
 	pl.m = calloc(base->n + 1, sizeof(*pl.m));
 	if (!pl.m)
@@ -420,7 +416,7 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 		pl.m[pl.n].opts = base->m[i].opts ? strdup(base->m[i].opts) : NULL;
 		pl.n++;
 		if (!pl.m[pl.n - 1].path || (base->m[i].opts && !pl.m[pl.n - 1].opts))
-			goto nomem;
+			return -ENOMEM;
 	}
 	if (workdir) {
 		/* a host directory bound read-write, or the run's own tmpfs */
@@ -430,25 +426,21 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 		pl.m[pl.n].ll_access = LL_WRITABLE;
 		pl.n++;
 		if (!pl.m[pl.n - 1].path || (workdir_tmpfs && !pl.m[pl.n - 1].opts))
-			goto nomem;
+			return -ENOMEM;
 	}
 	/* the run's own read-only files (govex exec: the executable and its libraries),
 	 * resolved like the runtime's */
 	for (size_t i = 0; extra_ro && extra_ro[i]; i++) {
 		struct govex_error e;
 		int r = add_bind(&pl, RM_BIND_RO, extra_ro[i], pl.ro_access, &e);
-		if (r < 0) {
-			rplan_free(&pl);
+		if (r < 0)
 			return r;
-		}
 	}
 	{
 		struct govex_error e;
 		int r = add_exec_files(&pl, argv0, &e);
-		if (r < 0) {
-			rplan_free(&pl);
+		if (r < 0)
 			return r;
-		}
 	}
 	qsort(pl.m, pl.n, sizeof(*pl.m), mount_cmp);
 
@@ -502,10 +494,8 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 	}
 	pl.n = w;
 	*ret = pl;
+	pl = (struct rplan){0}; /* taken */
 	return 0;
-nomem:
-	rplan_free(&pl);
-	return -ENOMEM;
 }
 
 /* ---- scratch ------------------------------------------------------------------------ */
@@ -566,30 +556,25 @@ static int make_mountpoint(const char *path, bool dir)
 }
 
 static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir,
-		   const char **ret_step)
+		   enum govex__step *ret_step)
 {
-	*ret_step = "bind_open";
+	*ret_step = GOVEX_STEP_BIND_OPEN;
 	struct open_how how = {
 	    .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->path, &how, sizeof(how));
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->path, &how, sizeof(how));
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
 	*ret_isdir = S_ISDIR(st.st_mode);
-	int tree =
+	*ret_step = GOVEX_STEP_OPEN_TREE;
+	_cleanup_close_ int tree =
 	    open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	int e = errno;
-	close(fd);
-	*ret_step = "open_tree";
 	if (tree < 0)
-		return -e;
+		return -errno;
 	struct mount_attr attr = {0};
 	switch (m->kind) {
 	case RM_BIND_RO:
@@ -602,13 +587,10 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
 		break;
 	}
-	*ret_step = "mount_setattr";
-	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
-		e = errno;
-		close(tree);
-		return -e;
-	}
-	*ret_fd = tree;
+	*ret_step = GOVEX_STEP_MOUNT_SETATTR;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(tree);
 	return 0;
 }
 
@@ -618,36 +600,28 @@ static int new_proc(bool *ret_subset)
 	 * where a proc is already fully visible.  Made by PID 1 of the new PID namespace,
 	 * so it shows that namespace.  subset=pid (Linux >= 5.8) leaves out everything that
 	 * is not a process: /proc/cmdline, /proc/sys, kallsyms, the host's mounts... */
-	int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	_cleanup_close_ int fs = fsopen("proc", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
 	*ret_subset = fsconfig(fs, FSCONFIG_SET_STRING, "subset", "pid", 0) == 0;
-	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		int e = errno;
-		close(fs);
-		return -e;
-	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
 	int mnt =
 	    fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	int e = errno;
-	close(fs);
-	return mnt < 0 ? -e : mnt;
+	return mnt < 0 ? -errno : mnt;
 }
 
-int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step)
+/* Captures every source while the host's tree is still visible: a detached copy of
+ * each bind (capture()) and a new proc.  *ret_subset: proc hides what is not a process. */
+static int capture_all(const struct rplan *plan, struct rscratch *s, bool *ret_subset,
+		       enum govex__step *ret_step)
 {
-	bool proc_subset = false;
-	/* Nothing we do may propagate back to the host's mounts. */
-	*ret_step = "mount_private";
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct rmount *m = &plan->m[i];
 		s->fd[i] = -1;
 		if (m->kind == RM_PROC) {
-			*ret_step = "proc";
-			int fd = new_proc(&proc_subset);
+			*ret_step = GOVEX_STEP_PROC;
+			int fd = new_proc(ret_subset);
 			if (fd < 0)
 				return fd;
 			s->fd[i] = fd;
@@ -657,11 +631,107 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 		if (!is_bind(m->kind) && m->kind != RM_BIND_DEV)
 			continue;
 		int r = capture(m, &s->fd[i], &s->isdir[i], ret_step);
-		if (r == -ENOENT && m->kind != RM_BIND_DEV && strcmp(*ret_step, "bind_open") == 0)
+		if (r == -ENOENT && m->kind != RM_BIND_DEV && *ret_step == GOVEX_STEP_BIND_OPEN)
 			continue; /* gone since planning: nothing to show */
 		if (r < 0)
 			return r;
 	}
+
+	return 0;
+}
+
+/* Attaches plan entry i (captured in s) in the new root. */
+static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool proc_subset,
+		  bool root_bind, enum govex__step *ret_step)
+{
+	const struct rmount *m = &plan->m[i];
+	int r = 0;
+	switch (m->kind) {
+	case RM_BIND_RO:
+	case RM_BIND_RW:
+	case RM_BIND_DEV:
+	case RM_PROC:
+		if (s->fd[i] < 0)
+			break;
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = make_mountpoint(m->path, s->isdir[i]);
+		if (r < 0)
+			return r;
+		*ret_step = GOVEX_STEP_MOVE_MOUNT;
+		if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
+		    0)
+			return -errno;
+		close(s->fd[i]);
+		s->fd[i] = -1;
+		break;
+	case RM_TMPFS:
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = make_mountpoint(m->path, true);
+		if (r < 0)
+			return r;
+		/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
+		 * run or holds only device nodes: never exec-able */
+		*ret_step = GOVEX_STEP_TMPFS;
+		if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  m->opts) < 0)
+			return -errno;
+		break;
+	case RM_PROC_MASK: {
+		if (proc_subset)
+			break; /* not there at all */
+		struct stat pst;
+		/* (links to self/..., like /proc/mounts, are the process's own) */
+		if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
+			break; /* this kernel has no such file */
+		*ret_step = GOVEX_STEP_PROC_MASK;
+		if (S_ISDIR(pst.st_mode)) {
+			if (mount("tmpfs", m->path, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=4k,nr_inodes=1,mode=0555") < 0)
+				return -errno;
+		} else if (mount("/dev/null", m->path, NULL, MS_BIND, NULL) < 0 ||
+			   mount(NULL, m->path, NULL,
+				 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				     MS_NOEXEC,
+				 NULL) < 0) {
+			return -errno;
+		}
+		break;
+	}
+	case RM_LANDLOCK:
+		break; /* a Landlock rule only */
+	case RM_SYMLINK:
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = mkdir_parents(m->path, false);
+		if (r < 0)
+			return r;
+		*ret_step = GOVEX_STEP_SYMLINK;
+		if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
+			return -errno;
+		break;
+	case RM_READONLY: {
+		if (root_bind && strcmp(m->path, "/") == 0)
+			break; /* the policy's own root keeps its mode */
+		*ret_step = GOVEX_STEP_REMOUNT_RO;
+		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+		if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
+			return -errno;
+		break;
+	}
+	}
+	return 0;
+}
+
+int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step)
+{
+	bool proc_subset = false;
+	int r;
+	/* Nothing we do may propagate back to the host's mounts. */
+	*ret_step = GOVEX_STEP_MOUNT_PRIVATE;
+	if ((r = govex__neg_errno(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))) < 0)
+		return r;
+	if ((r = capture_all(plan, s, &proc_subset, ret_step)) < 0)
+		return r;
 
 	/*
 	 * The new root: a small tmpfs that holds only mount points and symlinks; or, when
@@ -671,7 +741,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 	 */
 	bool root_bind = plan->n > 0 && is_bind(plan->m[0].kind) &&
 			 strcmp(plan->m[0].path, "/") == 0 && s->fd[0] >= 0;
-	*ret_step = "tmpfs_root";
+	*ret_step = GOVEX_STEP_TMPFS_ROOT;
 	if (root_bind) {
 		if (move_mount(s->fd[0], "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
@@ -683,7 +753,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 	}
 	if (chdir("/tmp") < 0)
 		return -errno;
-	*ret_step = "pivot_root";
+	*ret_step = GOVEX_STEP_PIVOT_ROOT;
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return -errno;
 	/* The old root is now stacked on ".": detach it and everything under it. */
@@ -692,82 +762,8 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 	if (chdir("/") < 0)
 		return -errno;
 
-	for (size_t i = 0; i < plan->n; i++) {
-		const struct rmount *m = &plan->m[i];
-		int r = 0;
-		switch (m->kind) {
-		case RM_BIND_RO:
-		case RM_BIND_RW:
-		case RM_BIND_DEV:
-		case RM_PROC:
-			if (s->fd[i] < 0)
-				break;
-			*ret_step = "mountpoint";
-			r = make_mountpoint(m->path, s->isdir[i]);
-			if (r < 0)
-				return r;
-			*ret_step = "move_mount";
-			if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
-			    0)
-				return -errno;
-			close(s->fd[i]);
-			s->fd[i] = -1;
-			break;
-		case RM_TMPFS:
-			*ret_step = "mountpoint";
-			r = make_mountpoint(m->path, true);
-			if (r < 0)
-				return r;
-			/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
-			 * run or holds only device nodes: never exec-able */
-			*ret_step = "tmpfs";
-			if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				  m->opts) < 0)
-				return -errno;
-			break;
-		case RM_PROC_MASK: {
-			if (proc_subset)
-				break; /* not there at all */
-			struct stat pst;
-			/* (links to self/..., like /proc/mounts, are the process's own) */
-			if (lstat(m->path, &pst) < 0 || S_ISLNK(pst.st_mode))
-				break; /* this kernel has no such file */
-			*ret_step = "proc_mask";
-			if (S_ISDIR(pst.st_mode)) {
-				if (mount("tmpfs", m->path, "tmpfs",
-					  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-					  "size=4k,nr_inodes=1,mode=0555") < 0)
-					return -errno;
-			} else if (mount("/dev/null", m->path, NULL, MS_BIND, NULL) < 0 ||
-				   mount(NULL, m->path, NULL,
-					 MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
-					     MS_NOEXEC,
-					 NULL) < 0) {
-				return -errno;
-			}
-			break;
-		}
-		case RM_LANDLOCK:
-			break; /* a Landlock rule only */
-		case RM_SYMLINK:
-			*ret_step = "mountpoint";
-			r = mkdir_parents(m->path, false);
-			if (r < 0)
-				return r;
-			*ret_step = "symlink";
-			if (symlink(m->opts, m->path) < 0 && errno != EEXIST)
-				return -errno;
-			break;
-		case RM_READONLY: {
-			if (root_bind && strcmp(m->path, "/") == 0)
-				break; /* the policy's own root keeps its mode */
-			*ret_step = "remount_ro";
-			struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-			if (mount_setattr(AT_FDCWD, m->path, 0, &attr, sizeof(attr)) < 0)
-				return -errno;
-			break;
-		}
-		}
-	}
+	for (size_t i = 0; i < plan->n; i++)
+		if ((r = attach(plan, i, s, proc_subset, root_bind, ret_step)) < 0)
+			return r;
 	return 0;
 }

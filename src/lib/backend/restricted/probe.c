@@ -5,7 +5,7 @@
  * trusted, so it runs here and never as a plain child of the host (DESIGN.md, "Trust
  * boundaries"; contract item 3).  Built from the restricted backend's own pieces:
  *
- *   namespaces   rns_clone(rns_flags(): mount, PID, IPC, UTS, network; user when not
+ *   namespaces   govex__clone(rns_flags(): mount, PID, IPC, UTS, network; user when not
  *                root).  The shim is PID 1: when it exits every process of the probe dies.
  *   file system  rmount_apply() on a plan of: a recursive read-only bind of "/" (nosuid,
  *                nodev), over which a fresh /proc, a minimal /dev (null, zero, full,
@@ -149,21 +149,21 @@ static int no_sockets(void)
 }
 
 /* Every capability gone for good (see the top of this file). */
-static int drop_privilege(bool root, const char **step)
+static int drop_privilege(bool root, enum govex__step *step)
 {
 	if (root) {
-		*step = "securebits";
+		*step = GOVEX_STEP_SECUREBITS;
 		if (prctl(PR_SET_SECUREBITS,
 			  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
 				  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 				  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 			  0, 0, 0) < 0)
 			return -errno;
-		*step = "setgroups";
+		*step = GOVEX_STEP_SETGROUPS;
 		if (syscall(SYS_setgroups, 0, NULL) < 0)
 			return -errno;
 	}
-	*step = "caps";
+	*step = GOVEX_STEP_CAPS;
 	for (int c = 0; c <= 63; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
@@ -177,48 +177,53 @@ static int drop_privilege(bool root, const char **step)
 	return 0;
 }
 
+/* The probe child's steps up to execve: 0 or -errno with *step set. */
+static int probe_setup(struct pctx *c, int *ce, enum govex__step *step)
+{
+	int r;
+	*step = GOVEX_STEP_CGROUP;
+	for (int i = 0; i < RCG_N; i++) {
+		if (c->cg.procs_fd[i] < 0)
+			continue;
+		ssize_t w = write(c->cg.procs_fd[i], "0", 1);
+		if (w != 1)
+			return w < 0 ? -errno : -EIO;
+	}
+	*step = GOVEX_STEP_SETSID;
+	if ((r = govex__neg_errno(setsid())) < 0)
+		return r;
+	if ((r = govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], -1, ce, step)) < 0)
+		return r;
+	*step = GOVEX_STEP_CHDIR;
+	/* the caller's cwd; "/" when it is not visible here */
+	if (chdir(c->cwd) < 0 && (r = govex__neg_errno(chdir("/"))) < 0)
+		return r;
+	*step = GOVEX_STEP_NO_NEW_PRIVS;
+	if ((r = govex__neg_errno(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) < 0)
+		return r;
+	if ((r = rlandlock_apply(c->landlock_abi, &c->plan, true, step)) < 0)
+		return r;
+	if ((r = drop_privilege(!c->userns, step)) < 0)
+		return r;
+	if ((r = govex__child_rlimits(&c->lim, step)) < 0)
+		return r;
+	govex__child_reset_signals();
+	*step = GOVEX_STEP_SECCOMP;
+	if ((r = no_sockets()) < 0)
+		return r;
+	return rfilter_load(&c->filter);
+}
+
 static __attribute__((noreturn)) void probe_child(struct pctx *c)
 {
-	const char *step = "cgroup";
-	int ce = c->f.ce[1], r;
-	errno = 0;
-	for (int i = 0; i < RCG_N; i++)
-		if (c->cg.procs_fd[i] >= 0 && write(c->cg.procs_fd[i], "0", 1) != 1)
-			goto fail;
-	step = "setsid";
-	if (setsid() < 0)
-		goto fail;
-	if (govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], -1, &ce, &step) < 0)
-		goto fail;
-	step = "chdir";
-	/* the caller's cwd; "/" when it is not visible here */
-	if (chdir(c->cwd) < 0 && chdir("/") < 0)
-		goto fail;
-	step = "no_new_privs";
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		goto fail;
-	r = rlandlock_apply(c->landlock_abi, &c->plan, true, &step);
-	if (r < 0) {
-		errno = -r;
-		goto fail;
+	enum govex__step step = GOVEX_STEP_CGROUP;
+	int ce = c->f.ce[1];
+	int r = probe_setup(c, &ce, &step);
+	if (r >= 0) {
+		step = GOVEX_STEP_EXECVE;
+		r = govex__neg_errno(execve(c->exe, c->argv, c->envp));
 	}
-	r = drop_privilege(!c->userns, &step);
-	if (r < 0) {
-		errno = -r;
-		goto fail;
-	}
-	if (govex__child_rlimits(&c->lim, &step) < 0)
-		goto fail;
-	govex__child_reset_signals();
-	step = "seccomp";
-	if ((r = no_sockets()) < 0 || (r = rfilter_load(&c->filter)) < 0) {
-		errno = -r;
-		goto fail;
-	}
-	step = "execve";
-	execve(c->exe, c->argv, c->envp);
-fail:
-	govex__child_fail(ce, step, errno ? errno : EPERM);
+	govex__child_fail(ce, step, r < 0 ? -r : EPERM);
 	_exit(127);
 }
 
@@ -290,13 +295,12 @@ static bool tasks_over(long max)
 	return over;
 }
 
-static __attribute__((noreturn)) void probe_shim(struct pctx *c)
+/* The probe shim's work in the new namespaces: a signalfd for SIGCHLD, or -errno with
+ * *step set. */
+static int probe_shim_setup(struct pctx *c, enum govex__step *step)
 {
-	struct govex__pipes *f = &c->f;
-	struct govex__shim_report rep;
-	const char *step = "shim";
+	const struct govex__pipes *f = &c->f;
 	int r;
-	memset(&rep, 0, sizeof(rep));
 	/* the host's handlers (the CLI's SIGINT/SIGTERM/SIGHUP) are not ours: with the
 	 * default dispositions PID 1 ignores every signal sent from inside */
 	govex__child_reset_signals();
@@ -310,53 +314,44 @@ static __attribute__((noreturn)) void probe_shim(struct pctx *c)
 				keep[n++] = mine[i];
 		govex__close_fds_except(3, keep, (size_t)n);
 	}
-	if (c->userns && (r = rns_write_maps(c->uid_map, c->gid_map, &step)) < 0)
-		goto fail;
+	*step = GOVEX_STEP_SHIM;
+	if (c->userns && (r = rns_write_maps(c->uid_map, c->gid_map, step)) < 0)
+		return r;
 	/* a copy of the host: its memory and /proc entries are not the probe's to read */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	step = "hostname";
-	if (sethostname("govex", 5) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if ((r = rmount_apply(&c->plan, &c->scr, &step)) < 0)
-		goto fail;
+	*step = GOVEX_STEP_HOSTNAME;
+	if ((r = govex__neg_errno(sethostname("govex", 5))) < 0)
+		return r;
+	if ((r = rmount_apply(&c->plan, &c->scr, step)) < 0)
+		return r;
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
-	step = "signalfd";
+	*step = GOVEX_STEP_SIGNALFD;
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		r = -errno;
-		goto fail;
-	}
-	step = "fork";
-	pid_t child = rns_clone(0);
-	if (child < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (child == 0)
-		probe_child(c);
-	close(f->in[0]);
-	close(f->out[1]);
-	close(f->err[1]);
-	close(f->ce[1]);
+	return sfd < 0 ? -errno : sfd;
+}
+
+/* Waits for the child's end, the host's kill request or too many tasks, then kills and
+ * reaps everything in the namespace; returns the child's wait status. */
+static int probe_shim_wait(const struct pctx *c, pid_t child, int sfd,
+			   struct govex__shim_report *rep)
+{
 	bool done = false;
 	int status = 0;
 	while (!done) {
-		struct pollfd p[2] = {{.fd = f->kill[0], .events = POLLIN},
+		struct pollfd p[2] = {{.fd = c->f.kill[0], .events = POLLIN},
 				      {.fd = sfd, .events = POLLIN}};
 		int n = poll(p, 2, PROBE_POLL_MS);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (tasks_over(PROBE_TASKS_MAX)) {
-			rep.killed = 2; /* ours, not the host's: the tree is killed below */
+			rep->killed = 2; /* ours, not the host's: the tree is killed below */
 			break;
 		}
 		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			rep.killed = 1; /* timeout, or the host died */
+			rep->killed = 1; /* timeout, or the host died */
 			break;
 		}
 		struct signalfd_siginfo si;
@@ -382,15 +377,30 @@ static __attribute__((noreturn)) void probe_shim(struct pctx *c)
 		if (w < 0 && errno != EINTR)
 			break;
 	}
-	rep.wait_status = status;
-	ssize_t wr;
-	do
-		wr = write(f->rep[1], &rep, sizeof(rep));
-	while (wr < 0 && errno == EINTR);
-	_exit(0);
-fail:
-	govex__child_fail(f->ce[1], step, -r);
-	_exit(127);
+	return status;
+}
+
+static __attribute__((noreturn)) void probe_shim(void *ctx)
+{
+	struct pctx *c = ctx;
+	const struct govex__pipes *f = &c->f;
+	struct govex__shim_report rep;
+	enum govex__step step = GOVEX_STEP_SHIM;
+	memset(&rep, 0, sizeof(rep));
+	int sfd = probe_shim_setup(c, &step);
+	if (sfd < 0)
+		govex__shim_fail(f->ce[1], step, sfd);
+	pid_t child = govex__clone(0);
+	if (child < 0)
+		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
+	if (child == 0)
+		probe_child(c);
+	close(f->in[0]);
+	close(f->out[1]);
+	close(f->err[1]);
+	close(f->ce[1]);
+	rep.wait_status = probe_shim_wait(c, child, sfd, &rep);
+	govex__shim_report(f->rep[1], &rep);
 }
 
 /* ---- host side ---------------------------------------------------------------------- */
@@ -405,47 +415,49 @@ static void pctx_free(struct pctx *c)
 	rfilter_free(&c->filter);
 }
 
-int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
-			   size_t out_max, uint64_t timeout_ms, char **ret_out,
-			   struct govex_error *err)
+/* The probe's identity and bounds (nothing allocated). */
+static void pctx_init(struct pctx *c, const char *exe, char *const argv[], char *const envp[],
+		      const char *cwd, size_t out_max, uint64_t timeout_ms)
 {
-	struct pctx c;
-	struct rplan base = {0};
-	_cleanup_free_ char *cwd = getcwd(NULL, 0);
-	int r;
-	memset(&c, 0, sizeof(c));
+	memset(c, 0, sizeof(*c));
 	for (int i = 0; i < RCG_N; i++)
-		c.cg.procs_fd[i] = -1;
-	c.cg.cpu_fd = -1;
-	c.slot.n = c.slot.fd = -1;
-	c.userns = geteuid() != 0;
-	snprintf(c.uid_map, sizeof(c.uid_map), "%u %u 1\n", (unsigned)geteuid(),
+		c->cg.procs_fd[i] = -1;
+	c->cg.cpu_fd = -1;
+	c->slot.n = c->slot.fd = -1;
+	c->userns = geteuid() != 0;
+	snprintf(c->uid_map, sizeof(c->uid_map), "%u %u 1\n", (unsigned)geteuid(),
 		 (unsigned)geteuid());
-	snprintf(c.gid_map, sizeof(c.gid_map), "%u %u 1\n", (unsigned)getegid(),
+	snprintf(c->gid_map, sizeof(c->gid_map), "%u %u 1\n", (unsigned)getegid(),
 		 (unsigned)getegid());
-	c.landlock_abi = rlandlock_abi();
-	if (c.landlock_abi < 0)
-		c.landlock_abi = 0;
-	c.exe = exe;
-	c.argv = argv;
-	c.envp = envp;
-	c.cwd = cwd && cwd[0] == '/' ? cwd : "/";
-	c.lim.wall_ms = timeout_ms;
-	c.lim.cpu_ms = timeout_ms;
-	c.lim.memory_bytes = 1ULL << 30;
-	c.lim.processes = PROBE_TASKS_MAX;
-	c.lim.file_size_bytes = 1ULL << 20;
-	c.lim.open_files = 256;
-	c.lim.stdout_bytes = out_max;
-	c.lim.stderr_bytes = PROBE_STDERR_MAX;
+	c->landlock_abi = rlandlock_abi();
+	if (c->landlock_abi < 0)
+		c->landlock_abi = 0;
+	c->exe = exe;
+	c->argv = argv;
+	c->envp = envp;
+	c->cwd = cwd && cwd[0] == '/' ? cwd : "/";
+	c->lim.wall_ms = timeout_ms;
+	c->lim.cpu_ms = timeout_ms;
+	c->lim.memory_bytes = 1ULL << 30;
+	c->lim.processes = PROBE_TASKS_MAX;
+	c->lim.file_size_bytes = 1ULL << 20;
+	c->lim.open_files = 256;
+	c->lim.stdout_bytes = out_max;
+	c->lim.stderr_bytes = PROBE_STDERR_MAX;
 	/* the probe's own bounds never exceed the host's hard limits (a lower one,
 	 * inherited, applies instead): a probe under prlimit still answers */
-	govex__rlimits_clamp_to_host(&c.lim);
+	govex__rlimits_clamp_to_host(&c->lim);
+}
 
-	if ((r = base_plan(&base)) < 0 || (r = rplan_for_run(&base, NULL, NULL, NULL, NULL, &c.plan)) < 0 ||
-	    (r = rscratch_alloc(&c.scr, c.plan.n)) < 0) {
+/* The sandbox's plan, cgroup and filter, before the shim exists. */
+static int pctx_prepare(struct pctx *c, struct govex_error *err)
+{
+	struct rplan base = {0};
+	int r;
+	if ((r = base_plan(&base)) < 0 ||
+	    (r = rplan_for_run(&base, NULL, NULL, NULL, NULL, &c->plan)) < 0 ||
+	    (r = rscratch_alloc(&c->scr, c->plan.n)) < 0) {
 		rplan_free(&base);
-		pctx_free(&c);
 		return govex__err(err, GOVEX_EINTERP, -r, "interpreter probe: sandbox plan: %s",
 				  strerror(-r));
 	}
@@ -453,38 +465,59 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	/* The whole probe's memory and tasks in a cgroup of its own, where one can be
 	 * made (named by a run slot, like a run's); without one, the per-process rlimits
 	 * and the shim's task count are what bound it. */
-	{
-		char why[PATH_MAX + 80];
-		rcg_discover(&c.cgs, false);
-		struct govex_error ce;
-		if (rslot_acquire(NULL, 65536, &c.slot, why, sizeof(why)) == 0 &&
-		    rcg_create(&c.cgs, c.slot.id, &c.lim, 0, &c.cg, &ce) < 0) {
-			for (int i = 0; i < RCG_N; i++)
-				c.cg.procs_fd[i] = -1;
-		}
+	char why[PATH_MAX + 80];
+	rcg_discover(&c->cgs, false);
+	struct govex_error ce;
+	if (rslot_acquire(NULL, 65536, &c->slot, why, sizeof(why)) == 0 &&
+	    rcg_create(&c->cgs, c->slot.id, &c->lim, 0, &c->cg, &ce) < 0) {
+		for (int i = 0; i < RCG_N; i++)
+			c->cg.procs_fd[i] = -1;
 	}
 	struct govex_error fe;
-	if ((r = rfilter_build(true, false, &c.filter, &fe)) < 0) {
-		pctx_free(&c);
+	if ((r = rfilter_build(true, false, &c->filter, &fe)) < 0)
 		return govex__err(err, GOVEX_EINTERP, -r, "interpreter probe: %s", fe.message);
-	}
-	if ((r = govex__pipes_open(&c.f)) < 0) {
-		pctx_free(&c);
-		return govex__err(err, GOVEX_EINTERP, -r, "interpreter probe: pipe: %s",
-				  strerror(-r));
-	}
-	uint64_t start = govex__now_ns();
-	pid_t pid = rns_clone(rns_flags(c.userns, true));
-	if (pid == 0)
-		probe_shim(&c);
-	if (pid < 0) {
-		int e = errno;
-		govex__pipes_close(&c.f);
-		pctx_free(&c);
-		return govex__err(err, GOVEX_EINTERP, e,
-				  "interpreter probe: cannot make the sandbox: clone: %s",
-				  strerror(e));
-	}
+	return 0;
+}
+
+/* Why a probe that ran gave no answer. */
+static void probe_why(const struct govex__outcome *o, size_t out_max, uint64_t timeout_ms,
+		      char *why, size_t cap)
+{
+	if (o->term == GOVEX_TERM_LAUNCH_FAILED)
+		snprintf(why, cap, "could not start in the sandbox (%s: %s)", o->failed_step,
+			 strerror(o->failed_errno));
+	else if (o->term == GOVEX_TERM_TIMEOUT)
+		snprintf(why, cap, "timed out after %llu ms", (unsigned long long)timeout_ms);
+	else if (o->term == GOVEX_TERM_EXITED && o->exit_code == 0)
+		snprintf(why, cap, "answer larger than %zu bytes", out_max);
+	else if (o->term == GOVEX_TERM_EXITED)
+		snprintf(why, cap, "failed (exit status %d)", o->exit_code);
+	else if (o->term == GOVEX_TERM_SIGNALED && o->signal == SIGKILL)
+		snprintf(why, cap, "killed (more than %d tasks, or out of memory)",
+			 PROBE_TASKS_MAX);
+	else if (o->term == GOVEX_TERM_SIGNALED)
+		snprintf(why, cap, "failed (killed by signal %d)", o->signal);
+	else
+		snprintf(why, cap, "failed");
+}
+
+static const struct govex__shim_ops probe_shim_ops = {
+	.fork_step = GOVEX_STEP_CLONE,
+	.shim = probe_shim,
+};
+
+int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
+			   size_t out_max, uint64_t timeout_ms, char **ret_out,
+			   struct govex_error *err)
+{
+	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	_cleanup_(pctx_free) struct pctx c;
+	pctx_init(&c, exe, argv, envp, cwd, out_max, timeout_ms);
+	int r = pctx_prepare(&c, err);
+	if (r < 0)
+		return r;
+	struct govex__shim_ops ops = probe_shim_ops;
+	ops.clone_flags = rns_flags(c.userns, true);
 	struct govex__launch l = {
 	    .limits = &c.lim,
 	    .argv = argv,
@@ -493,38 +526,18 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 	    .extra_fd = -1,
 	    .frame_fd = -1,
 	};
-	struct govex__outcome o;
-	memset(&o, 0, sizeof(o));
+	_cleanup_(govex__outcome_release) struct govex__outcome o = {0};
 	struct govex_error se;
-	r = govex__supervise_run(&l, &c.f, pid, start, &o, NULL, NULL, &se);
-	pctx_free(&c);
-	if (r < 0) {
-		govex__outcome_release(&o);
-		return govex__err(err, GOVEX_EINTERP, -r, "interpreter probe: %s", se.message);
-	}
+	if ((r = govex__run_shim(&l, &c.f, &ops, &c, &o, &se)) < 0)
+		return govex__err(err, GOVEX_EINTERP, -r,
+				  "interpreter probe: cannot make the sandbox: %s: %s",
+				  o.failed_step, strerror(-r));
 	if (o.term == GOVEX_TERM_EXITED && o.exit_code == 0 && !o.out_truncated) {
 		*ret_out = o.out.data ? TAKE_PTR(o.out.data) : strdup("");
-		govex__outcome_release(&o);
 		return *ret_out ? 0 : govex__err(err, ENOMEM, ENOMEM, "interpreter probe: out of memory");
 	}
 	char why[96];
-	if (o.term == GOVEX_TERM_LAUNCH_FAILED)
-		snprintf(why, sizeof(why), "could not start in the sandbox (%s: %s)", o.failed_step,
-			 strerror(o.failed_errno));
-	else if (o.term == GOVEX_TERM_TIMEOUT)
-		snprintf(why, sizeof(why), "timed out after %llu ms", (unsigned long long)timeout_ms);
-	else if (o.term == GOVEX_TERM_EXITED && o.exit_code == 0)
-		snprintf(why, sizeof(why), "answer larger than %zu bytes", out_max);
-	else if (o.term == GOVEX_TERM_EXITED)
-		snprintf(why, sizeof(why), "failed (exit status %d)", o.exit_code);
-	else if (o.term == GOVEX_TERM_SIGNALED && o.signal == SIGKILL)
-		snprintf(why, sizeof(why), "killed (more than %d tasks, or out of memory)",
-			 PROBE_TASKS_MAX);
-	else if (o.term == GOVEX_TERM_SIGNALED)
-		snprintf(why, sizeof(why), "failed (killed by signal %d)", o.signal);
-	else
-		snprintf(why, sizeof(why), "failed");
-	govex__outcome_release(&o);
+	probe_why(&o, out_max, timeout_ms, why, sizeof(why));
 	return govex__err(err, GOVEX_EINTERP, 0,
 			  "interpreter '%.120s': probe %s (is it Python 3?)", exe, why);
 }

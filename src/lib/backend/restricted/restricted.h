@@ -18,7 +18,7 @@
  *
  * Between clone() and execve() (the shim and the program child) only async-signal-safe
  * calls are made: raw syscalls on memory prepared before the clone.  Failures there are
- * reported as {step, errno} on the CLOEXEC error pipe (govex__child_fail()).
+ * reported as {enum govex__step, errno} on the CLOEXEC error pipe (govex__child_fail()).
  *
  * Process layout:
  *
@@ -129,7 +129,7 @@ void rscratch_free(struct rscratch *s);
 /* In the shim, in its new mount namespace: captures every source, builds the new root on
  * a tmpfs, pivots into it and detaches the old root.  Returns 0 or -errno with *ret_step
  * set. */
-int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_step);
+int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step);
 
 /* ---- Landlock (landlock.c) ---------------------------------------------------------- */
 
@@ -137,7 +137,7 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, const char **ret_
 int rlandlock_abi(void);
 /* In the program child: a ruleset over plan's paths (rights masked for abi), network
  * (ABI >= 4) when deny_net, scopes (ABI >= 6); restrict_self.  Async-signal-safe. */
-int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, const char **ret_step);
+int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step);
 /* true when abi has every right this backend asks for (else Landlock is only partial). */
 bool rlandlock_complete(int abi);
 
@@ -242,15 +242,13 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
 /* Namespaces a run gets: always mount, PID, IPC, UTS; user when not root; network unless
  * the policy allows it. */
 int rns_flags(bool userns, bool net);
-/* clone() without CLONE_VM: the child returns 0 like fork(), on a copy of the stack. */
-pid_t rns_clone(int flags);
 /* Writes a single-line identity map for the calling process in its new user namespace
  * (setgroups denied first).  maps holds "uid uid 1\n" and "gid gid 1\n". */
-int rns_write_maps(const char *uid_map, const char *gid_map, const char **ret_step);
+int rns_write_maps(const char *uid_map, const char *gid_map, enum govex__step *ret_step);
 
 /* Tries namespaces, the new mount API, proc, pivot_root and seccomp in a throwaway
  * child.  Returns 0, or -errno with *ret_step. */
-int rns_probe(bool userns, char *ret_step, size_t step_len);
+int rns_probe(bool userns, enum govex__step *ret_step);
 
 /* ---- per-runtime state (launch.c) ------------------------------------------------- */
 

@@ -152,7 +152,7 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 	ret->n = -1;
 	ret->fd = -1;
 	ret->id[0] = '\0';
-	int dfd = open_lock_dir(cache_dir, where, sizeof(where));
+	_cleanup_close_ int dfd = open_lock_dir(cache_dir, where, sizeof(where));
 	if (dfd < 0) {
 		snprintf(why, why_len, "slot lock directory %s: %s", where, strerror(-dfd));
 		return dfd;
@@ -160,7 +160,6 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 	struct stat dst;
 	if (fstat(dfd, &dst) < 0) {
 		int e = errno;
-		close(dfd);
 		snprintf(why, why_len, "slot lock directory %s: %s", where, strerror(e));
 		return -e;
 	}
@@ -169,8 +168,9 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		char name[32];
 		snprintf(name, sizeof(name), "%u.lock", n);
 		/* O_NONBLOCK: a FIFO planted as N.lock must not block us */
-		int fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-				0600);
+		_cleanup_close_ int fd = openat(dfd, name,
+						O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+						0600);
 		if (fd < 0) {
 			e = errno;
 			continue; /* a bad slot file: the next slot */
@@ -178,21 +178,17 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		struct stat st;
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 		    (st.st_mode & (S_IWGRP | S_IWOTH))) {
-			close(fd);
 			e = EPERM;
 			continue;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			ret->n = (int)n;
-			ret->fd = fd;
+			ret->fd = TAKE_FD(fd);
 			slot_name(ret->id, sizeof(ret->id), n, &dst);
-			close(dfd);
 			return 0;
 		}
 		e = errno == EWOULDBLOCK ? EAGAIN : errno;
-		close(fd);
 	}
-	close(dfd);
 	if (e == EAGAIN)
 		snprintf(why, why_len, "all %u run slots in %s are taken", (unsigned)count, where);
 	else
