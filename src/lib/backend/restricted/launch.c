@@ -141,7 +141,7 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 }
 
 /* Every control restricted_probe() can report: a cached report is intersected with this
- * (runtime.c), so a cache can never claim more than this code enforces.  Keep in step
+ * (registry.c), so a cache can never claim more than this code enforces.  Keep in step
  * with restricted_probe(); a report with a control outside it is not cached. */
 govex__ctlset govex__restricted_max_controls(void)
 {
