@@ -205,10 +205,15 @@ static int read_call_input(const struct cli_opts *a, struct call_input *in, stru
 	int r = read_call_target(a, in);
 	if (r != 0)
 		return r;
-	char *colon = strrchr(in->target, ':');
+	char *colon = in->target ? strrchr(in->target, ':') : NULL;
+	if (!colon) /* read_call_target checked FILE:FUNCTION */
+		return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "invalid_target",
+					"no FILE:FUNCTION");
 	*colon = '\0';
 	call->function = colon + 1;
 	if ((r = read_source(in->target, &call->source, &in->data, &in->path)) < 0) {
+		/* in->target is the caller's to free (call_input_release) */
+		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
 		snprintf(msg, sizeof(msg), "source '%s': %s", in->target, strerror(-r));
 		return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT, "unreadable_source",
 					msg);

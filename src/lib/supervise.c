@@ -494,7 +494,7 @@ int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o
 
 /* The host side of a run once the shim exists: closes the child's ends of p and the
  * launch's extra_fd, supervises the run to its end, lets the backend amend the shim's
- * report and interprets it.  Takes scratch. */
+ * report and interprets it.  scratch is a buffer of SCRATCH bytes it may use. */
 static void supervise_run(const struct govex__launch *l, struct govex__pipes *p, pid_t shim,
 			  uint64_t start_ns, char *scratch, struct govex__outcome *o,
 			  const struct govex__shim_ops *ops, void *ctx)
@@ -505,24 +505,26 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	if (l->extra_fd >= 0)
 		close(l->extra_fd); /* the child has it now: EOF comes when it is done */
 	struct supervise s = {
-		.stdin_fd = TAKE_FD(p->in[1]),
-		.stdout_fd = TAKE_FD(p->out[0]),
-		.stderr_fd = TAKE_FD(p->err[0]),
-		.report_fd = TAKE_FD(p->rep[0]),
-		.err_fd = TAKE_FD(p->ce[0]),
-		.kill_fd = TAKE_FD(p->kill[1]),
-		.frame_fd = l->frame_fd,
-		.frame_max = l->frame_max,
-		.cancel_fd = l->cancel_fd,
-		.shim_pid = shim,
-		.wall_ms = l->limits->wall_ms,
-		.stdout_max = l->limits->stdout_bytes,
-		.stderr_max = l->limits->stderr_bytes,
-		.stdin_data = l->stdin_data,
-		.stdin_len = l->stdin_len,
-		.start_ns = start_ns,
-		.scratch = scratch,
+	    .stdin_fd = p->in[1],
+	    .stdout_fd = p->out[0],
+	    .stderr_fd = p->err[0],
+	    .report_fd = p->rep[0],
+	    .err_fd = p->ce[0],
+	    .kill_fd = p->kill[1],
+	    .frame_fd = l->frame_fd,
+	    .frame_max = l->frame_max,
+	    .cancel_fd = l->cancel_fd,
+	    .shim_pid = shim,
+	    .wall_ms = l->limits->wall_ms,
+	    .stdout_max = l->limits->stdout_bytes,
+	    .stderr_max = l->limits->stderr_bytes,
+	    .stdin_data = l->stdin_data,
+	    .stdin_len = l->stdin_len,
+	    .start_ns = start_ns,
+	    .scratch = scratch,
 	};
+	/* s owns the host ends now */
+	p->in[1] = p->out[0] = p->err[0] = p->rep[0] = p->ce[0] = p->kill[1] = -1;
 	struct govex__shim_report rep;
 	bool got = false;
 	supervise(&s, o, &rep, &got);
@@ -537,23 +539,27 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 {
 	/* Everything the supervisor needs exists before the shim does: once it runs, no
 	 * failure may leave it without a deadline. */
-	_cleanup_free_ char *scratch = malloc(SCRATCH);
+	char *scratch = malloc(SCRATCH);
 	if (!scratch)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SUPERVISOR, ENOMEM, NULL);
 	int r = govex__pipes_open(pipes);
-	if (r < 0)
+	if (r < 0) {
+		free(scratch);
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PIPE, -r, NULL);
+	}
 	uint64_t start = govex__now_ns();
 	pid_t pid = govex__clone(ops->clone_flags);
 	if (pid == 0)
 		ops->shim(ctx);
 	if ((r = govex__neg_errno(pid)) < 0) {
 		govex__pipes_close(pipes);
+		free(scratch);
 		return govex__launch_failed(l, o, err, ops->fork_step, -r, NULL);
 	}
 	if (ops->after_fork)
 		ops->after_fork(ctx);
 	/* supervise_run takes (closes) every host end */
 	supervise_run(l, pipes, pid, start, scratch, o, ops, ctx);
+	free(scratch);
 	return 0;
 }
