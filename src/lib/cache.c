@@ -82,35 +82,7 @@ int govex__cache_file_read(int dirfd, const char *name, size_t max, char **ret_d
 	int r = file_trusted(fd);
 	if (r < 0)
 		return r;
-	size_t cap = 4096, len = 0;
-	_cleanup_free_ char *buf = malloc(cap + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		if (len == cap) {
-			if (cap > max)
-				break;
-			cap *= 2;
-			char *nb = realloc(buf, cap + 1);
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
-		return -EFBIG;
-	buf[len] = '\0';
-	*ret_data = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
+	return govex__read_fd(fd, max, ret_data, ret_len);
 }
 
 /* ".<name>.XXXXXX", X random: a temporary never matches a cache file's name. */

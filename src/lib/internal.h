@@ -109,6 +109,8 @@ void govex__sha256_digest(const void *data, size_t len, char out[72]);
  * name the position.  Returns -GOVEX_EJSON or -GOVEX_EUTF8. */
 int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
 		      struct govex_error *err);
+/* Reads fd to its end: at most max bytes (-EFBIG past that), NUL-terminated; -errno. */
+int govex__read_fd(int fd, size_t max, char **ret_data, size_t *ret_len);
 /* Reads a whole file of at most max bytes. */
 /*
  * A descriptor govex makes never takes 0, 1 or 2: a host started with closed stdio

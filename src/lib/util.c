@@ -395,6 +395,16 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 		return govex__err(err, EINVAL, EINVAL,
 				  "'%s': not a regular file (a FIFO, socket or device is not read)",
 				  path);
+	int r = govex__read_fd(fd, max, ret_data, ret_len);
+	if (r == -EFBIG)
+		return govex__err(err, GOVEX_ETOOBIG, 0, "'%s': larger than %zu bytes", path, max);
+	if (r < 0)
+		return govex__err(err, -r, -r, "'%s': read: %s", path, strerror(-r));
+	return 0;
+}
+
+int govex__read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
+{
 	size_t cap = 4096, len = 0;
 	_cleanup_free_ char *buf = malloc(cap + 1);
 	if (!buf)
@@ -410,18 +420,16 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 			buf = nb;
 		}
 		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return govex__err(err, errno, errno, "'%s': read: %s", path,
-					  strerror(errno));
-		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	if (len > max)
-		return govex__err(err, GOVEX_ETOOBIG, 0, "'%s': larger than %zu bytes", path, max);
+		return -EFBIG;
 	buf[len] = '\0';
 	*ret_data = TAKE_PTR(buf);
 	*ret_len = len;
