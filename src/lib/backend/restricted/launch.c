@@ -502,21 +502,7 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	 * the maps: a non-dumpable process cannot write its own /proc/self files. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	wipe_args_env();
-	*step = GOVEX_STEP_HOSTNAME;
-	if ((r = govex__neg_errno(sethostname("govex", 5))) < 0)
-		return r;
-	if ((r = rmount_apply(&c->plan, &c->scr, step)) < 0)
-		return r;
-
-	/* SIGCHLD through a signalfd: orphans re-parented to us (PID 1) are reaped as they
-	 * die, so zombies do not hold the pids limit. */
-	sigset_t chld;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	*step = GOVEX_STEP_SIGNALFD;
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	return sfd < 0 ? -errno : sfd;
+	return rns_shim_enter(&c->plan, &c->scr, step);
 }
 
 /* The shim's view of the run while the program lives. */

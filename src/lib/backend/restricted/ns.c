@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,4 +143,21 @@ int rns_probe(bool userns, enum govex__step *ret_step)
 		return -ECHILD;
 	}
 	return 0;
+}
+
+int rns_shim_enter(const struct rplan *plan, struct rscratch *scr, enum govex__step *ret_step)
+{
+	int r;
+	*ret_step = GOVEX_STEP_HOSTNAME;
+	if ((r = govex__neg_errno(sethostname("govex", 5))) < 0)
+		return r;
+	if ((r = rmount_apply(plan, scr, ret_step)) < 0)
+		return r;
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	*ret_step = GOVEX_STEP_SIGNALFD;
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	return sfd < 0 ? -errno : sfd;
 }

@@ -319,18 +319,8 @@ static int probe_shim_setup(struct pctx *c, enum govex__step *step)
 		return r;
 	/* a copy of the host: its memory and /proc entries are not the probe's to read */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	*step = GOVEX_STEP_HOSTNAME;
-	if ((r = govex__neg_errno(sethostname("govex", 5))) < 0)
-		return r;
-	if ((r = rmount_apply(&c->plan, &c->scr, step)) < 0)
-		return r;
-	sigset_t chld;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	*step = GOVEX_STEP_SIGNALFD;
-	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	return sfd < 0 ? -errno : sfd;
+	/* (its environment is not wiped: the probe's child gets it, for a pyenv shim) */
+	return rns_shim_enter(&c->plan, &c->scr, step);
 }
 
 /* Waits for the child's end, the host's kill request or too many tasks, then kills and

@@ -245,6 +245,11 @@ int rns_flags(bool userns, bool net);
 /* Writes a single-line identity map for the calling process in its new user namespace
  * (setgroups denied first).  maps holds "uid uid 1\n" and "gid gid 1\n". */
 int rns_write_maps(const char *uid_map, const char *gid_map, enum govex__step *ret_step);
+/* The rest of a shim's entry into its namespaces, after its identity maps: the
+ * hostname, the new root from plan (rmount_apply), and SIGCHLD blocked and read through
+ * a signalfd (the shim is PID 1: orphans are reaped as they die, so zombies do not hold
+ * the pids limit).  Returns the signalfd, or -errno with *ret_step.  Async-signal-safe. */
+int rns_shim_enter(const struct rplan *plan, struct rscratch *scr, enum govex__step *ret_step);
 
 /* Tries namespaces, the new mount API, proc, pivot_root and seccomp in a throwaway
  * child.  Returns 0, or -errno with *ret_step. */
