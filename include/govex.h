@@ -177,6 +177,22 @@ struct govex_limits {
 };
 
 /*
+ * Live output: called on the supervising thread as a run's output arrives, in the order
+ * it was read; stream 1 is stdout, 2 stderr.  Only bytes within the run's output bounds
+ * are passed; the result's stdout and stderr hold the same bytes.  The callback must not
+ * block for long and must not call back into the runtime.
+ */
+typedef void (*govex_output_fn)(void *userdata, int stream, const char *data, size_t len);
+
+/* A file handed to a run: placed read-only in its workdir under name (a plain file name:
+ * [A-Za-z0-9._-], 1 to 128 characters, no leading '.', unique within the request). */
+struct govex_file {
+	const char *name;
+	const char *data;
+	size_t len;
+};
+
+/*
  * A run request.  Zero it, then set fields.  Everything is borrowed for the duration of
  * the call that takes the request.
  */
@@ -196,6 +212,16 @@ struct govex_request {
 	int shell;              /* shell intent (only the process toolkit uses a shell) */
 	const char *const *metadata; /* optional NULL-terminated "key=value" list, for audit */
 	govex_cancel_token *cancel;  /* optional */
+	/* REPL-style run: the code runs in govex's worker, a final expression statement's
+	 * value comes back as the result's value, top-level await works (Python >= 3.8) */
+	int repl;
+	const char *inputs_json; /* repl only, optional: a JSON object, read-only as INPUTS */
+	size_t inputs_len;
+	const struct govex_file *files; /* optional files in */
+	size_t n_files;
+	int outputs; /* 1: collect the files the run leaves in $GOVEX_OUTPUT_DIR */
+	govex_output_fn on_output; /* optional live output */
+	void *output_userdata;
 };
 
 /* ------------------------------------------------------------------------------------
@@ -349,6 +375,11 @@ struct govex_call {
 	struct govex_limits limits; /* wall_ms etc.; 0 = the policy's */
 	const char *const *metadata; /* optional "key=value" list, for audit */
 	govex_cancel_token *cancel;  /* optional */
+	const struct govex_file *files; /* optional files in (as struct govex_request) */
+	size_t n_files;
+	int outputs;
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 /*
@@ -490,6 +521,53 @@ GOVEX_API int govex_result_new_refusal(enum govex_status status, const char *cod
 				       const char *message, govex_result **ret_result);
 
 GOVEX_API govex_result *govex_result_free(govex_result *result);
+
+/* Files the run left in $GOVEX_OUTPUT_DIR (requests with outputs set): how many, and
+ * file i (name, MIME type, bytes), borrowed from the result.  Returns 0, or
+ * -GOVEX_EINVAL for an index out of range. */
+GOVEX_API size_t govex_result_file_count(const govex_result *result);
+GOVEX_API int govex_result_file(const govex_result *result, size_t i, const char **ret_name,
+				const char **ret_mime, const void **ret_data, size_t *ret_len);
+
+/* ------------------------------------------------------------------------------------
+ * Tool provider: the model tools (run_python_snippet, one tool per eligible function
+ * of a module) as data and a call; govex mcp is an adapter over it
+ * ---------------------------------------------------------------------------------- */
+
+typedef struct govex_toolset govex_toolset;
+
+struct govex_toolset_options {
+	const char *const *modules; /* optional NULL-terminated .py/.ipynb paths */
+	int no_snippet;             /* 1: no run_python_snippet tool */
+};
+
+/* Makes the tools for the runtime's policy (modules are read and inspected now). */
+GOVEX_API int govex_toolset_new(govex_runtime *runtime, const struct govex_toolset_options *o,
+				govex_toolset **ret_toolset, struct govex_error *ret_err);
+
+/* The tools as a JSON array of MCP Tool objects (name, title, description derived from
+ * the effective policy, inputSchema, outputSchema, annotations).  Caller frees. */
+GOVEX_API char *govex_toolset_list(const govex_toolset *toolset);
+
+struct govex_invoke {
+	govex_cancel_token *cancel; /* optional */
+	govex_output_fn on_output;  /* optional live output */
+	void *output_userdata;
+	const char *const *metadata; /* optional "key=value" list, for audit */
+};
+
+/*
+ * Invokes a tool with a JSON object of arguments; *ret_json (caller frees) is an MCP
+ * CallToolResult: content, structuredContent (the govex.result/v1 document) and isError.
+ * Bad arguments, exceptions, denials and refusals are results with isError true; an
+ * error return is only for an unknown tool (GOVEX_EINVAL) or no memory.  Thread-safe.
+ */
+GOVEX_API int govex_toolset_invoke(govex_toolset *toolset, const char *name,
+				   const char *args_json, size_t args_len,
+				   const struct govex_invoke *invoke, char **ret_json,
+				   struct govex_error *ret_err);
+
+GOVEX_API govex_toolset *govex_toolset_free(govex_toolset *toolset);
 
 #ifdef __cplusplus
 }
