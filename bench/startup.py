@@ -9,10 +9,16 @@ bwrap has no seccomp filter or Landlock here).  Prints the medians and their rat
 python.  A benchmark, not a test: it never fails on noise.
 
 usage: bench/startup.py [--govex build/govex] [--rounds 40] [--preset trusted|strict]
-                        [--bwrap] [--compare OTHER_GOVEX]
+                        [--bwrap] [--compare OTHER_GOVEX] [--pyenv]
 
 --compare times a second govex binary (an earlier build, say) with the same policy in the
 same interleaved run, so that before and after are measured side by side.
+
+--pyenv also times the same run with the interpreter left to `auto` while `python3` on
+PATH is a script shim (pyenv's): the cost a user pays from an ordinary pyenv shell,
+against the run with the interpreter named directly (the first row).  Start the
+benchmark with an interpreter that is not the shim (e.g. /usr/bin/python3): pyenv puts
+the real interpreter first on PATH for what the shim runs.
 """
 import argparse
 import json
@@ -40,6 +46,8 @@ def main():
     ap.add_argument('--python', default=None, help='interpreter (default: python3 on PATH, resolved)')
     ap.add_argument('--bwrap', action='store_true', help='also time bubblewrap')
     ap.add_argument('--compare', default=None, help='another govex binary, timed alongside')
+    ap.add_argument('--pyenv', action='store_true',
+                    help='also time interpreter auto through the python3 shim on PATH')
     args = ap.parse_args()
     py = args.python or subprocess.run(['python3', '-c', 'import sys; print(sys.executable)'],
                                        capture_output=True, text=True, check=True).stdout.strip()
@@ -57,6 +65,16 @@ def main():
     if args.compare:
         cmds.insert(1, ('%s (compared)' % os.path.basename(os.path.dirname(
             os.path.abspath(args.compare))), [args.compare, 'run', '--policy', pfile, '-c', code]))
+    if args.pyenv:
+        auto = dict(policy, python=dict(policy['python'], interpreter='auto'))
+        with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as f:
+            json.dump(auto, f)
+            afile = f.name
+        cmds.insert(1, ('govex run (python3 = PATH shim)',
+                        [args.govex, 'run', '--policy', afile, '-c', code]))
+        if args.compare:
+            cmds.insert(3, ('compared (python3 = PATH shim)',
+                            [args.compare, 'run', '--policy', afile, '-c', code]))
     if args.bwrap:
         prefix = subprocess.run([py, '-I', '-S', '-c', 'import sys; print(sys.base_prefix)'],
                                 capture_output=True, text=True, check=True).stdout.strip()
@@ -78,6 +96,8 @@ def main():
                 times[name].append(timed(argv))
     finally:
         os.unlink(pfile)
+        if args.pyenv:
+            os.unlink(afile)
     base = statistics.median(times['python3 -I -S'])
     print('interpreter: %s' % py)
     print('rounds: %d (interleaved)' % args.rounds)

@@ -15,14 +15,16 @@
  * An answer, fresh or cached, is untrusted input and is validated before use
  * (govex__interp_validate): absolute normalized paths, the standard library under the
  * prefixes, libraries that are ELF shared objects, nothing under /proc, /sys or /dev,
- * no path "/"; the prefixes and the standard library existing directories.  An invalid answer makes the interpreter unavailable.
+ * no path "/"; the prefixes and the standard library existing directories.  An invalid
+ * answer makes the interpreter unavailable.
  *
  * A probe costs one interpreter start.  The runtime caches it; with a cache directory it
  * is also cached across processes (cache.c: a checked directory and files), keyed by the
- * identity (device, inode, size, mtime, ctime) of the executable, and only for an ELF
- * executable found directly: a script shim's answer depends on its environment, so it is
- * never cached across processes.  A cached answer that fails validation is ignored and
- * rewritten.
+ * identity (device, inode, size, mtime, ctime) of the executable.  A script's answer
+ * (which ELF it runs) depends on its environment, so it is cached across processes only
+ * for a script whose inputs are known: a pyenv shim (pyenv_selection_key), keyed by
+ * everything pyenv's version selection reads.  A generic script is never cached across
+ * processes.  A cached answer that fails validation is ignored and rewritten.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -456,6 +458,97 @@ static void cache_name(char out[64], const char *id)
 	snprintf(out, 64, "probe-v1-%.16s.json", dg + 7);
 }
 
+/* Appends "path=identity" (or "path=-" when it does not exist) to a key. */
+static int key_add_file(char **key, const char *path)
+{
+	_cleanup_free_ char *id = identity(path);
+	char *n = NULL;
+	if (asprintf(&n, "%s%s=%s\n", *key, path, id ? id : "-") < 0)
+		return -ENOMEM;
+	free(*key);
+	*key = n;
+	return 0;
+}
+
+/*
+ * A pyenv shim's selection key: everything pyenv reads to choose the interpreter a shim
+ * runs, so that an unchanged key means an unchanged choice.  pyenv chooses from
+ * PYENV_VERSION, else the first .python-version from PYENV_DIR (default: the cwd) up to
+ * /, else $PYENV_ROOT/version, else "system" (searched on PATH); hooks and plugins may
+ * change it (PYENV_HOOK_PATH, $PYENV_ROOT/plugins), and so may installing or removing a
+ * version or pyenv itself.  The key holds the shim's identity, every PYENV_* variable
+ * and PATH, the identity (or absence) of each candidate .python-version, and the
+ * identities of $PYENV_ROOT/version, versions/, plugins/, libexec/ and libexec/pyenv.
+ * NULL (not cached) for a script that is not a recognized pyenv shim, or on any error.
+ * The cached answer only names an ELF, which is then probed (and cached) on its own.
+ */
+static char *pyenv_selection_key(const char *script)
+{
+	_cleanup_close_ int fd = open(script, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	char text[4096];
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (n <= 0)
+		return NULL;
+	text[n] = 0;
+	static const char root_mark[] = "\nexport PYENV_ROOT=\"";
+	const char *r = strstr(text, root_mark);
+	if (strncmp(text, "#!/usr/bin/env bash\n", 20) != 0 || !r ||
+	    !strstr(text, "/libexec/pyenv\" exec \"$program\" \"$@\""))
+		return NULL;
+	r += sizeof(root_mark) - 1;
+	const char *q = strchr(r, '"');
+	if (!q || q == r || *r != '/' || memchr(r, '\n', (size_t)(q - r)) || (size_t)(q - r) > 1024)
+		return NULL;
+	_cleanup_free_ char *root = strndup(r, (size_t)(q - r));
+	_cleanup_free_ char *key = strdup("pyenv-shim-v1\n");
+	char cwd[4096];
+	const char *dir = getenv("PYENV_DIR");
+	if (!dir)
+		dir = getcwd(cwd, sizeof(cwd));
+	if (!root || !key || !dir || dir[0] != '/')
+		return NULL;
+	if (key_add_file(&key, script) < 0)
+		return NULL;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, "PYENV_", 6) != 0 && strncmp(*e, "PATH=", 5) != 0)
+			continue;
+		char *k2 = NULL;
+		if (asprintf(&k2, "%senv %s\n", key, *e) < 0)
+			return NULL;
+		free(key);
+		key = k2;
+	}
+	/* candidates from dir up to / (pyenv-version-file) */
+	_cleanup_free_ char *d = strdup(dir);
+	if (!d)
+		return NULL;
+	for (;;) {
+		_cleanup_free_ char *f = NULL;
+		if (asprintf(&f, "%s/.python-version", strcmp(d, "/") == 0 ? "" : d) < 0 ||
+		    key_add_file(&key, f) < 0)
+			return NULL;
+		char *slash = strrchr(d, '/');
+		if (!slash || strcmp(d, "/") == 0)
+			break;
+		if (slash == d)
+			slash[1] = 0;
+		else
+			*slash = 0;
+	}
+	static const char *const under_root[] = {"/version", "/versions", "/plugins", "/libexec",
+						 "/libexec/pyenv"};
+	for (size_t i = 0; i < ARRAY_SIZE(under_root); i++) {
+		_cleanup_free_ char *f = NULL;
+		if (asprintf(&f, "%s%s", root, under_root[i]) < 0 || key_add_file(&key, f) < 0)
+			return NULL;
+	}
+	/* the key may hold newlines and any byte of the environment: the cache keys by
+	 * its digest */
+	char dg[72];
+	govex__sha256_digest(key, strlen(key), dg);
+	return strdup(dg);
+}
+
 /* The probe's argv: isolated mode, no site; the code prints the answer. */
 static int run_probe(const char *exe, enum govex__probe_mode mode, char **ret_out,
 		     struct govex_error *err)
@@ -489,15 +582,30 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 		/* A script (a pyenv shim, a wrapper) is the policy's to name, but its answer
 		 * is whatever it prints: it only says which interpreter it runs, and the
 		 * binds come from that ELF's own answer (probed directly, and required to
-		 * name itself).  Both probes run in the sandbox. */
+		 * name itself).  Both probes run in the sandbox.  A pyenv shim's answer is
+		 * cached under its selection key; a stale or invalid entry is re-probed. */
+		_cleanup_free_ char *key = NULL, *named = NULL;
+		if (cache_dir && cache_dir[0] == '/' && (key = pyenv_selection_key(exe)) &&
+		    (dfd = govex__cache_dir_open(cache_dir, true)) >= 0) {
+			snprintf(name, sizeof(name), "shim-v1-%.16s.json", key + 7);
+			answer = govex__cache_get(dfd, name, key, PROBE_OUTPUT_MAX);
+			if (answer && (named = answer_executable(exe, answer, NULL)) &&
+			    govex__interp_probe(named, cache_dir, mode, ret, NULL) == 0)
+				return 0;
+			free(TAKE_PTR(answer));
+			free(TAKE_PTR(named));
+		}
 		if ((r = run_probe(exe, mode, &answer, err)) < 0)
 			return r;
-		char *named = answer_executable(exe, answer, err);
-		if (!named)
+		if (!(named = answer_executable(exe, answer, err)))
 			return -GOVEX_EINTERP;
-		r = govex__interp_probe(named, cache_dir, mode, ret, err);
-		free(named);
-		return r;
+		if ((r = govex__interp_probe(named, cache_dir, mode, ret, err)) < 0)
+			return r;
+		if (dfd >= 0) {
+			govex__cache_put(dfd, name, key, answer);
+			govex__cache_prune(dfd, "shim-v1-", PROBE_CACHE_KEEP);
+		}
+		return 0;
 	}
 	_cleanup_free_ char *real = realpath(exe, NULL);
 	bool cacheable = cache_dir && cache_dir[0] == '/' && real;
