@@ -28,7 +28,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=32
+PLAN=34
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -264,6 +264,27 @@ if [ -x "$smoke" ]; then
 	run_smoke trusted
 else
 	not_ok "smoke (trusted preset): govex_version(), status success, stdout 42" "not built"
+fi
+
+# The README's C example, as shown, against the installed package.
+readme_c=$tmp/readme-example.c
+sed -n '/^<!-- BEGIN readme-example.c -->$/,/^<!-- END readme-example.c -->$/p' "$ROOT/README.md" |
+	sed '1,/^```c$/d; /^```$/,$d' >"$readme_c"
+# shellcheck disable=SC2086  # pkg-config output is a list of words
+if [ -s "$readme_c" ] && ${CC:-cc} -std=c99 -Wall -Wextra -Werror -o "$tmp/readme-example" \
+	"$readme_c" $cflags $libs >"$tmp/cc-readme.log" 2>&1; then
+	ok "the README's C example compiles against the installed package"
+else
+	not_ok "the README's C example compiles against the installed package" \
+		"$(cat "$readme_c" | head -5)" "$(tail_of "$tmp/cc-readme.log")"
+fi
+out=$( [ -x "$tmp/readme-example" ] && LD_LIBRARY_PATH=$export_ld "$tmp/readme-example" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"stdout":"45\\n"' <<<"$out"; then
+	ok "the README's C example runs a snippet in the sandbox (stdout 45, exit 0)"
+else
+	not_ok "the README's C example runs a snippet in the sandbox (stdout 45, exit 0)" \
+		"exit $rc" "$out"
 fi
 
 # ---- the installed command line ----------------------------------------------------
