@@ -269,6 +269,10 @@ struct govex_runtime_options {
 	uint32_t sandbox_uid;
 	uint32_t sandbox_gid;
 	uint32_t sandbox_uid_count;
+	/* 1: keep warm templates (DESIGN.md "Warm runs"): runs of this runtime are forked
+	 * from an interpreter started once inside the sandbox's outer layers; same controls,
+	 * same result.  For long-lived runtimes; 0 = every run starts cold. */
+	int warm;
 };
 
 /*
