@@ -413,6 +413,109 @@ START_TEST(test_call_notebook_effects)
 }
 END_TEST
 
+/* the contract's optional members: present only when the request uses them, and the
+ * plan otherwise the same bytes as without them */
+static json_t *plan_doc(govex_runtime *rt, const struct govex_request *req)
+{
+	govex_plan *plan = plan_run(rt, req);
+	size_t len = 0;
+	const char *c = govex_plan_canonical(plan, &len);
+	json_t *doc = json_loadb(c, len, 0, NULL);
+	ck_assert_ptr_nonnull(doc);
+	govex_plan_free(plan);
+	return doc;
+}
+
+START_TEST(test_optional_members)
+{
+	struct audit_log log = {0};
+	govex_runtime *rt = runtime_for(NULL, "trusted", &log);
+	struct govex_request req;
+	request_init(&req, "1 + 1");
+	json_t *plain = plan_doc(rt, &req);
+	ck_assert_ptr_null(json_object_get(plain, "repl"));
+	ck_assert_ptr_null(json_object_get(plain, "files"));
+	ck_assert_ptr_null(json_object_get(plain, "outputs"));
+
+	static const char inputs[] = "{\"a\":[1,2]}";
+	static const struct govex_file files[] = {{"b.txt", "bb", 2}, {"a.csv", "x,y\n", 4}};
+	req.repl = 1;
+	req.inputs_json = inputs;
+	req.inputs_len = strlen(inputs);
+	req.files = files;
+	req.n_files = 2;
+	req.outputs = 1;
+	json_t *all = plan_doc(rt, &req);
+	char d[72];
+	govex__sha256_digest(inputs, strlen(inputs), d);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(all, "repl"),
+							   "inputs_digest")),
+			 d);
+	json_t *f = json_object_get(all, "files");
+	ck_assert_uint_eq(json_array_size(f), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "name")), "a.csv");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(f, 0), "bytes")), 4);
+	govex__sha256_digest("x,y\n", 4, d);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "digest")), d);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 1), "name")), "b.txt");
+	json_t *o = json_object_get(all, "outputs");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "max_files")), 64);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "max_bytes")), 64 << 20);
+	/* nothing else differs */
+	json_object_del(all, "repl");
+	json_object_del(all, "files");
+	json_object_del(all, "outputs");
+	ck_assert(json_equal(all, plain));
+
+	/* a repl run without inputs: the digest of "" */
+	req.inputs_json = NULL;
+	req.inputs_len = 0;
+	req.n_files = 0;
+	req.outputs = 0;
+	json_t *bare = plan_doc(rt, &req);
+	govex__sha256_digest("", 0, d);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(bare, "repl"),
+							   "inputs_digest")),
+			 d);
+	json_decref(bare);
+	json_decref(all);
+	json_decref(plain);
+	audit_reset(&log);
+	govex_runtime_free(rt);
+}
+END_TEST
+
+/* a plan file with the optional members parses; an unknown member inside one is refused */
+START_TEST(test_optional_members_parse)
+{
+	struct audit_log log = {0};
+	govex_runtime *rt = runtime_for(NULL, "trusted", &log);
+	struct govex_request req;
+	request_init(&req, "1 + 1");
+	req.repl = 1;
+	req.outputs = 1;
+	govex_plan *plan = plan_run(rt, &req);
+	size_t len = 0;
+	const char *c = govex_plan_canonical(plan, &len);
+	govex_plan *parsed = NULL;
+	struct govex_error err;
+	memset(&err, 0, sizeof(err));
+	ck_assert_msg(govex_plan_parse(c, len, &parsed, &err) == 0, "%s", err.message);
+	ck_assert_str_eq(govex_plan_digest(parsed), govex_plan_digest(plan));
+	govex_plan_free(parsed);
+	char *bad = strdup(c);
+	char *at = strstr(bad, "\"max_files\"");
+	ck_assert_ptr_nonnull(at);
+	memcpy(at + 1, "max_filez", 9);
+	ck_assert_int_lt(govex_plan_parse(bad, len, &parsed, &err), 0);
+	ck_assert_msg(strstr(err.message, "outputs.max_filez"), "%s", err.message);
+	free(bad);
+	govex_plan_free(plan);
+	audit_reset(&log);
+	govex_runtime_free(rt);
+}
+END_TEST
+
 static Suite *plans_suite(void)
 {
 	Suite *s = suite_create("plans");
@@ -427,6 +530,11 @@ static Suite *plans_suite(void)
 	tcase_add_test(tc, test_call_trusted);
 	tcase_add_test(tc, test_call_async_open);
 	tcase_add_test(tc, test_call_notebook_effects);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("optional");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_optional_members);
+	tcase_add_test(tc, test_optional_members_parse);
 	suite_add_tcase(s, tc);
 	return s;
 }
