@@ -430,195 +430,256 @@ static void set_defaults(govex_policy *p)
 	p->platform_defaults = true;
 }
 
-static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_error *err)
+static int parse_languages(const json_t *v, govex_policy *p, struct govex_error *err)
 {
-	static const char *const keys[] = {
-		"version", "languages", "python",   "workdir", "limits",
-		"filesystem", "network", "subprocess", "shell", "environment",
-		"approval", "effects", "backend", NULL};
+	static const char *const langs[] = {"python"};
+	char **l = NULL;
 	int r;
-	json_t *v;
-
-	if (!json_is_object(doc))
-		return fail(err, "document", "must be an object, not %s", type_name(doc));
-	if ((r = check_keys(doc, "", keys, err)) < 0)
+	(void)p;
+	if ((r = get_name_set(v, "languages", langs, 1, NULL, &l, err)) < 0)
 		return r;
-	v = json_object_get(doc, "version");
+	size_t n = govex__strv_len(l);
+	govex__strv_free(l);
+	if (n == 0)
+		return fail(err, "languages", "must name at least one language");
+	return 0;
+}
+
+static int parse_python(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	static const char *const pk[] = {"interpreter", "site", NULL};
+	json_t *e;
+	int r;
+	if ((r = want_type(v, JSON_OBJECT, "python", "an object", err)) < 0 ||
+	    (r = check_keys(v, "python", pk, err)) < 0)
+		return r;
+	if ((e = json_object_get(v, "interpreter"))) {
+		const char *is = NULL;
+		if ((r = get_string(e, "python.interpreter", &is, err)) < 0)
+			return r;
+		if (strcmp(is, "auto") != 0 &&
+		    (r = get_path(e, "python.interpreter", &p->interpreter, err)) < 0)
+			return r;
+	}
+	if ((e = json_object_get(v, "site"))) {
+		if ((r = want_type(e, JSON_TRUE, "python.site", "a boolean", err)) < 0)
+			return r;
+		p->site = json_is_true(e);
+	}
+	return 0;
+}
+
+static int parse_limits_section(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	return parse_limits(v, &p->limits, err);
+}
+
+/*
+ * A path a sandbox gives its own meaning: /govex is where the run's fresh workdir is
+ * mounted (a host path there would be hidden or collide).  (Read roots beneath /tmp
+ * are refused at planning, for a sandboxed run only: planning.c.)
+ */
+static int roots_not_reserved(const govex_policy *p, struct govex_error *err)
+{
+	char **lists[] = {p->read_roots, p->write_roots};
+	const char *names[] = {"filesystem.read", "filesystem.write"};
+	for (size_t k = 0; k < ARRAY_SIZE(lists); k++)
+		for (size_t i = 0; lists[k] && lists[k][i]; i++) {
+			const char *root = lists[k][i];
+			if (govex__path_under(root, "/govex"))
+				return fail(
+				    err, names[k],
+				    "'%.100s': /govex is reserved for the sandbox's workdir", root);
+		}
+	return 0;
+}
+
+static int parse_filesystem(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	static const char *const fk[] = {"read", "write", "platform_defaults", NULL};
+	json_t *e;
+	int r;
+	if ((r = want_type(v, JSON_OBJECT, "filesystem", "an object", err)) < 0 ||
+	    (r = check_keys(v, "filesystem", fk, err)) < 0)
+		return r;
+	if ((e = json_object_get(v, "read"))) {
+		govex__strv_free(p->read_roots);
+		p->read_roots = NULL;
+		if ((r = get_paths(e, "filesystem.read", &p->read_roots, err)) < 0)
+			return r;
+	}
+	if ((e = json_object_get(v, "write"))) {
+		govex__strv_free(p->write_roots);
+		p->write_roots = NULL;
+		if ((r = get_paths(e, "filesystem.write", &p->write_roots, err)) < 0)
+			return r;
+	}
+	if ((e = json_object_get(v, "platform_defaults"))) {
+		if ((r = want_type(e, JSON_TRUE, "filesystem.platform_defaults", "a boolean",
+				   err)) < 0)
+			return r;
+		p->platform_defaults = json_is_true(e);
+	}
+	return 0;
+}
+
+static int parse_workdir(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	const char *ws = NULL;
+	int r;
+	if ((r = get_string(v, "workdir", &ws, err)) < 0)
+		return r;
+	if (strcmp(ws, "fresh") == 0)
+		return 0;
+	if ((r = get_path(v, "workdir", &p->workdir, err)) < 0)
+		return r;
+	if (govex__path_under(p->workdir, "/govex"))
+		return fail(err, "workdir",
+			    "'%.100s': /govex is reserved for the sandbox's workdir", p->workdir);
+	for (size_t i = 0; p->write_roots[i]; i++)
+		if (govex__path_under(p->workdir, p->write_roots[i]))
+			return 0;
+	return fail(err, "workdir", "'%.100s' does not lie under a filesystem.write root",
+		    p->workdir);
+}
+
+/* network, subprocess, shell: "allow" or "deny" (v is the document: the key is looked
+ * up there) */
+static int parse_permissions(const json_t *doc, govex_policy *p, struct govex_error *err)
+{
+	int r;
+	if ((r = parse_allow_deny(doc, "network", &p->network, err)) < 0 ||
+	    (r = parse_allow_deny(doc, "subprocess", &p->subprocess, err)) < 0 ||
+	    (r = parse_allow_deny(doc, "shell", &p->shell, err)) < 0)
+		return r;
+	return 0;
+}
+
+static int parse_environment_section(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	return parse_environment(v, p, err);
+}
+
+static int parse_approval(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	char **a = NULL;
+	int r = get_name_set(v, "approval", perm_names, ARRAY_SIZE(perm_names), NULL, &a, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; a[i]; i++)
+		p->approval |= perm_bit(a[i]);
+	govex__strv_free(a);
+	return 0;
+}
+
+static int parse_effects(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	static const char *const ek[] = {"require_known", NULL};
+	json_t *e;
+	int r;
+	if ((r = want_type(v, JSON_OBJECT, "effects", "an object", err)) < 0 ||
+	    (r = check_keys(v, "effects", ek, err)) < 0)
+		return r;
+	if ((e = json_object_get(v, "require_known"))) {
+		govex__strv_free(p->require_known);
+		p->require_known = NULL;
+		if ((r = get_name_set(e, "effects.require_known", effect_names,
+				      ARRAY_SIZE(effect_names), NULL, &p->require_known, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_backend(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	const char *bs = NULL;
+	bool known = false;
+	int r;
+	if (json_is_null(v))
+		return 0;
+	if ((r = get_string(v, "backend", &bs, err)) < 0)
+		return r;
+	for (size_t i = 0; i < ARRAY_SIZE(backend_names); i++)
+		if (strcmp(bs, backend_names[i]) == 0)
+			known = true;
+	if (!known)
+		return fail(err, "backend", "unknown backend '%.60s'", bs);
+	return (p->backend = strdup(bs)) ? 0 : -ENOMEM;
+}
+
+/* The sections of a policy document, parsed in this order (a workdir is checked
+ * against the write roots, so after filesystem).  A NULL key: the parser is given the
+ * whole document. */
+static const struct {
+	const char *key;
+	int (*parse)(const json_t *v, govex_policy *p, struct govex_error *err);
+} policy_sections[] = {
+    {"languages", parse_languages},
+    {"python", parse_python},
+    {"limits", parse_limits_section},
+    {"filesystem", parse_filesystem},
+    {"workdir", parse_workdir},
+    {NULL, parse_permissions},
+    {"environment", parse_environment_section},
+    {"approval", parse_approval},
+    {"effects", parse_effects},
+    {"backend", parse_backend},
+};
+
+static int policy_version(const json_t *doc, struct govex_error *err)
+{
+	json_t *v = json_object_get(doc, "version");
+	const char *s = NULL;
+	int r;
 	if (!v)
 		return fail(err, "version", "missing (must be \"" GOVEX_POLICY_VERSION "\")");
-	const char *s = NULL;
 	if ((r = get_string(v, "version", &s, err)) < 0)
 		return r;
 	if (strcmp(s, GOVEX_POLICY_VERSION) != 0)
-		return fail(err, "version", "unsupported '%.60s' (must be \"" GOVEX_POLICY_VERSION
-				"\")", s);
+		return fail(err, "version",
+			    "unsupported '%.60s' (must be \"" GOVEX_POLICY_VERSION "\")", s);
+	return 0;
+}
 
+static govex_policy *policy_new(void)
+{
 	govex_policy *p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return NULL;
 	set_defaults(p);
 	p->read_roots = calloc(1, sizeof(char *));
 	p->write_roots = calloc(1, sizeof(char *));
 	p->env_allow = calloc(1, sizeof(char *));
 	p->env_set = calloc(1, sizeof(char *));
 	p->require_known = calloc(1, sizeof(char *));
-	if (!p->read_roots || !p->write_roots || !p->env_allow || !p->env_set ||
-	    !p->require_known) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!p->read_roots || !p->write_roots || !p->env_allow || !p->env_set || !p->require_known)
+		return govex_policy_free(p), NULL;
+	return p;
+}
 
-	if ((v = json_object_get(doc, "languages"))) {
-		static const char *const langs[] = {"python"};
-		char **l = NULL;
-		if ((r = get_name_set(v, "languages", langs, 1, NULL, &l, err)) < 0)
+static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_error *err)
+{
+	static const char *const keys[] = {"version", "languages",   "python",	 "workdir",
+					   "limits",  "filesystem",  "network",	 "subprocess",
+					   "shell",   "environment", "approval", "effects",
+					   "backend", NULL};
+	int r;
+
+	if (!json_is_object(doc))
+		return fail(err, "document", "must be an object, not %s", type_name(doc));
+	if ((r = check_keys(doc, "", keys, err)) < 0 || (r = policy_version(doc, err)) < 0)
+		return r;
+	govex_policy *p = policy_new();
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < ARRAY_SIZE(policy_sections); i++) {
+		const char *key = policy_sections[i].key;
+		json_t *v = key ? json_object_get(doc, key) : (json_t *)doc;
+		if (v && (r = policy_sections[i].parse(v, p, err)) < 0)
 			goto out;
-		size_t n = govex__strv_len(l);
-		govex__strv_free(l);
-		if (n == 0) {
-			r = fail(err, "languages", "must name at least one language");
+		/* the roots just parsed: none in /govex (before the workdir is checked) */
+		if (key && strcmp(key, "filesystem") == 0 && (r = roots_not_reserved(p, err)) < 0)
 			goto out;
-		}
-	}
-	if ((v = json_object_get(doc, "python"))) {
-		static const char *const pk[] = {"interpreter", "site", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "python", "an object", err)) < 0 ||
-		    (r = check_keys(v, "python", pk, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "interpreter"))) {
-			const char *is = NULL;
-			if ((r = get_string(e, "python.interpreter", &is, err)) < 0)
-				goto out;
-			if (strcmp(is, "auto") != 0 &&
-			    (r = get_path(e, "python.interpreter", &p->interpreter, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "site"))) {
-			if ((r = want_type(e, JSON_TRUE, "python.site", "a boolean", err)) < 0)
-				goto out;
-			p->site = json_is_true(e);
-		}
-	}
-	if ((v = json_object_get(doc, "limits")) && (r = parse_limits(v, &p->limits, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "filesystem"))) {
-		static const char *const fk[] = {"read", "write", "platform_defaults", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "filesystem", "an object", err)) < 0 ||
-		    (r = check_keys(v, "filesystem", fk, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "read"))) {
-			govex__strv_free(p->read_roots);
-			p->read_roots = NULL;
-			if ((r = get_paths(e, "filesystem.read", &p->read_roots, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "write"))) {
-			govex__strv_free(p->write_roots);
-			p->write_roots = NULL;
-			if ((r = get_paths(e, "filesystem.write", &p->write_roots, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "platform_defaults"))) {
-			if ((r = want_type(e, JSON_TRUE, "filesystem.platform_defaults",
-					   "a boolean", err)) < 0)
-				goto out;
-			p->platform_defaults = json_is_true(e);
-		}
-	}
-	/*
-	 * A path a sandbox gives its own meaning: /govex is where the run's fresh workdir is
-	 * mounted (a host path there would be hidden or collide).  (Read roots beneath /tmp
-	 * are refused at planning, for a sandboxed run only: plan.c.)
-	 */
-	{
-		char **lists[] = {p->read_roots, p->write_roots};
-		const char *names[] = {"filesystem.read", "filesystem.write"};
-		for (size_t k = 0; k < ARRAY_SIZE(lists); k++)
-			for (size_t i = 0; lists[k] && lists[k][i]; i++) {
-				const char *root = lists[k][i];
-				if (govex__path_under(root, "/govex")) {
-					r = fail(err, names[k],
-						 "'%.100s': /govex is reserved for the sandbox's "
-						 "workdir",
-						 root);
-					goto out;
-				}
-			}
-	}
-	if ((v = json_object_get(doc, "workdir"))) {
-		const char *ws = NULL;
-		if ((r = get_string(v, "workdir", &ws, err)) < 0)
-			goto out;
-		if (strcmp(ws, "fresh") != 0) {
-			if ((r = get_path(v, "workdir", &p->workdir, err)) < 0)
-				goto out;
-			if (govex__path_under(p->workdir, "/govex")) {
-				r = fail(err, "workdir",
-					 "'%.100s': /govex is reserved for the sandbox's workdir",
-					 p->workdir);
-				goto out;
-			}
-			bool under = false;
-			for (size_t i = 0; p->write_roots[i]; i++)
-				if (govex__path_under(p->workdir, p->write_roots[i]))
-					under = true;
-			if (!under) {
-				r = fail(err, "workdir",
-					 "'%.100s' does not lie under a filesystem.write root",
-					 p->workdir);
-				goto out;
-			}
-		}
-	}
-	if ((r = parse_allow_deny(doc, "network", &p->network, err)) < 0 ||
-	    (r = parse_allow_deny(doc, "subprocess", &p->subprocess, err)) < 0 ||
-	    (r = parse_allow_deny(doc, "shell", &p->shell, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "environment")) &&
-	    (r = parse_environment(v, p, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "approval"))) {
-		char **a = NULL;
-		if ((r = get_name_set(v, "approval", perm_names, ARRAY_SIZE(perm_names), NULL, &a,
-				      err)) < 0)
-			goto out;
-		for (size_t i = 0; a[i]; i++)
-			p->approval |= perm_bit(a[i]);
-		govex__strv_free(a);
-	}
-	if ((v = json_object_get(doc, "effects"))) {
-		static const char *const ek[] = {"require_known", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "effects", "an object", err)) < 0 ||
-		    (r = check_keys(v, "effects", ek, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "require_known"))) {
-			govex__strv_free(p->require_known);
-			p->require_known = NULL;
-			if ((r = get_name_set(e, "effects.require_known", effect_names,
-					      ARRAY_SIZE(effect_names), NULL, &p->require_known,
-					      err)) < 0)
-				goto out;
-		}
-	}
-	if ((v = json_object_get(doc, "backend")) && !json_is_null(v)) {
-		const char *bs = NULL;
-		bool known = false;
-		if ((r = get_string(v, "backend", &bs, err)) < 0)
-			goto out;
-		for (size_t i = 0; i < ARRAY_SIZE(backend_names); i++)
-			if (strcmp(bs, backend_names[i]) == 0)
-				known = true;
-		if (!known) {
-			r = fail(err, "backend", "unknown backend '%.60s'", bs);
-			goto out;
-		}
-		if (!(p->backend = strdup(bs))) {
-			r = -ENOMEM;
-			goto out;
-		}
 	}
 	if ((r = finish(p, err)) < 0)
 		goto out;
