@@ -30,17 +30,17 @@
 
 /* trusted-like, runs on controlled; every permission approvable */
 static const char POLICY_OPEN[] =
-	"{" V ",\"python\":{\"site\":true},"
-	"\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"],\"platform_defaults\":false},"
-	"\"network\":\"allow\",\"subprocess\":\"allow\",\"shell\":\"allow\","
-	"\"approval\":[\"network\",\"shell\",\"filesystem_write\",\"subprocess\"],"
-	"\"environment\":{\"allow\":[\"FOO\",\"BAR\"],\"set\":{\"A\":\"1\",\"PATH\":\"/usr/bin:/bin\"}},"
-	"\"limits\":{\"wall_ms\":4000,\"stdout_bytes\":1000}}";
+    "{" V ",\"python\":{\"site\":true},"
+    "\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"],\"platform_defaults\":false},"
+    "\"network\":\"allow\",\"subprocess\":\"allow\",\"shell\":\"allow\","
+    "\"approval\":[\"network\",\"shell\",\"filesystem_write\",\"subprocess\"],"
+    "\"environment\":{\"allow\":[\"FOO\",\"BAR\"],\"set\":{\"A\":\"1\",\"PATH\":\"/usr/bin:/"
+    "bin\"}},"
+    "\"limits\":{\"wall_ms\":4000,\"stdout_bytes\":1000}}";
 
 /* strict-like with an effects requirement: restricted */
-static const char POLICY_EFFECTS[] =
-	"{" V ",\"effects\":{\"require_known\":[\"network\"]},"
-	"\"environment\":{\"set\":{\"PATH\":\"/usr/bin:/bin\"}}}";
+static const char POLICY_EFFECTS[] = "{" V ",\"effects\":{\"require_known\":[\"network\"]},"
+				     "\"environment\":{\"set\":{\"PATH\":\"/usr/bin:/bin\"}}}";
 
 static const char MODULE[] = "import json\n\n"
 			     "def f(a: int, b: int = 2):\n"
@@ -50,10 +50,10 @@ static const char MODULE[] = "import json\n\n"
 			     "    return x\n";
 
 static const char NOTEBOOK[] =
-	"{\"cells\":[{\"cell_type\":\"markdown\",\"metadata\":{},\"source\":[\"# t\"]},"
-	"{\"cell_type\":\"code\",\"execution_count\":null,\"metadata\":{},\"outputs\":[],"
-	"\"source\":[\"def h(x: int) -> int:\\n\",\"    return x * 2\\n\"]}],"
-	"\"metadata\":{},\"nbformat\":4,\"nbformat_minor\":5}";
+    "{\"cells\":[{\"cell_type\":\"markdown\",\"metadata\":{},\"source\":[\"# t\"]},"
+    "{\"cell_type\":\"code\",\"execution_count\":null,\"metadata\":{},\"outputs\":[],"
+    "\"source\":[\"def h(x: int) -> int:\\n\",\"    return x * 2\\n\"]}],"
+    "\"metadata\":{},\"nbformat\":4,\"nbformat_minor\":5}";
 
 struct audit_log {
 	char *planned[8]; /* plan digests of "decision planned" events, in order */
@@ -172,8 +172,8 @@ static void golden_check(const char *name, const char *got)
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	ck_assert_msg(strcmp(buf, got) == 0, "plan %s differs from its golden bytes:\n got  %s\n want %s",
-		      name, got, buf);
+	ck_assert_msg(strcmp(buf, got) == 0,
+		      "plan %s differs from its golden bytes:\n got  %s\n want %s", name, got, buf);
 }
 
 static govex_plan *plan_run(govex_runtime *rt, const struct govex_request *req)
@@ -266,7 +266,8 @@ static void check_exec(const char *name, const char *policy, const char *preset,
 	char *n = normalized(plan, &doc);
 	golden_check(name, n);
 	/* the host's values that were replaced: what they must be */
-	const char *exe = json_string_value(json_object_get(json_object_get(doc, "executable"), "path"));
+	const char *exe =
+	    json_string_value(json_object_get(json_object_get(doc, "executable"), "path"));
 	ck_assert_ptr_nonnull(exe);
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(doc, "argv"), 0)), exe);
 	ck_assert(json_is_array(json_object_get(doc, "binds")));
@@ -342,9 +343,9 @@ static void check_call(const char *name, const char *policy, const char *preset,
 	json_t *want = NULL;
 	size_t i;
 	json_t *f;
-	json_array_foreach(json_object_get(in, "functions"), i, f)
-	if (strcmp(json_string_value(json_object_get(f, "name")), call->function) == 0)
-		want = f;
+	json_array_foreach(json_object_get(in, "functions"), i,
+			   f) if (strcmp(json_string_value(json_object_get(f, "name")),
+					 call->function) == 0) want = f;
 	ck_assert(json_equal(want, json_object_get(doc, "function")));
 
 	/* the inspection's own plan (audited before the call's): the call plan without the
@@ -448,9 +449,8 @@ START_TEST(test_optional_members)
 	json_t *all = plan_doc(rt, &req);
 	char d[72];
 	govex__sha256_digest(inputs, strlen(inputs), d);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(all, "repl"),
-							   "inputs_digest")),
-			 d);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(all, "repl"), "inputs_digest")), d);
 	json_t *f = json_object_get(all, "files");
 	ck_assert_uint_eq(json_array_size(f), 2);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "name")), "a.csv");
@@ -474,9 +474,8 @@ START_TEST(test_optional_members)
 	req.outputs = 0;
 	json_t *bare = plan_doc(rt, &req);
 	govex__sha256_digest("", 0, d);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(bare, "repl"),
-							   "inputs_digest")),
-			 d);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(bare, "repl"), "inputs_digest")), d);
 	json_decref(bare);
 	json_decref(all);
 	json_decref(plain);
