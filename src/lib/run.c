@@ -214,25 +214,7 @@ static int run_program(struct govex__job *j, struct govex__program *prog,
 		       govex_result **ret_refusal)
 {
 	struct run_job *rj = j->state;
-	if (j->req.repl) {
-		int r = govex__repl_program(j->rt, &j->req, &j->d.limits, &rj->argv, &rj->frame_in,
-					    &rj->frame_in_len);
-		if (r == -EOPNOTSUPP) {
-			*ret_refusal =
-			    govex__job_refuse(j->rt, GOVEX_STATUS_INVALID_INPUT, "repl_unavailable",
-					      "repl: REPL runs are not built into this "
-					      "govex");
-			return *ret_refusal ? 0 : -ENOMEM;
-		}
-		if (r < 0)
-			return r;
-		prog->argvp = rj->argv;
-		prog->stdin_data = rj->frame_in;
-		prog->stdin_len = rj->frame_in_len;
-		prog->frame = true;
-		prog->frame_max = j->d.limits.call_output_bytes + ENVELOPE_SLACK;
-		return 0;
-	}
+	(void)ret_refusal;
 	if (!(rj->code = strndup(j->req.code, j->req.code_len)))
 		return -ENOMEM;
 	govex__interp_argv(j->rt, rj->code, prog->argv);
@@ -244,16 +226,8 @@ static int run_program(struct govex__job *j, struct govex__program *prog,
 static int run_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
 		      struct govex_error *err)
 {
-	govex_result *res = run_result_keep(j->rt, &j->d, j->plan, o);
-	int r = 0;
-	if (res && j->req.repl)
-		r = govex__repl_finish(j->rt, o, res);
-	govex__outcome_release(o);
-	if (!res || r < 0) {
-		govex_result_free(res);
+	if (!(*ret_result = govex__run_result(j->rt, &j->d, j->plan, o)))
 		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
-	}
-	*ret_result = res;
 	return 0;
 }
 
@@ -275,13 +249,61 @@ const struct govex__job_ops govex__job_run = {
     .release = run_release,
 };
 
+/* a repl run: govex's worker runs the code (op "snippet", repl.c); the value comes back
+ * in the response frame */
+static int repl_program(struct govex__job *j, struct govex__program *prog,
+			govex_result **ret_refusal)
+{
+	struct run_job *rj = j->state;
+	int r = govex__repl_program(j->rt, &j->req, &j->d.limits, &rj->argv, &rj->frame_in,
+				    &rj->frame_in_len);
+	if (r == -EOPNOTSUPP) {
+		*ret_refusal =
+		    govex__job_refuse(j->rt, GOVEX_STATUS_INVALID_INPUT, "repl_unavailable",
+				      "repl: REPL runs are not built into this govex");
+		return *ret_refusal ? 0 : -ENOMEM;
+	}
+	if (r < 0)
+		return r;
+	prog->argvp = rj->argv;
+	prog->stdin_data = rj->frame_in;
+	prog->stdin_len = rj->frame_in_len;
+	prog->frame = true;
+	prog->frame_max = j->d.limits.call_output_bytes + ENVELOPE_SLACK;
+	return 0;
+}
+
+static int repl_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
+		       struct govex_error *err)
+{
+	govex_result *res = run_result_keep(j->rt, &j->d, j->plan, o);
+	int r = res ? govex__repl_finish(j->rt, o, res) : -ENOMEM;
+	govex__outcome_release(o);
+	if (r < 0) {
+		govex_result_free(res);
+		return govex__err(err, -r, -r, "run: %s", strerror(-r));
+	}
+	*ret_result = res;
+	return 0;
+}
+
+/* the same kind of plan as a run's ("run", with "repl"); another program and result */
+const struct govex__job_ops govex__job_repl = {
+    .kind = GOVEX_JOB_RUN,
+    .received = {"run", "execute", "plan"},
+    .approve = true,
+    .program = repl_program,
+    .finish = repl_finish,
+    .release = run_release,
+};
+
 static int run_job(govex_runtime *rt, const govex_plan *given, const struct govex_request *req,
 		   enum govex__job_mode mode, govex_plan **ret_plan, govex_result **ret_result,
 		   struct govex_error *err)
 {
 	struct run_job rj = {0};
 	struct govex__job j = {
-	    .ops = &govex__job_run,
+	    .ops = req->repl ? &govex__job_repl : &govex__job_run,
 	    .rt = rt,
 	    .mode = mode,
 	    .given = given,
