@@ -515,6 +515,130 @@ START_TEST(test_optional_members_parse)
 }
 END_TEST
 
+/* ---- the pipeline: every kind's events, in order, and the one refusal tail ---- */
+
+struct events {
+	char seq[512]; /* "received:KIND decision:planned launch finish:TERMINATION ..." */
+};
+
+static void events_cb(void *ud, const char *line, size_t len)
+{
+	struct events *ev = ud;
+	json_t *j = json_loadb(line, len, 0, NULL);
+	const char *e = json_string_value(json_object_get(j, "event"));
+	const char *more = json_string_value(json_object_get(j, "kind"));
+	if (e && strcmp(e, "decision") == 0)
+		more = json_string_value(json_object_get(j, "decision"));
+	else if (e && strcmp(e, "finish") == 0)
+		more = json_string_value(json_object_get(j, "termination"));
+	else if (e && strcmp(e, "launch") == 0)
+		more = NULL;
+	size_t n = strlen(ev->seq);
+	snprintf(ev->seq + n, sizeof(ev->seq) - n, "%s%s%s%s", n ? " " : "", e ? e : "?",
+		 more ? ":" : "", more ? more : "");
+	json_decref(j);
+}
+
+static govex_runtime *runtime_events(const char *preset, struct events *ev)
+{
+	govex_policy *p = NULL;
+	struct govex_error err;
+	memset(&err, 0, sizeof(err));
+	ck_assert_int_eq(govex_policy_preset(preset, &p, &err), 0);
+	struct govex_runtime_options opts;
+	memset(&opts, 0, sizeof(opts));
+	opts.audit_fd = -1;
+	opts.audit = events_cb;
+	opts.audit_userdata = ev;
+	govex_runtime *rt = NULL;
+	ck_assert_int_eq(govex_runtime_new(p, &opts, &rt, &err), 0);
+	govex_policy_free(p);
+	return rt;
+}
+
+START_TEST(test_pipeline_events)
+{
+	struct events ev = {{0}};
+	govex_runtime *rt = runtime_events("trusted", &ev);
+	struct govex_error err;
+	memset(&err, 0, sizeof(err));
+	govex_result *res = NULL;
+
+	/* a run: received, planned, launched, finished with its termination */
+	struct govex_request req;
+	request_init(&req, "pass");
+	ck_assert_int_eq(govex_runtime_run(rt, &req, &res, &err), 0);
+	ck_assert_int_eq(govex_result_view(res)->status, GOVEX_STATUS_SUCCESS);
+	ck_assert_str_eq(ev.seq, "received:run decision:planned launch finish:exited");
+	res = govex_result_free(res);
+
+	/* a refused run (the request), a refused exec, a refused call: one tail */
+	ev.seq[0] = '\0';
+	req.limits.wall_ms = 1u << 30;
+	ck_assert_int_eq(govex_runtime_run(rt, &req, &res, &err), 0);
+	ck_assert_int_eq(govex_result_view(res)->termination, GOVEX_TERM_REFUSED);
+	ck_assert_str_eq(ev.seq, "received:run decision:refused finish:refused");
+	res = govex_result_free(res);
+
+	ev.seq[0] = '\0';
+	static const char *const argv[] = {"/nonexistent/govex-no-such-program", NULL};
+	struct govex_exec x;
+	memset(&x, 0, sizeof(x));
+	x.argv = argv;
+	ck_assert_int_eq(govex_runtime_exec(rt, NULL, &x, &res, &err), 0);
+	ck_assert_int_eq(govex_result_view(res)->status, GOVEX_STATUS_INVALID_INPUT);
+	ck_assert_str_eq(ev.seq, "received:exec decision:refused finish:refused");
+	res = govex_result_free(res);
+
+	ev.seq[0] = '\0';
+	struct govex_call c;
+	memset(&c, 0, sizeof(c));
+	c.source.data = MODULE;
+	c.source.len = strlen(MODULE);
+	c.function = "nosuchfunction";
+	ck_assert_int_eq(govex_runtime_call(rt, NULL, &c, &res, &err), 0);
+	ck_assert_int_eq(govex_result_view(res)->status, GOVEX_STATUS_INVALID_INPUT);
+	/* the inspection runs (nested: its plan and launch, no events of its own) */
+	ck_assert_str_eq(ev.seq, "received:call decision:planned launch decision:refused "
+				 "finish:refused");
+	res = govex_result_free(res);
+
+	/* a call: its inspection is cached now; planned, launched, finished */
+	ev.seq[0] = '\0';
+	c.function = "f";
+	c.args = "{\"a\":40}";
+	c.args_len = strlen(c.args);
+	ck_assert_int_eq(govex_runtime_call(rt, NULL, &c, &res, &err), 0);
+	ck_assert_msg(govex_result_view(res)->status == GOVEX_STATUS_SUCCESS, "%s",
+		      govex_result_summary(res));
+	ck_assert_str_eq(ev.seq, "received:call decision:planned launch finish:exited");
+	res = govex_result_free(res);
+
+	/* an inspection (cached): received, finished */
+	ev.seq[0] = '\0';
+	char *insp = NULL;
+	ck_assert_int_eq(govex_runtime_inspect(rt, &c.source, &insp, &res, &err), 0);
+	ck_assert_ptr_nonnull(insp);
+	ck_assert_str_eq(ev.seq, "received:inspect finish");
+	free(insp);
+
+	/* plans only: received, planned; nothing launched, no finish */
+	ev.seq[0] = '\0';
+	govex_plan *plan = NULL;
+	request_init(&req, "pass");
+	ck_assert_int_eq(govex_runtime_plan(rt, &req, &plan, &res, &err), 0);
+	ck_assert_ptr_nonnull(plan);
+	ck_assert_str_eq(ev.seq, "received:plan decision:planned");
+	plan = govex_plan_free(plan);
+	ev.seq[0] = '\0';
+	ck_assert_int_eq(govex_runtime_plan_call(rt, &c, &plan, &res, &err), 0);
+	ck_assert_ptr_nonnull(plan);
+	ck_assert_str_eq(ev.seq, "received:plan_call decision:planned");
+	plan = govex_plan_free(plan);
+	govex_runtime_free(rt);
+}
+END_TEST
+
 static Suite *plans_suite(void)
 {
 	Suite *s = suite_create("plans");
@@ -534,6 +658,10 @@ static Suite *plans_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_optional_members);
 	tcase_add_test(tc, test_optional_members_parse);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pipeline");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_pipeline_events);
 	suite_add_tcase(s, tc);
 	return s;
 }
