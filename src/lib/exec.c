@@ -20,6 +20,8 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
+#include "job.h"
+#include "run.h"
 #include "runtime.h"
 
 #define ARGV_MAX 4096
@@ -293,14 +295,87 @@ static int target_prepare(govex_runtime *rt, const struct govex_exec *x, struct 
 	return 0;
 }
 
-static json_t *exec_job(const struct target *t, bool shell)
+/* ---- the exec job ----------------------------------------------------------------------- */
+
+struct exec_job {
+	const struct govex_exec *x;
+	struct target t;
+};
+
+static int exec_prepare(struct govex__job *j, govex_result **ret_refusal)
 {
-	return json_pack("{s:s, s:{s:s, s:s, s:I}, s:o, s:b, s:o}", "kind", "exec", "executable",
-			 "path", t->exe, "digest", t->digest, "bytes", (json_int_t)t->size, "argv",
-			 govex__strv_json(t->argv), "shell_string", shell, "binds",
-			 govex__strv_json(t->binds));
+	struct exec_job *ej = j->state;
+	return target_prepare(j->rt, ej->x, &ej->t, ret_refusal);
 }
 
+/* a plan made earlier: the executable's bytes must be the ones it binds */
+static int exec_resolve(struct govex__job *j, govex_result **ret_refusal)
+{
+	struct exec_job *ej = j->state;
+	if (!j->given)
+		return 0;
+	const char *gd = json_string_value(
+	    json_object_get(json_object_get(j->given->doc, "executable"), "digest"));
+	if (!gd || strcmp(gd, ej->t.digest) != 0) {
+		*ret_refusal = refuse(j->rt, GOVEX_STATUS_SOURCE_MISMATCH, "source_mismatch",
+				      "executable: its digest differs from the plan's");
+		return *ret_refusal ? 0 : -ENOMEM;
+	}
+	return 0;
+}
+
+static int exec_fill(const struct govex__job *j, struct govex__plan_fields *f)
+{
+	const struct exec_job *ej = j->state;
+	f->executable.path = ej->t.exe;
+	f->executable.digest = ej->t.digest;
+	f->executable.bytes = ej->t.size;
+	f->argv = ej->t.argv;
+	f->shell_string = ej->x->shell != NULL;
+	f->binds = ej->t.binds;
+	return 0;
+}
+
+static int exec_program(struct govex__job *j, struct govex__program *prog,
+			govex_result **ret_refusal)
+{
+	struct exec_job *ej = j->state;
+	(void)ret_refusal;
+	prog->argvp = ej->t.argv;
+	prog->stdin_data = ej->x->stdin_data;
+	prog->stdin_len = ej->x->stdin_len;
+	prog->extra_ro = ej->t.binds;
+	return 0;
+}
+
+static int exec_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
+		       struct govex_error *err)
+{
+	if (!(*ret_result = govex__run_result(j->rt, &j->d, j->plan, o)))
+		return govex__err(err, ENOMEM, ENOMEM, "exec: out of memory");
+	return 0;
+}
+
+static void exec_release(struct govex__job *j)
+{
+	struct exec_job *ej = j->state;
+	target_release(&ej->t);
+}
+
+const struct govex__job_ops govex__job_exec = {
+    .kind = GOVEX_JOB_EXEC,
+    .received = {"exec", "exec", "plan_exec"},
+    .approve = true,
+    .prepare = exec_prepare,
+    .resolve = exec_resolve,
+    .fill = exec_fill,
+    .program = exec_program,
+    .finish = exec_finish,
+    .release = exec_release,
+};
+
+/* The request an exec stands for: its stdin, limits, environment, needs, shell intent,
+ * metadata and cancellation. */
 static struct govex_request exec_request(const struct govex_exec *x)
 {
 	struct govex_request req = {
@@ -318,88 +393,20 @@ static struct govex_request exec_request(const struct govex_exec *x)
 	return req;
 }
 
-static int exec_internal(govex_runtime *rt, const govex_plan *given, const struct govex_exec *x,
-			 bool plan_only, govex_plan **ret_plan, govex_result **ret_result,
-			 struct govex_error *err)
+static int exec_job_run(govex_runtime *rt, const govex_plan *given, const struct govex_exec *x,
+			enum govex__job_mode mode, govex_plan **ret_plan, govex_result **ret_result,
+			struct govex_error *err)
 {
-	char run_id[33];
-	struct target t;
-	struct decision d;
-	govex_plan *plan = NULL;
-	govex_result *res = NULL;
-	struct govex__outcome o;
-	int r;
-
-	memset(&d, 0, sizeof(d));
-	govex__run_id_new(run_id);
-	struct govex_request req = exec_request(x);
-	govex__audit_received(rt, run_id, plan_only ? "plan_exec" : "exec", &req);
-	if ((r = target_prepare(rt, x, &t, &res)) < 0)
-		goto oom;
-	if (res)
-		goto refused;
-	if (given) {
-		const char *gd = json_string_value(
-			json_object_get(json_object_get(given->doc, "executable"), "digest"));
-		if (!gd || strcmp(gd, t.digest) != 0) {
-			res = refuse(rt, GOVEX_STATUS_SOURCE_MISMATCH, "source_mismatch",
-				     "executable: its digest differs from the plan's");
-			goto refused;
-		}
-	}
-	json_t *job = exec_job(&t, x->shell != NULL);
-	r = govex__plan_internal(rt, &req, run_id, job, &plan, &d, &res, err);
-	json_decref(job);
-	if (r < 0) {
-		target_release(&t);
-		return r;
-	}
-	if (res)
-		goto refused;
-	if (plan_only) {
-		*ret_plan = plan;
-		govex__decision_release(&d);
-		target_release(&t);
-		return 0;
-	}
-	if (given && strcmp(given->digest, plan->digest) != 0) {
-		res = govex__plan_mismatch(rt, given, plan);
-		goto refused;
-	}
-	if ((res = govex__approve(rt, run_id, &d, plan)))
-		goto refused;
-	if ((r = govex__launch(rt, run_id, &d, plan, t.argv, x->stdin_data, x->stdin_len,
-			       x->cancel, -1, -1, 0, t.binds, &o, &res, err)) < 0)
-		goto oom;
-	if (!res && !(res = govex__run_result(rt, &d, plan, &o)))
-		goto oom;
-	if (govex__result_finish(res) < 0)
-		goto oom;
-	govex__audit_finish(rt, run_id, res, plan);
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	target_release(&t);
-	*ret_result = res;
-	return 0;
-
-refused:
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	target_release(&t);
-	if (!res || govex__result_finish(res) < 0) {
-		govex_result_free(res);
-		return govex__err(err, ENOMEM, ENOMEM, "exec: out of memory");
-	}
-	govex__audit_refused(rt, run_id, res);
-	govex__audit_finish(rt, run_id, res, NULL);
-	*ret_result = res;
-	return 0;
-oom:
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	govex_result_free(res);
-	target_release(&t);
-	return govex__err(err, ENOMEM, ENOMEM, "exec: out of memory");
+	struct exec_job ej = {.x = x};
+	struct govex__job j = {
+	    .ops = &govex__job_exec,
+	    .rt = rt,
+	    .mode = mode,
+	    .given = given,
+	    .req = exec_request(x),
+	    .state = &ej,
+	};
+	return govex__job_execute(&j, ret_plan, ret_result, err);
 }
 
 GOVEX_API int govex_runtime_plan_exec(govex_runtime *rt, const struct govex_exec *exec,
@@ -408,18 +415,14 @@ GOVEX_API int govex_runtime_plan_exec(govex_runtime *rt, const struct govex_exec
 {
 	if (!rt || !exec || !ret_plan || !ret_result)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
-	*ret_plan = NULL;
-	*ret_result = NULL;
-	return exec_internal(rt, NULL, exec, true, ret_plan, ret_result, ret_err);
+	return exec_job_run(rt, NULL, exec, GOVEX_JOB_PLAN_ONLY, ret_plan, ret_result, ret_err);
 }
 
 GOVEX_API int govex_runtime_exec(govex_runtime *rt, const govex_plan *plan,
 				 const struct govex_exec *exec, govex_result **ret_result,
 				 struct govex_error *ret_err)
 {
-	govex_plan *unused = NULL;
 	if (!rt || !exec || !ret_result)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "exec: missing argument");
-	*ret_result = NULL;
-	return exec_internal(rt, plan, exec, false, &unused, ret_result, ret_err);
+	return exec_job_run(rt, plan, exec, GOVEX_JOB_EXECUTE, NULL, ret_result, ret_err);
 }

@@ -610,19 +610,6 @@ void govex__result_take_outcome(govex_result *r, struct govex__outcome *o);
 /* Builds the JSON document and summary; call once everything is set. */
 int govex__result_finish(govex_result *r);
 
-/* ---- audit (audit.c) ------------------------------------------------------------------ */
-
-struct govex__audit {
-	govex_audit_fn fn;
-	void *userdata;
-	int fd;
-	pthread_mutex_t *lock; /* serialises fd writes */
-};
-/* Emits one govex.audit/v1 event; takes fields (an object or NULL).  Never put code,
- * stdin, output or environment values in fields. */
-void govex__audit(const struct govex__audit *a, const char *run_id, const char *event,
-		  json_t *fields);
-
 /* The Python source of a notebook (code cells joined in order); magics and shell escapes
  * refused naming the cell. */
 int govex__notebook_to_python(const char *data, size_t len, char **ret, size_t *ret_len,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * govex.policy/v1: parse, validate, normalize, canonical bytes and digest, presets.
+ * govex.policy/v1: the policy object, its canonical bytes and digest, parsing (the
+ * fields themselves: policyparse.c), presets, the controls a policy requires.
  *
  * The parsed document is decoded into struct govex_policy and the canonical form is then
  * re-encoded from the struct, so the canonical bytes can only say what the struct holds.
@@ -12,48 +13,36 @@
 #include <string.h>
 
 #include "internal.h"
+#include "policy.h"
 
 #define POLICY_FILE_MAX (1u << 20)
 
-struct limit_desc {
-	const char *name;
-	size_t off;
-	bool nullable;
-	uint64_t min, max, def;
-};
-
 #define LIM(f) offsetof(struct govex__limits, f)
-static const struct limit_desc limit_table[] = {
-	{"wall_ms", LIM(wall_ms), false, 1, GOVEX_WALL_MS_MAX, 5000},
-	{"cpu_ms", LIM(cpu_ms), true, 1, 24ULL * GOVEX_WALL_MS_MAX, 0},
-	{"memory_bytes", LIM(memory_bytes), true, 1ULL << 20, 1ULL << 42, 0},
-	{"processes", LIM(processes), true, 1, 1ULL << 20, 0},
-	{"open_files", LIM(open_files), true, 8, 1ULL << 20, 0},
-	{"file_size_bytes", LIM(file_size_bytes), true, 1, 1ULL << 50, 0},
-	{"code_bytes", LIM(code_bytes), false, 1, 64ULL << 20, 64ULL << 10},
-	{"stdin_bytes", LIM(stdin_bytes), false, 0, 1ULL << 30, 1ULL << 20},
-	{"stdout_bytes", LIM(stdout_bytes), false, 0, 1ULL << 30, 64ULL << 10},
-	{"stderr_bytes", LIM(stderr_bytes), false, 0, 1ULL << 30, 64ULL << 10},
-	{"call_input_bytes", LIM(call_input_bytes), false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20},
-	{"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
-	 GOVEX_CALL_BYTES_MAX, 1ULL << 20},
+const struct govex__limit_desc govex__limit_table[] = {
+    {"wall_ms", LIM(wall_ms), false, 1, GOVEX_WALL_MS_MAX, 5000},
+    {"cpu_ms", LIM(cpu_ms), true, 1, 24ULL * GOVEX_WALL_MS_MAX, 0},
+    {"memory_bytes", LIM(memory_bytes), true, 1ULL << 20, 1ULL << 42, 0},
+    {"processes", LIM(processes), true, 1, 1ULL << 20, 0},
+    {"open_files", LIM(open_files), true, 8, 1ULL << 20, 0},
+    {"file_size_bytes", LIM(file_size_bytes), true, 1, 1ULL << 50, 0},
+    {"code_bytes", LIM(code_bytes), false, 1, 64ULL << 20, 64ULL << 10},
+    {"stdin_bytes", LIM(stdin_bytes), false, 0, 1ULL << 30, 1ULL << 20},
+    {"stdout_bytes", LIM(stdout_bytes), false, 0, 1ULL << 30, 64ULL << 10},
+    {"stderr_bytes", LIM(stderr_bytes), false, 0, 1ULL << 30, 64ULL << 10},
+    {"call_input_bytes", LIM(call_input_bytes), false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20},
+    {"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
+     GOVEX_CALL_BYTES_MAX, 1ULL << 20},
 };
 #undef LIM
 
-static uint64_t *limit_ptr(struct govex__limits *l, const struct limit_desc *d)
+uint64_t *govex__limit_ptr(struct govex__limits *l, const struct govex__limit_desc *d)
 {
 	return (uint64_t *)((char *)l + d->off);
 }
 
-static const char *const perm_names[] = {"network", "filesystem_write", "shell", "subprocess"};
-
-static const char *const effect_names[] = {
-#define GOVEX__EFFNAME(id, name) name,
-	GOVEX__EFFECTS(GOVEX__EFFNAME)
-#undef GOVEX__EFFNAME
-};
-
-static const char *const backend_names[] = {"controlled", "restricted"};
+const char *const govex__perm_names[GOVEX__N_PERMS] = {"network", "filesystem_write", "shell",
+						       "subprocess"};
+const size_t govex__limit_count = ARRAY_SIZE(govex__limit_table);
 
 GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 {
@@ -72,295 +61,15 @@ GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 	return NULL;
 }
 
-/* ---- validation helpers ------------------------------------------------------------ */
-
-static int fail(struct govex_error *err, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct govex_error *err, const char *path, const char *fmt, ...)
-{
-	char cause[180];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cause, sizeof(cause), fmt, ap);
-	va_end(ap);
-	return govex__err(err, GOVEX_EPOLICY, 0, "%s: %s", path, cause);
-}
-
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number with a fraction or exponent";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
-/* Refuses members of obj not in allowed (NULL-terminated). */
-static int check_keys(const json_t *obj, const char *prefix, const char *const *allowed,
-		      struct govex_error *err)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach((json_t *)obj, k, v)
-	{
-		bool ok = false;
-		for (size_t i = 0; allowed[i]; i++)
-			if (strcmp(k, allowed[i]) == 0)
-				ok = true;
-		if (!ok) {
-			char path[200];
-			snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
-			return fail(err, path, "unknown field");
-		}
-	}
-	return 0;
-}
-
-static int want_type(const json_t *v, json_type t, const char *path, const char *tname,
-		     struct govex_error *err)
-{
-	if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v)))
-		return 0;
-	return fail(err, path, "must be %s, not %s", tname, type_name(v));
-}
-
-static int get_string(const json_t *v, const char *path, const char **ret,
-		      struct govex_error *err)
-{
-	int r = want_type(v, JSON_STRING, path, "a string", err);
-	if (r < 0)
-		return r;
-	/* jansson refuses \u0000 by default; the length check is belt and braces. */
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return fail(err, path, "must not contain NUL");
-	*ret = json_string_value(v);
-	return 0;
-}
-
-static int get_path(const json_t *v, const char *path, char **ret, struct govex_error *err)
-{
-	const char *s = NULL;
-	int r = get_string(v, path, &s, err);
-	if (r < 0)
-		return r;
-	if (s[0] != '/')
-		return fail(err, path, "'%.100s' is not an absolute path", s);
-	if (strlen(s) > 4095)
-		return fail(err, path, "path longer than 4095 bytes");
-	if (!govex__path_normalized(s))
-		return fail(err, path,
-			    "'%.100s' is not normalized (no '.', '..', '//' or trailing '/')", s);
-	*ret = strdup(s);
-	return *ret ? 0 : -ENOMEM;
-}
-
-static bool env_name_ok(const char *s)
-{
-	return govex__identifier(s, strlen(s), 255);
-}
-
-/* An array of strings, each one of names[] (when names) or checked by fn. */
-static int get_name_set(const json_t *v, const char *path, const char *const *names,
-			size_t n_names, bool (*fn)(const char *), char ***ret,
-			struct govex_error *err)
-{
-	int r = want_type(v, JSON_ARRAY, path, "an array", err);
-	if (r < 0)
-		return r;
-	char **out = calloc(1, sizeof(char *));
-	if (!out)
-		return -ENOMEM;
-	size_t i;
-	json_t *e;
-	json_array_foreach(v, i, e)
-	{
-		char ep[200];
-		const char *s = NULL;
-		snprintf(ep, sizeof(ep), "%s[%zu]", path, i);
-		r = get_string(e, ep, &s, err);
-		if (r < 0)
-			goto out;
-		bool ok = fn ? fn(s) : false;
-		for (size_t k = 0; !fn && k < n_names; k++)
-			if (strcmp(s, names[k]) == 0)
-				ok = true;
-		if (!ok) {
-			r = fail(err, ep, "'%.80s' is not allowed here", s);
-			goto out;
-		}
-		if ((r = govex__strv_push(&out, s)) < 0)
-			goto out;
-	}
-	govex__strv_sort_uniq(out);
-	*ret = out;
-	return 0;
-out:
-	govex__strv_free(out);
-	return r;
-}
-
-static int get_paths(const json_t *v, const char *path, char ***ret, struct govex_error *err)
-{
-	int r = want_type(v, JSON_ARRAY, path, "an array", err);
-	if (r < 0)
-		return r;
-	if (json_array_size(v) > 256)
-		return fail(err, path, "more than 256 entries");
-	char **out = calloc(1, sizeof(char *));
-	if (!out)
-		return -ENOMEM;
-	size_t i;
-	json_t *e;
-	json_array_foreach(v, i, e)
-	{
-		char ep[200];
-		char *s = NULL;
-		snprintf(ep, sizeof(ep), "%s[%zu]", path, i);
-		if ((r = get_path(e, ep, &s, err)) < 0 ||
-		    (r = govex__strv_push_take(&out, s)) < 0) {
-			govex__strv_free(out);
-			return r;
-		}
-	}
-	govex__strv_sort_uniq(out);
-	*ret = out;
-	return 0;
-}
-
-static int parse_limits(const json_t *v, struct govex__limits *l, struct govex_error *err)
-{
-	static const char *const keys[] = {
-		"wall_ms",      "cpu_ms",       "memory_bytes",     "processes",
-		"open_files",   "file_size_bytes", "code_bytes",    "stdin_bytes",
-		"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
-		NULL};
-	int r = want_type(v, JSON_OBJECT, "limits", "an object", err);
-	if (r < 0 || (r = check_keys(v, "limits", keys, err)) < 0)
-		return r;
-	for (size_t i = 0; i < ARRAY_SIZE(limit_table); i++) {
-		const struct limit_desc *d = &limit_table[i];
-		json_t *e = json_object_get(v, d->name);
-		char path[64];
-		snprintf(path, sizeof(path), "limits.%s", d->name);
-		if (!e)
-			continue;
-		if (json_is_null(e) && d->nullable) {
-			*limit_ptr(l, d) = 0;
-			continue;
-		}
-		if (!json_is_integer(e))
-			return fail(err, path, "must be %s, not %s",
-				    d->nullable ? "an integer or null" : "an integer",
-				    type_name(e));
-		json_int_t n = json_integer_value(e);
-		if (n < 0 || (uint64_t)n < d->min || (uint64_t)n > d->max)
-			return fail(err, path, "must be between %llu and %llu, not %lld",
-				    (unsigned long long)d->min, (unsigned long long)d->max,
-				    (long long)n);
-		*limit_ptr(l, d) = (uint64_t)n;
-	}
-	return 0;
-}
-
-static int parse_allow_deny(const json_t *o, const char *key, bool *ret,
-			    struct govex_error *err)
-{
-	json_t *v = json_object_get(o, key);
-	const char *s = NULL;
-	if (!v)
-		return 0;
-	int r = get_string(v, key, &s, err);
-	if (r < 0)
-		return r;
-	if (strcmp(s, "allow") == 0)
-		*ret = true;
-	else if (strcmp(s, "deny") == 0)
-		*ret = false;
-	else
-		return fail(err, key, "must be \"allow\" or \"deny\", not '%.60s'", s);
-	return 0;
-}
-
-static int parse_environment(const json_t *v, govex_policy *p, struct govex_error *err)
-{
-	static const char *const keys[] = {"inherit", "allow", "set", NULL};
-	int r = want_type(v, JSON_OBJECT, "environment", "an object", err);
-	if (r < 0 || (r = check_keys(v, "environment", keys, err)) < 0)
-		return r;
-	json_t *e;
-	if ((e = json_object_get(v, "inherit"))) {
-		if ((r = want_type(e, JSON_TRUE, "environment.inherit", "a boolean", err)) < 0)
-			return r;
-		p->env_inherit = json_is_true(e);
-	}
-	if ((e = json_object_get(v, "allow"))) {
-		if (json_array_size(e) > 1024)
-			return fail(err, "environment.allow", "more than 1024 names");
-		char **names = NULL;
-		if ((r = get_name_set(e, "environment.allow", NULL, 0, env_name_ok, &names,
-				      err)) < 0)
-			return r;
-		govex__strv_free(p->env_allow);
-		p->env_allow = names;
-	}
-	if ((e = json_object_get(v, "set"))) {
-		if ((r = want_type(e, JSON_OBJECT, "environment.set", "an object", err)) < 0)
-			return r;
-		if (json_object_size(e) > 1024)
-			return fail(err, "environment.set", "more than 1024 names");
-		const char *k;
-		json_t *val;
-		json_object_foreach(e, k, val)
-		{
-			char ep[300];
-			const char *s = NULL;
-			snprintf(ep, sizeof(ep), "environment.set.%.200s", k);
-			if (!env_name_ok(k))
-				return fail(err, ep, "not a valid environment variable name");
-			if ((r = get_string(val, ep, &s, err)) < 0)
-				return r;
-			if (strlen(s) > 32768)
-				return fail(err, ep, "value longer than 32768 bytes");
-			char *kv = NULL;
-			if (asprintf(&kv, "%s=%s", k, s) < 0)
-				return -ENOMEM;
-			if ((r = govex__strv_push_take(&p->env_set, kv)) < 0)
-				return r;
-		}
-		govex__strv_sort_uniq(p->env_set);
-	}
-	return 0;
-}
-
-static unsigned perm_bit(const char *s)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(perm_names); i++)
-		if (strcmp(s, perm_names[i]) == 0)
-			return 1u << i;
-	return 0;
-}
-
 /* ---- canonical form ------------------------------------------------------------------- */
 
 
 json_t *govex__limits_json(const struct govex__limits *l)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < ARRAY_SIZE(limit_table); i++) {
-		const struct limit_desc *d = &limit_table[i];
-		uint64_t v = *limit_ptr((struct govex__limits *)l, d);
+	for (size_t i = 0; i < ARRAY_SIZE(govex__limit_table); i++) {
+		const struct govex__limit_desc *d = &govex__limit_table[i];
+		uint64_t v = *govex__limit_ptr((struct govex__limits *)l, d);
 		json_object_set_new(o, d->name,
 				    (d->nullable && v == 0) ? json_null()
 							    : json_integer((json_int_t)v));
@@ -378,10 +87,10 @@ static json_t *policy_json(const govex_policy *p)
 		json_object_set_new(env_set, name, json_string(eq + 1));
 	}
 	json_t *approval = json_array();
-	for (size_t i = 0; i < ARRAY_SIZE(perm_names); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(govex__perm_names); i++)
 		if (p->approval & (1u << i))
-			json_array_append_new(approval, json_string(perm_names[i]));
-	/* perm_names are not in sorted order; sort for the canonical array */
+			json_array_append_new(approval, json_string(govex__perm_names[i]));
+	/* govex__perm_names are not in sorted order; sort for the canonical array */
 	char **ap = NULL;
 	size_t idx;
 	json_t *e;
@@ -405,7 +114,7 @@ static json_t *policy_json(const govex_policy *p)
 		"require_known", govex__strv_json(p->require_known), "backend", p->backend);
 }
 
-static int finish(govex_policy *p, struct govex_error *err)
+int govex__policy_finish(govex_policy *p, struct govex_error *err)
 {
 	_cleanup_json_ json_t *j = policy_json(p);
 	if (!j)
@@ -423,210 +132,11 @@ static int finish(govex_policy *p, struct govex_error *err)
 	return 0;
 }
 
-static void set_defaults(govex_policy *p)
+void govex__policy_set_defaults(govex_policy *p)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(limit_table); i++)
-		*limit_ptr(&p->limits, &limit_table[i]) = limit_table[i].def;
+	for (size_t i = 0; i < ARRAY_SIZE(govex__limit_table); i++)
+		*govex__limit_ptr(&p->limits, &govex__limit_table[i]) = govex__limit_table[i].def;
 	p->platform_defaults = true;
-}
-
-static int policy_from_json(const json_t *doc, govex_policy **ret, struct govex_error *err)
-{
-	static const char *const keys[] = {
-		"version", "languages", "python",   "workdir", "limits",
-		"filesystem", "network", "subprocess", "shell", "environment",
-		"approval", "effects", "backend", NULL};
-	int r;
-	json_t *v;
-
-	if (!json_is_object(doc))
-		return fail(err, "document", "must be an object, not %s", type_name(doc));
-	if ((r = check_keys(doc, "", keys, err)) < 0)
-		return r;
-	v = json_object_get(doc, "version");
-	if (!v)
-		return fail(err, "version", "missing (must be \"" GOVEX_POLICY_VERSION "\")");
-	const char *s = NULL;
-	if ((r = get_string(v, "version", &s, err)) < 0)
-		return r;
-	if (strcmp(s, GOVEX_POLICY_VERSION) != 0)
-		return fail(err, "version", "unsupported '%.60s' (must be \"" GOVEX_POLICY_VERSION
-				"\")", s);
-
-	govex_policy *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	set_defaults(p);
-	p->read_roots = calloc(1, sizeof(char *));
-	p->write_roots = calloc(1, sizeof(char *));
-	p->env_allow = calloc(1, sizeof(char *));
-	p->env_set = calloc(1, sizeof(char *));
-	p->require_known = calloc(1, sizeof(char *));
-	if (!p->read_roots || !p->write_roots || !p->env_allow || !p->env_set ||
-	    !p->require_known) {
-		r = -ENOMEM;
-		goto out;
-	}
-
-	if ((v = json_object_get(doc, "languages"))) {
-		static const char *const langs[] = {"python"};
-		char **l = NULL;
-		if ((r = get_name_set(v, "languages", langs, 1, NULL, &l, err)) < 0)
-			goto out;
-		size_t n = govex__strv_len(l);
-		govex__strv_free(l);
-		if (n == 0) {
-			r = fail(err, "languages", "must name at least one language");
-			goto out;
-		}
-	}
-	if ((v = json_object_get(doc, "python"))) {
-		static const char *const pk[] = {"interpreter", "site", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "python", "an object", err)) < 0 ||
-		    (r = check_keys(v, "python", pk, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "interpreter"))) {
-			const char *is = NULL;
-			if ((r = get_string(e, "python.interpreter", &is, err)) < 0)
-				goto out;
-			if (strcmp(is, "auto") != 0 &&
-			    (r = get_path(e, "python.interpreter", &p->interpreter, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "site"))) {
-			if ((r = want_type(e, JSON_TRUE, "python.site", "a boolean", err)) < 0)
-				goto out;
-			p->site = json_is_true(e);
-		}
-	}
-	if ((v = json_object_get(doc, "limits")) && (r = parse_limits(v, &p->limits, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "filesystem"))) {
-		static const char *const fk[] = {"read", "write", "platform_defaults", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "filesystem", "an object", err)) < 0 ||
-		    (r = check_keys(v, "filesystem", fk, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "read"))) {
-			govex__strv_free(p->read_roots);
-			p->read_roots = NULL;
-			if ((r = get_paths(e, "filesystem.read", &p->read_roots, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "write"))) {
-			govex__strv_free(p->write_roots);
-			p->write_roots = NULL;
-			if ((r = get_paths(e, "filesystem.write", &p->write_roots, err)) < 0)
-				goto out;
-		}
-		if ((e = json_object_get(v, "platform_defaults"))) {
-			if ((r = want_type(e, JSON_TRUE, "filesystem.platform_defaults",
-					   "a boolean", err)) < 0)
-				goto out;
-			p->platform_defaults = json_is_true(e);
-		}
-	}
-	/*
-	 * A path a sandbox gives its own meaning: /govex is where the run's fresh workdir is
-	 * mounted (a host path there would be hidden or collide).  (Read roots beneath /tmp
-	 * are refused at planning, for a sandboxed run only: plan.c.)
-	 */
-	{
-		char **lists[] = {p->read_roots, p->write_roots};
-		const char *names[] = {"filesystem.read", "filesystem.write"};
-		for (size_t k = 0; k < ARRAY_SIZE(lists); k++)
-			for (size_t i = 0; lists[k] && lists[k][i]; i++) {
-				const char *root = lists[k][i];
-				if (govex__path_under(root, "/govex")) {
-					r = fail(err, names[k],
-						 "'%.100s': /govex is reserved for the sandbox's "
-						 "workdir",
-						 root);
-					goto out;
-				}
-			}
-	}
-	if ((v = json_object_get(doc, "workdir"))) {
-		const char *ws = NULL;
-		if ((r = get_string(v, "workdir", &ws, err)) < 0)
-			goto out;
-		if (strcmp(ws, "fresh") != 0) {
-			if ((r = get_path(v, "workdir", &p->workdir, err)) < 0)
-				goto out;
-			if (govex__path_under(p->workdir, "/govex")) {
-				r = fail(err, "workdir",
-					 "'%.100s': /govex is reserved for the sandbox's workdir",
-					 p->workdir);
-				goto out;
-			}
-			bool under = false;
-			for (size_t i = 0; p->write_roots[i]; i++)
-				if (govex__path_under(p->workdir, p->write_roots[i]))
-					under = true;
-			if (!under) {
-				r = fail(err, "workdir",
-					 "'%.100s' does not lie under a filesystem.write root",
-					 p->workdir);
-				goto out;
-			}
-		}
-	}
-	if ((r = parse_allow_deny(doc, "network", &p->network, err)) < 0 ||
-	    (r = parse_allow_deny(doc, "subprocess", &p->subprocess, err)) < 0 ||
-	    (r = parse_allow_deny(doc, "shell", &p->shell, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "environment")) &&
-	    (r = parse_environment(v, p, err)) < 0)
-		goto out;
-	if ((v = json_object_get(doc, "approval"))) {
-		char **a = NULL;
-		if ((r = get_name_set(v, "approval", perm_names, ARRAY_SIZE(perm_names), NULL, &a,
-				      err)) < 0)
-			goto out;
-		for (size_t i = 0; a[i]; i++)
-			p->approval |= perm_bit(a[i]);
-		govex__strv_free(a);
-	}
-	if ((v = json_object_get(doc, "effects"))) {
-		static const char *const ek[] = {"require_known", NULL};
-		json_t *e;
-		if ((r = want_type(v, JSON_OBJECT, "effects", "an object", err)) < 0 ||
-		    (r = check_keys(v, "effects", ek, err)) < 0)
-			goto out;
-		if ((e = json_object_get(v, "require_known"))) {
-			govex__strv_free(p->require_known);
-			p->require_known = NULL;
-			if ((r = get_name_set(e, "effects.require_known", effect_names,
-					      ARRAY_SIZE(effect_names), NULL, &p->require_known,
-					      err)) < 0)
-				goto out;
-		}
-	}
-	if ((v = json_object_get(doc, "backend")) && !json_is_null(v)) {
-		const char *bs = NULL;
-		bool known = false;
-		if ((r = get_string(v, "backend", &bs, err)) < 0)
-			goto out;
-		for (size_t i = 0; i < ARRAY_SIZE(backend_names); i++)
-			if (strcmp(bs, backend_names[i]) == 0)
-				known = true;
-		if (!known) {
-			r = fail(err, "backend", "unknown backend '%.60s'", bs);
-			goto out;
-		}
-		if (!(p->backend = strdup(bs))) {
-			r = -ENOMEM;
-			goto out;
-		}
-	}
-	if ((r = finish(p, err)) < 0)
-		goto out;
-	*ret = p;
-	return 0;
-out:
-	govex_policy_free(p);
-	return r;
 }
 
 /* The JSON path of the first string (value or member name) holding mark, into path. */
@@ -721,7 +231,7 @@ GOVEX_API int govex_policy_parse(const char *json, size_t len, govex_policy **re
 			ret_err->code = GOVEX_EPOLICY;
 		return -GOVEX_EPOLICY;
 	}
-	return policy_from_json(doc, ret_policy, ret_err);
+	return govex__policy_from_json(doc, ret_policy, ret_err);
 }
 
 GOVEX_API int govex_policy_load(const char *path, govex_policy **ret_policy,
@@ -773,7 +283,7 @@ GOVEX_API int govex_policy_preset(const char *name, govex_policy **ret_policy,
 			return r;
 		json_object_set_new(doc, "filesystem",
 				    json_pack("{s:[s]}", "read", cwd));
-		r = policy_from_json(doc, ret_policy, ret_err);
+		r = govex__policy_from_json(doc, ret_policy, ret_err);
 		if (r < 0)
 			return govex__err(ret_err, r, 0,
 					  "preset 'workspace': the current directory '%.100s' "

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Running a planned job: make its workdir, launch it on the decision's backend, and turn
- * the outcome into a result (status, diagnostics); govex_runtime_run and _execute, the
- * run pipeline (plan, compare with a given plan, approve, launch, audit).
+ * the outcome into a result (status, diagnostics); the run job (plain or REPL-style) and
+ * govex_runtime_plan, _run and _execute over the pipeline (job.c).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime.h"
+#include "job.h"
+#include "plan.h"
+#include "repl.h"
 #include "run.h"
+#include "runtime.h"
 
 enum govex_status govex__status_of(const struct govex__outcome *o)
 {
@@ -130,8 +133,9 @@ fail:
 	return *ret_result ? 0 : govex__err(err, ENOMEM, ENOMEM, "launch: out of memory");
 }
 
-govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
-				const govex_plan *plan, struct govex__outcome *o)
+/* The result of a finished run, o's output taken, its frame left in o. */
+static govex_result *run_result_keep(govex_runtime *rt, const struct decision *d,
+				     const govex_plan *plan, struct govex__outcome *o)
 {
 	const struct govex__backend_ops *b = govex__backends[d->backend];
 	govex_result *res = govex__result_new(govex__status_of(o), o->term);
@@ -143,6 +147,13 @@ govex_result *govex__run_result(govex_runtime *rt, const struct decision *d,
 			govex__run_controls(&rt->reports[d->backend], rt->policy, d));
 		govex__outcome_diagnostics(res, o, &d->limits);
 	}
+	return res;
+}
+
+govex_result *govex__run_result(govex_runtime *rt, const struct decision *d, const govex_plan *plan,
+				struct govex__outcome *o)
+{
+	govex_result *res = run_result_keep(rt, d, plan, o);
 	govex__outcome_release(o);
 	return res;
 }
@@ -187,81 +198,128 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   strerror(o->cgroup_cleanup_errno));
 }
 
-static int execute_internal(govex_runtime *rt, const govex_plan *given,
-			    const struct govex_request *req, govex_result **ret_result,
-			    struct govex_error *err)
-{
-	char run_id[33];
-	govex_plan *plan = NULL;
-	govex_result *res = NULL;
-	struct decision d;
-	struct govex__outcome o;
-	_cleanup_free_ char *code = NULL;
-	int r;
+/* ---- the run job: Python code, plain or REPL-style ---------------------------------------- */
 
-	memset(&d, 0, sizeof(d));
-	govex__run_id_new(run_id);
-	govex__audit_received(rt, run_id, given ? "execute" : "run", req);
-	r = govex__plan_internal(rt, req, run_id, NULL, &plan, &d, &res, err);
+/* room for the response envelope around a value of call_output_bytes */
+#define ENVELOPE_SLACK (64ULL << 10)
+
+struct run_job {
+	char *code;	/* NUL-terminated copy of the code (its -c argument) */
+	char **argv;	/* a repl run's program (govex__repl_program) */
+	char *frame_in; /* a repl run's stdin: the request frame, then the run's stdin */
+	size_t frame_in_len;
+};
+
+static int run_program(struct govex__job *j, struct govex__program *prog,
+		       govex_result **ret_refusal)
+{
+	struct run_job *rj = j->state;
+	(void)ret_refusal;
+	if (!(rj->code = strndup(j->req.code, j->req.code_len)))
+		return -ENOMEM;
+	govex__interp_argv(j->rt, rj->code, prog->argv);
+	prog->stdin_data = j->req.stdin_data;
+	prog->stdin_len = j->req.stdin_len;
+	return 0;
+}
+
+static int run_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
+		      struct govex_error *err)
+{
+	if (!(*ret_result = govex__run_result(j->rt, &j->d, j->plan, o)))
+		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+	return 0;
+}
+
+static void run_release(struct govex__job *j)
+{
+	struct run_job *rj = j->state;
+	free(rj->code);
+	govex__strv_free(rj->argv);
+	free(rj->frame_in);
+	memset(rj, 0, sizeof(*rj));
+}
+
+const struct govex__job_ops govex__job_run = {
+    .kind = GOVEX_JOB_RUN,
+    .received = {"run", "execute", "plan"},
+    .approve = true,
+    .program = run_program,
+    .finish = run_finish,
+    .release = run_release,
+};
+
+/* a repl run: govex's worker runs the code (op "snippet", repl.c); the value comes back
+ * in the response frame */
+static int repl_program(struct govex__job *j, struct govex__program *prog,
+			govex_result **ret_refusal)
+{
+	struct run_job *rj = j->state;
+	int r = govex__repl_program(j->rt, &j->req, &j->d.limits, &rj->argv, &rj->frame_in,
+				    &rj->frame_in_len);
+	if (r == -EOPNOTSUPP) {
+		*ret_refusal =
+		    govex__job_refuse(j->rt, GOVEX_STATUS_INVALID_INPUT, "repl_unavailable",
+				      "repl: REPL runs are not built into this govex");
+		return *ret_refusal ? 0 : -ENOMEM;
+	}
 	if (r < 0)
 		return r;
-	if (res)
-		goto refused;
-	if (given && strcmp(given->digest, plan->digest) != 0) {
-		res = govex__plan_mismatch(rt, given, plan);
-		goto refused;
-	}
-	if ((res = govex__approve(rt, run_id, &d, plan)))
-		goto refused;
-
-	code = strndup(req->code, req->code_len);
-	if (!code)
-		goto oom;
-	char *argv[8];
-	size_t ac = 0;
-	argv[ac++] = rt->interp.path;
-	argv[ac++] = "-I";
-	if (!rt->policy->site)
-		argv[ac++] = "-S";
-	argv[ac++] = "-c";
-	argv[ac++] = code;
-	argv[ac] = NULL;
-	if ((r = govex__launch(rt, run_id, &d, plan, argv, req->stdin_data, req->stdin_len,
-			       req->cancel, -1, -1, 0, NULL, &o, &res, err)) < 0)
-		goto oom;
-	if (res)
-		goto finish;
-
-	if (!(res = govex__run_result(rt, &d, plan, &o)))
-		goto oom;
-
-finish:
-	if ((r = govex__result_finish(res)) < 0)
-		goto oom;
-	govex__audit_finish(rt, run_id, res, plan);
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	*ret_result = res;
+	prog->argvp = rj->argv;
+	prog->stdin_data = rj->frame_in;
+	prog->stdin_len = rj->frame_in_len;
+	prog->frame = true;
+	prog->frame_max = j->d.limits.call_output_bytes + ENVELOPE_SLACK;
 	return 0;
+}
 
-refused:
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	if (!res)
-		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
-	if ((r = govex__result_finish(res)) < 0) {
+static int repl_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
+		       struct govex_error *err)
+{
+	govex_result *res = run_result_keep(j->rt, &j->d, j->plan, o);
+	int r = res ? govex__repl_finish(j->rt, o, res) : -ENOMEM;
+	govex__outcome_release(o);
+	if (r < 0) {
 		govex_result_free(res);
-		return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+		return govex__err(err, -r, -r, "run: %s", strerror(-r));
 	}
-	govex__audit_refused(rt, run_id, res);
-	govex__audit_finish(rt, run_id, res, NULL);
 	*ret_result = res;
 	return 0;
-oom:
-	govex__decision_release(&d);
-	govex_plan_free(plan);
-	govex_result_free(res);
-	return govex__err(err, ENOMEM, ENOMEM, "run: out of memory");
+}
+
+/* the same kind of plan as a run's ("run", with "repl"); another program and result */
+const struct govex__job_ops govex__job_repl = {
+    .kind = GOVEX_JOB_RUN,
+    .received = {"run", "execute", "plan"},
+    .approve = true,
+    .program = repl_program,
+    .finish = repl_finish,
+    .release = run_release,
+};
+
+static int run_job(govex_runtime *rt, const govex_plan *given, const struct govex_request *req,
+		   enum govex__job_mode mode, govex_plan **ret_plan, govex_result **ret_result,
+		   struct govex_error *err)
+{
+	struct run_job rj = {0};
+	struct govex__job j = {
+	    .ops = req->repl ? &govex__job_repl : &govex__job_run,
+	    .rt = rt,
+	    .mode = mode,
+	    .given = given,
+	    .req = *req,
+	    .state = &rj,
+	};
+	return govex__job_execute(&j, ret_plan, ret_result, err);
+}
+
+GOVEX_API int govex_runtime_plan(govex_runtime *rt, const struct govex_request *req,
+				 govex_plan **ret_plan, govex_result **ret_result,
+				 struct govex_error *ret_err)
+{
+	if (!rt || !req || !ret_plan || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "plan: missing argument");
+	return run_job(rt, NULL, req, GOVEX_JOB_PLAN_ONLY, ret_plan, ret_result, ret_err);
 }
 
 GOVEX_API int govex_runtime_execute(govex_runtime *rt, const govex_plan *plan,
@@ -270,7 +328,7 @@ GOVEX_API int govex_runtime_execute(govex_runtime *rt, const govex_plan *plan,
 {
 	if (!rt || !plan || !req || !ret_result)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "execute: missing argument");
-	return execute_internal(rt, plan, req, ret_result, ret_err);
+	return run_job(rt, plan, req, GOVEX_JOB_EXECUTE, NULL, ret_result, ret_err);
 }
 
 GOVEX_API int govex_runtime_run(govex_runtime *rt, const struct govex_request *req,
@@ -278,5 +336,5 @@ GOVEX_API int govex_runtime_run(govex_runtime *rt, const struct govex_request *r
 {
 	if (!rt || !req || !ret_result)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "run: missing argument");
-	return execute_internal(rt, NULL, req, ret_result, ret_err);
+	return run_job(rt, NULL, req, GOVEX_JOB_EXECUTE, NULL, ret_result, ret_err);
 }

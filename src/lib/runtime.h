@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The runtime's private pieces: struct govex_runtime, and the headers of the concepts
- * runtime.c, request.c, plan.c, registry.c, approval.c and run.c own, which call.c and
- * exec.c use together. */
+ * runtime.c, request.c, plan.c, registry.c, approval.c, audit.c and run.c own, which
+ * the jobs (job.h: run.c, exec.c, call.c, inspect.c) use together. */
 #ifndef GOVEX_RUNTIME_H
 #define GOVEX_RUNTIME_H
 
 #include "approval.h"
+#include "audit.h"
 #include "internal.h"
 #include "plan.h"
 #include "registry.h"
@@ -48,13 +49,5 @@ govex__ctlset govex__run_controls(const struct govex__report *rep, const struct 
 void govex__run_id_new(char out[33]);
 /* A refusal result carrying the policy digest. */
 govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
-
-/* The runtime's audit events (audit.c): a request received, a refusal, a finish. */
-void govex__audit_refused(govex_runtime *rt, const char *run_id, govex_result *res);
-void govex__audit_received(govex_runtime *rt, const char *run_id, const char *kind,
-			   const struct govex_request *req);
-/* Audits the finish event of a result (plan NULL: refused). */
-void govex__audit_finish(govex_runtime *rt, const char *run_id, govex_result *res,
-			 const govex_plan *plan);
 
 #endif

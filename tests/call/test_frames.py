@@ -240,11 +240,11 @@ def _codes_match(t):
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MESSAGES":
             keys = {k.value for k in node.value.keys}
-    with open(os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "lib", "call.c")) as f:
+    with open(os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "lib", "callframe.c")) as f:
         c = f.read()
     table = c[c.index("static bool frame_code_ok"):]
     table = table[table.index("known[] = {"):table.index("};")]
-    eq(set(re.findall(r'"([a-z_0-9]+)"', table)), keys, "call.c's codes and MESSAGES")
+    eq(set(re.findall(r'"([a-z_0-9]+)"', table)), keys, "callframe.c's codes and MESSAGES")
 
 
 @both("a returned value with DEL and C1 characters: the same value, escaped in the output")

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Call mode's inspection: a module inspected statically by the inspection worker (an
+ * inspection job: planned and launched like any job, not asked of the approver), and
+ * the runtime's cache of inspections by source digest and module name.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "call.h"
+#include "runtime.h"
+
+void govex__inspection_release(struct inspection *in)
+{
+	json_decref(in->doc);
+	free(in->canon);
+	memset(in, 0, sizeof(*in));
+}
+
+static char *inspection_key(const struct source *s)
+{
+	char *k = NULL;
+	if (asprintf(&k, "%s %s", s->digest, s->module) < 0)
+		return NULL;
+	return k;
+}
+
+/* A cached inspection of this source, into in; false when there is none. */
+static bool inspection_cached(govex_runtime *rt, const struct source *s, struct inspection *in)
+{
+	_cleanup_free_ char *key = inspection_key(s);
+	bool found = false;
+	if (!key)
+		return false;
+	pthread_mutex_lock(&rt->lock);
+	for (size_t i = 0; i < ARRAY_SIZE(rt->inspections) && !found; i++) {
+		if (!rt->inspections[i].key || strcmp(rt->inspections[i].key, key) != 0)
+			continue;
+		in->canon = strndup(rt->inspections[i].canon, rt->inspections[i].len);
+		in->len = rt->inspections[i].len;
+		found = in->canon != NULL;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	if (found) {
+		in->doc = json_loadb(in->canon, in->len, 0, NULL);
+		govex__sha256_digest(in->canon, in->len, in->digest);
+		if (!in->doc) {
+			free(in->canon);
+			in->canon = NULL;
+			return false;
+		}
+	}
+	return found;
+}
+
+static void inspection_store(govex_runtime *rt, const struct source *s, const struct inspection *in)
+{
+	char *key = inspection_key(s), *canon = strndup(in->canon, in->len);
+	if (!key || !canon) {
+		free(key);
+		free(canon);
+		return;
+	}
+	pthread_mutex_lock(&rt->lock);
+	size_t i = rt->inspections_next++ % ARRAY_SIZE(rt->inspections);
+	free(rt->inspections[i].key);
+	free(rt->inspections[i].canon);
+	rt->inspections[i].key = key;
+	rt->inspections[i].canon = canon;
+	rt->inspections[i].len = in->len;
+	pthread_mutex_unlock(&rt->lock);
+}
+
+/* ---- the inspection job ----------------------------------------------------------------- */
+
+struct inspect_job {
+	const struct govex_call *call; /* limits, metadata, cancellation (and the source) */
+	struct source own;	       /* the source, read here (govex_runtime_inspect) */
+	const struct source *s;	       /* the source inspected */
+	struct inspection *in;	       /* what the job yields */
+	char *frame;		       /* the request frame */
+};
+
+/* govex_runtime_inspect: the source is read and checked here */
+static int inspect_prepare(struct govex__job *j, govex_result **ret_refusal)
+{
+	struct inspect_job *ij = j->state;
+	if (ij->s)
+		return 0;
+	int r = govex__source_prepare(j->rt, &ij->call->source, &ij->own, ret_refusal);
+	if (r == 0 && !*ret_refusal) {
+		ij->s = &ij->own;
+		j->req.code_len = ij->own.len;
+	}
+	return r;
+}
+
+/* an inspection of this source in the runtime's cache: done, nothing run */
+static int inspect_resolve(struct govex__job *j, govex_result **ret_refusal)
+{
+	struct inspect_job *ij = j->state;
+	(void)ret_refusal;
+	return inspection_cached(j->rt, ij->s, ij->in) ? 1 : 0;
+}
+
+static int inspect_fill(const struct govex__job *j, struct govex__plan_fields *f)
+{
+	const struct inspect_job *ij = j->state;
+	f->source.digest = ij->s->digest;
+	f->source.bytes = ij->s->len;
+	f->source.path = ij->s->path;
+	f->source.notebook_digest = ij->s->notebook ? ij->s->notebook_digest : NULL;
+	f->source.module = ij->s->module;
+	return 0;
+}
+
+/* the inspection worker needs Python 3.8 */
+static int inspect_check(struct govex__job *j, govex_result **ret_refusal)
+{
+	govex_runtime *rt = j->rt;
+	if (rt->interp.major > 3 || (rt->interp.major == 3 && rt->interp.minor >= 8))
+		return 0;
+	govex_result *res =
+	    govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+	if (res) {
+		govex__result_set_digests(res, rt->policy->digest, NULL);
+		govex__result_diag(res, "interpreter_unsupported", NULL,
+				   "call mode needs Python 3.8 or later, not %s",
+				   rt->interp.version);
+	}
+	*ret_refusal = res;
+	return res ? 0 : -ENOMEM;
+}
+
+static int inspect_program(struct govex__job *j, struct govex__program *prog,
+			   govex_result **ret_refusal)
+{
+	struct inspect_job *ij = j->state;
+	const struct source *s = ij->s;
+	(void)ret_refusal;
+	json_t *request =
+	    json_pack("{s:s, s:s, s:s%, s:s, s:s, s:s}", "version", GOVEX_FRAME_VERSION, "op",
+		      "inspect", "source", s->text, s->len, "source_digest", s->digest, "module",
+		      s->module, "filename", s->filename);
+	char *frame = NULL;
+	size_t len = 0;
+	int r = request ? govex__frame_encode(request, &frame, &len) : -ENOMEM;
+	json_decref(request);
+	if (r < 0)
+		return r;
+	if ((r = govex__worker_argv(j->rt, true, prog->argv)) < 0) {
+		free(frame);
+		return r;
+	}
+	free(ij->frame);
+	ij->frame = frame;
+	prog->stdin_data = frame;
+	prog->stdin_len = len;
+	prog->frame = true;
+	prog->frame_max = INSPECTION_FRAME_MAX;
+	return 0;
+}
+
+static int inspect_finish(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,
+			  struct govex_error *err)
+{
+	struct inspect_job *ij = j->state;
+	struct inspection *in = ij->in;
+	json_t *resp = NULL;
+	govex_result *res = NULL;
+	int r = govex__worker_result(j, true, o, &resp, &res, err);
+	if (r < 0)
+		return r;
+	if (resp) {
+		json_t *doc = json_object_get(resp, "inspection");
+		const char *v = json_string_value(json_object_get(doc, "version"));
+		const char *sd = json_string_value(json_object_get(doc, "source_digest"));
+		if (!json_is_object(doc) || !v || strcmp(v, GOVEX_INSPECTION_VERSION) != 0 || !sd ||
+		    strcmp(sd, ij->s->digest) != 0 ||
+		    !json_is_array(json_object_get(doc, "functions")) ||
+		    govex__canon(doc, &in->canon, &in->len) < 0) {
+			govex__result_set_status(res, GOVEX_STATUS_WORKER_FAILED,
+						 govex_result_view(res)->termination);
+			govex__result_diag(res, "worker_failed", NULL,
+					   "the inspection in the response is not valid");
+		} else {
+			in->doc = json_incref(doc);
+			govex__sha256_digest(in->canon, in->len, in->digest);
+			inspection_store(j->rt, ij->s, in);
+			govex_result_free(res);
+			res = NULL;
+		}
+	}
+	json_decref(resp);
+	*ret_result = res;
+	return 0;
+}
+
+static void inspect_release(struct govex__job *j)
+{
+	struct inspect_job *ij = j->state;
+	govex__source_release(&ij->own);
+	free(ij->frame);
+	ij->frame = NULL;
+	ij->s = NULL;
+}
+
+const struct govex__job_ops govex__job_inspect = {
+    .kind = GOVEX_JOB_INSPECT,
+    .received = {"inspect", "inspect", "inspect"},
+    .approve = false,
+    .prepare = inspect_prepare,
+    .resolve = inspect_resolve,
+    .fill = inspect_fill,
+    .check = inspect_check,
+    .program = inspect_program,
+    .finish = inspect_finish,
+    .release = inspect_release,
+};
+
+/* The request an inspection stands for: the call's limits, metadata and cancellation;
+ * no files, no outputs (nothing of the module runs). */
+static struct govex_request inspect_request(const struct govex_call *call)
+{
+	struct govex_request req = govex__worker_request(call);
+	req.files = NULL;
+	req.n_files = 0;
+	req.outputs = 0;
+	req.on_output = NULL;
+	return req;
+}
+
+int govex__inspect_nested(struct govex__job *parent, const struct govex_call *call,
+			  const struct source *s, struct inspection *in, govex_result **ret_result,
+			  struct govex_error *err)
+{
+	struct inspect_job ij = {.call = call, .s = s, .in = in};
+	struct govex__job j = {
+	    .ops = &govex__job_inspect,
+	    .rt = parent->rt,
+	    .mode = GOVEX_JOB_NESTED,
+	    .req = inspect_request(call),
+	    .state = &ij,
+	};
+	memcpy(j.run_id, parent->run_id, sizeof(j.run_id));
+	memset(in, 0, sizeof(*in));
+	return govex__job_execute(&j, NULL, ret_result, err);
+}
+
+GOVEX_API int govex_runtime_inspect(govex_runtime *rt, const struct govex_source *src,
+				    char **ret_inspection, govex_result **ret_result,
+				    struct govex_error *ret_err)
+{
+	struct inspection in;
+	if (!rt || !src || !ret_inspection || !ret_result)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "inspect: missing argument");
+	*ret_inspection = NULL;
+	*ret_result = NULL;
+	memset(&in, 0, sizeof(in));
+	struct govex_call call;
+	memset(&call, 0, sizeof(call));
+	call.source = *src;
+	struct inspect_job ij = {.call = &call, .in = &in};
+	struct govex__job j = {
+	    .ops = &govex__job_inspect,
+	    .rt = rt,
+	    .mode = GOVEX_JOB_EXECUTE,
+	    .req = inspect_request(&call),
+	    .state = &ij,
+	};
+	j.req.code_len = 0; /* the source's, once read (inspect_prepare) */
+	int r = govex__job_execute(&j, NULL, ret_result, ret_err);
+	if (r == 0 && !*ret_result)
+		*ret_inspection = TAKE_PTR(in.canon);
+	govex__inspection_release(&in);
+	return r;
+}
