@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "repl.h"
 #include "runtime.h"
 
 #define REQUEST_FRAME_MAX (64ULL << 20)
@@ -151,64 +152,9 @@ static json_t *source_json(const struct source *s)
 			 s->notebook ? s->notebook_digest : NULL, "module", s->module);
 }
 
-/* 8-byte big-endian length + compact JSON. */
-static int frame_encode(json_t *payload, char **ret, size_t *ret_len)
-{
-	char *js = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!js)
-		return -ENOMEM;
-	size_t n = strlen(js);
-	char *f = malloc(n + 8);
-	if (!f) {
-		free(js);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < 8; i++)
-		f[i] = (char)(((uint64_t)n >> (56 - 8 * i)) & 0xff);
-	memcpy(f + 8, js, n);
-	free(js);
-	*ret = f;
-	*ret_len = n + 8;
-	return 0;
-}
-
-/* The inspection worker's text: the inspection part, then the worker (whose last line
- * runs main()).  Made once per process. */
-static char *inspection_worker;
-static pthread_once_t inspection_worker_once = PTHREAD_ONCE_INIT;
-
-static void make_inspection_worker(void)
-{
-	size_t a = govex__worker_inspection_py_len, b = govex__worker_py_len;
-	char *t = malloc(a + 1 + b + 1);
-	if (!t)
-		return;
-	memcpy(t, govex__worker_inspection_py, a);
-	t[a] = '\n';
-	memcpy(t + a + 1, govex__worker_py, b + 1); /* with its NUL */
-	inspection_worker = t;
-}
-
-/* The worker's argv: a call's worker does not compile the inspection part.  Returns
- * -ENOMEM when the inspection text could not be made. */
-static int worker_argv(govex_runtime *rt, bool inspect, char *argv[8])
-{
-	size_t ac = 0;
-	const char *text = (const char *)govex__worker_py;
-	if (inspect) {
-		pthread_once(&inspection_worker_once, make_inspection_worker);
-		if (!(text = inspection_worker))
-			return -ENOMEM;
-	}
-	argv[ac++] = rt->interp.path;
-	argv[ac++] = "-I";
-	if (!rt->policy->site)
-		argv[ac++] = "-S";
-	argv[ac++] = "-c";
-	argv[ac++] = (char *)text;
-	argv[ac] = NULL;
-	return 0;
-}
+/* frames and the worker's argv: govex__frame_encode, govex__worker_argv (repl.c) */
+#define frame_encode govex__frame_encode
+#define worker_argv  govex__worker_argv
 
 /* A synthetic request for planning a worker run: limits, metadata and cancellation of the
  * call; the code is the worker itself. */
@@ -453,12 +399,15 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 			}
 		}
 	}
-	/* a call's output never reaches its result: keep the counts, drop the bytes */
-	free(o.out.data);
-	free(o.err.data);
-	o.out.data = o.err.data = NULL;
-	o.out.len = o.err.len = 0;
-	o.out_truncated = o.err_truncated = false;
+	/* an inspection's output never reaches its result; a call's stdout and stderr
+	 * are its result's (contract 2: the function's output is the caller's to read) */
+	if (inspect) {
+		free(o.out.data);
+		free(o.err.data);
+		o.out.data = o.err.data = NULL;
+		o.out.len = o.err.len = 0;
+		o.out_truncated = o.err_truncated = false;
+	}
 
 	enum govex_termination term = o.term;
 	res = govex__run_result(rt, d, plan, &o);
@@ -488,6 +437,19 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 					       : NULL;
 		if (!frame_code_ok(code))
 			code = "worker_error";
+		/* an exception of the user's code: its type, message, traceback (repl.c) */
+		json_t *exc = code && strcmp(code, "exception") == 0 &&
+					      st == GOVEX_STATUS_EXECUTION_FAILED
+				      ? json_object_get(resp, "exception")
+				      : NULL;
+		int er = exc ? govex__exception_diag(res, exc) : 1;
+		if (er <= 0) {
+			free(msg);
+			json_decref(resp);
+			*ret_response = NULL;
+			*ret_result = res;
+			return er < 0 ? govex__err(err, ENOMEM, ENOMEM, "call: out of memory") : 0;
+		}
 		/* a type name only: an identifier, nothing the code under test could use to
 		 * carry a message or a path out (the worker checks this too) */
 		if (et && !identifier(et, strlen(et)))

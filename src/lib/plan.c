@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "repl.h"
 #include "runtime.h"
 #include "plan.h"
 #include "protect.h"
@@ -110,6 +111,7 @@ static const char *const pf_source[] = {"digest", "bytes", "path", "notebook_dig
 					NULL};
 static const char *const pf_effects[] = {"require_known", "observed", NULL};
 static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
+static const char *const pf_repl[] = {"inputs_digest", NULL}; /* repl runs (H2) */
 
 #define PF_COMMON                                                                          \
 	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},  \
@@ -119,7 +121,7 @@ static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
 		{"controls", pf_controls}, {"policy_digest", NULL }
 static const struct plan_field pf_run[] = {
 	PF_COMMON, {"code", pf_code}, {"stdin", pf_stdin}, {"interpreter", pf_interpreter},
-	{"request_digest", NULL}, {NULL, NULL}};
+	{"request_digest", NULL}, {"repl", pf_repl}, {NULL, NULL}};
 static const struct plan_field pf_call[] = {
 	PF_COMMON, {"interpreter", pf_interpreter}, {"source", pf_source}, {"function", NULL},
 	{"inspection_digest", NULL}, {"effects", pf_effects}, {NULL, NULL}};
@@ -325,6 +327,9 @@ static int plan_request(struct planning *pl)
 	const struct govex_request *req = pl->req;
 	int r;
 	if (!pl->job && (r = govex__request_check_code(rt, req, &pl->res)) != 0)
+		return r;
+	/* repl runs: inputs (H2, repl.c) */
+	if (!pl->job && (r = govex__repl_check(rt, req, &pl->res)) != 0)
 		return r;
 	/* stdin: the program's (a call's request frame is not stdin) */
 	if ((!pl->job || pl->exec) && (r = govex__request_check_stdin(rt, req, &pl->res)) != 0)
@@ -576,6 +581,13 @@ static int plan_documents(struct planning *pl)
 	    "request_digest", request_digest);
 	if (!doc)
 		return -ENOMEM;
+	/* repl runs (H2): the run plan plus what the worker is given besides the code */
+	if (!pl->job && req->repl) {
+		char inputs_digest[72];
+		govex__sha256_digest(req->inputs_json ? req->inputs_json : "", req->inputs_len,
+				     inputs_digest);
+		json_object_set_new(doc, "repl", json_pack("{s:s}", "inputs_digest", inputs_digest));
+	}
 	if (pl->job) {
 		json_object_del(doc, "code");
 		json_object_del(doc, "stdin");

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "repl.h"
 #include "runtime.h"
 #include "run.h"
 
@@ -187,6 +188,42 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   strerror(o->cgroup_cleanup_errno));
 }
 
+/* ---- repl runs (H2; to be re-homed onto the job-kind ops at merge) ---- */
+/* Launches a repl run: the worker with the request frame before stdin, a response
+ * descriptor; the result from the outcome and the frame (govex__repl_finish). */
+static int repl_launch(govex_runtime *rt, const char *run_id, const struct decision *d,
+		       const govex_plan *plan, const struct govex_request *req,
+		       govex_result **ret_res, struct govex_error *err)
+{
+	_cleanup_free_ char **argv = NULL;
+	_cleanup_free_ char *in = NULL;
+	size_t in_len = 0;
+	struct govex__outcome o;
+	int p[2], r;
+	if ((r = govex__repl_program(rt, req, &argv, &in, &in_len)) < 0)
+		return r;
+	if ((r = govex__pipe(p, 0)) < 0)
+		return r;
+	if ((r = govex__launch(rt, run_id, d, plan, argv, in, in_len, req->cancel, p[1], p[0],
+			       govex__repl_frame_max(rt), NULL, &o, ret_res, err)) < 0 ||
+	    *ret_res)
+		return r;
+	/* the frame outlives the outcome, which the result takes */
+	struct govex__outcome fo = {.term = o.term, .exit_code = o.exit_code,
+				    .signal = o.signal, .frame = o.frame,
+				    .frame_state = o.frame_state};
+	o.frame.data = NULL;
+	o.frame.len = 0;
+	if (!(*ret_res = govex__run_result(rt, d, plan, &o))) {
+		free(fo.frame.data);
+		return -ENOMEM;
+	}
+	r = govex__repl_finish(rt, &fo, *ret_res);
+	free(fo.frame.data);
+	return r;
+}
+/* ---- end repl runs ---- */
+
 static int execute_internal(govex_runtime *rt, const govex_plan *given,
 			    const struct govex_request *req, govex_result **ret_result,
 			    struct govex_error *err)
@@ -214,6 +251,13 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 	if ((res = govex__approve(rt, run_id, &d, plan)))
 		goto refused;
 
+	/* ---- repl runs (H2; to be re-homed onto the job-kind ops at merge) ---- */
+	if (req->repl) {
+		if ((r = repl_launch(rt, run_id, &d, plan, req, &res, err)) < 0)
+			goto oom;
+		goto finish;
+	}
+	/* ---- end repl runs ---- */
 	code = strndup(req->code, req->code_len);
 	if (!code)
 		goto oom;
