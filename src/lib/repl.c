@@ -198,7 +198,7 @@ static char *tail_clean(const char *s, size_t n, size_t max, bool *ret_cut)
 	return t;
 }
 
-int govex__exception_diag(govex_result *res, json_t *exc)
+int govex__exception_diag(govex_result *res, const char *code, json_t *exc)
 {
 	const char *type = json_string_value(json_object_get(exc, "type"));
 	json_t *jm = json_object_get(exc, "message");
@@ -227,9 +227,9 @@ int govex__exception_diag(govex_result *res, json_t *exc)
 		json_object_set_new(json_object_get(extra, "exception"), "message_truncated",
 				    json_true());
 	if (msg[0])
-		govex__result_diag(res, "exception", extra, "%s: %s", type, msg);
+		govex__result_diag(res, code, extra, "%s: %s", type, msg);
 	else
-		govex__result_diag(res, "exception", extra, "%s", type);
+		govex__result_diag(res, code, extra, "%s", type);
 	return 0;
 }
 
@@ -292,7 +292,7 @@ int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_
 		json_t *exc = json_object_get(resp, "exception");
 		const char *st = json_string_value(json_object_get(resp, "status"));
 		if (exc && st && strcmp(st, "execution_failed") == 0 &&
-		    govex__exception_diag(res, exc) < 0)
+		    govex__exception_diag(res, "exception", exc) < 0)
 			return -ENOMEM;
 		return 0;
 	}

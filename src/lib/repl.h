@@ -38,9 +38,9 @@ uint64_t govex__repl_frame_max(const govex_runtime *rt);
  * diagnostic, the exception diagnostic, or worker_failed.  0 or -ENOMEM. */
 int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_result *res);
 
-/* Adds the `exception` diagnostic for a frame's "exception" object {type, message,
- * traceback} (text bounded and cleaned: the code under test chose it).  0 when added, 1
- * when exc is not such an object, -ENOMEM. */
-int govex__exception_diag(govex_result *res, json_t *exc);
+/* Adds a diagnostic CODE ("exception"; call mode's "module_error") for a frame's
+ * "exception" object {type, message, traceback} (text bounded and cleaned: the code
+ * under test chose it).  0 when added, 1 when exc is not such an object, -ENOMEM. */
+int govex__exception_diag(govex_result *res, const char *code, json_t *exc);
 
 #endif
