@@ -438,10 +438,11 @@ static int worker_exchange(govex_runtime *rt, const char *run_id, bool inspect,
 		if (!frame_code_ok(code))
 			code = "worker_error";
 		/* an exception of the user's code: its type, message, traceback (repl.c) */
-		json_t *exc = (strcmp(code, "exception") == 0 || strcmp(code, "module_error") == 0) &&
-					      st == GOVEX_STATUS_EXECUTION_FAILED
-				      ? json_object_get(resp, "exception")
-				      : NULL;
+		json_t *exc =
+		    (strcmp(code, "exception") == 0 || strcmp(code, "module_error") == 0) &&
+			    st == GOVEX_STATUS_EXECUTION_FAILED
+			? json_object_get(resp, "exception")
+			: NULL;
 		int er = exc ? govex__exception_diag(res, code, exc) : 1;
 		if (er <= 0) {
 			free(msg);

@@ -9,13 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "repl.h"
-#include "runtime.h"
+#include "approval.h"
 #include "plan.h"
 #include "protect.h"
 #include "registry.h"
+#include "repl.h"
 #include "request.h"
-#include "approval.h"
+#include "runtime.h"
 
 /* ---- the plan object -------------------------------------------------------------------- */
 
@@ -119,9 +119,13 @@ static const char *const pf_repl[] = {"inputs_digest", NULL}; /* repl runs (H2) 
 		{"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},    \
 		{"shell", NULL}, {"needs", NULL}, {"approval", NULL},                      \
 		{"controls", pf_controls}, {"policy_digest", NULL }
-static const struct plan_field pf_run[] = {
-	PF_COMMON, {"code", pf_code}, {"stdin", pf_stdin}, {"interpreter", pf_interpreter},
-	{"request_digest", NULL}, {"repl", pf_repl}, {NULL, NULL}};
+static const struct plan_field pf_run[] = {PF_COMMON,
+					   {"code", pf_code},
+					   {"stdin", pf_stdin},
+					   {"interpreter", pf_interpreter},
+					   {"request_digest", NULL},
+					   {"repl", pf_repl},
+					   {NULL, NULL}};
 static const struct plan_field pf_call[] = {
 	PF_COMMON, {"interpreter", pf_interpreter}, {"source", pf_source}, {"function", NULL},
 	{"inspection_digest", NULL}, {"effects", pf_effects}, {NULL, NULL}};
@@ -586,7 +590,8 @@ static int plan_documents(struct planning *pl)
 		char inputs_digest[72];
 		govex__sha256_digest(req->inputs_json ? req->inputs_json : "", req->inputs_len,
 				     inputs_digest);
-		json_object_set_new(doc, "repl", json_pack("{s:s}", "inputs_digest", inputs_digest));
+		json_object_set_new(doc, "repl",
+				    json_pack("{s:s}", "inputs_digest", inputs_digest));
 	}
 	if (pl->job) {
 		json_object_del(doc, "code");

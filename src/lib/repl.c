@@ -35,14 +35,14 @@ int govex__frame_encode(json_t *payload, char **ret, size_t *ret_len)
 	if (!js)
 		return -ENOMEM;
 	size_t n = strlen(js);
-	char *f = malloc(n + 8);
+	char *f = malloc(n + 8 + 1); /* a NUL after the frame, not part of it */
 	if (!f) {
 		free(js);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < 8; i++)
 		f[i] = (char)(((uint64_t)n >> (56 - 8 * i)) & 0xff);
-	memcpy(f + 8, js, n);
+	memcpy(f + 8, js, n + 1);
 	free(js);
 	*ret = f;
 	*ret_len = n + 8;
@@ -120,11 +120,11 @@ int govex__repl_check(govex_runtime *rt, const struct govex_request *req,
 		return refuse(rt, ret_refusal, "invalid_inputs", "inputs: not valid UTF-8");
 	json_error_t je;
 	_cleanup_json_ json_t *v =
-		json_loadb(req->inputs_json, req->inputs_len, JSON_REJECT_DUPLICATES, &je);
+	    json_loadb(req->inputs_json, req->inputs_len, JSON_REJECT_DUPLICATES, &je);
 	if (!v) {
 		char msg[200];
-		snprintf(msg, sizeof(msg), "inputs: line %d column %d: %.120s", je.line,
-			 je.column, je.text);
+		snprintf(msg, sizeof(msg), "inputs: line %d column %d: %.120s", je.line, je.column,
+			 je.text);
 		return refuse(rt, ret_refusal, "invalid_inputs", msg);
 	}
 	if (!json_is_object(v))
@@ -147,18 +147,18 @@ int govex__repl_program(govex_runtime *rt, const struct govex_request *req, char
 	*ret_stdin = NULL;
 	*ret_stdin_len = 0;
 	govex__sha256_digest(req->code, req->code_len, digest);
-	json_t *inputs = req->inputs_json ? json_stringn(req->inputs_json, req->inputs_len)
-					  : json_null();
+	json_t *inputs =
+	    req->inputs_json ? json_stringn(req->inputs_json, req->inputs_len) : json_null();
 	json_t *code = json_stringn(req->code, req->code_len);
 	if (!inputs || !code) {
 		json_decref(inputs);
 		json_decref(code);
 		return -EINVAL; /* not UTF-8: refused at planning */
 	}
-	_cleanup_json_ json_t *request = json_pack(
-		"{s:s, s:s, s:o, s:s, s:o, s:I}", "version", GOVEX_FRAME_VERSION, "op", "snippet",
-		"code", code, "code_digest", digest, "inputs", inputs, "value_max",
-		(json_int_t)rt->policy->limits.call_output_bytes);
+	_cleanup_json_ json_t *request =
+	    json_pack("{s:s, s:s, s:o, s:s, s:o, s:I}", "version", GOVEX_FRAME_VERSION, "op",
+		      "snippet", "code", code, "code_digest", digest, "inputs", inputs, "value_max",
+		      (json_int_t)rt->policy->limits.call_output_bytes);
 	if (!request)
 		return -ENOMEM;
 	int r = govex__frame_encode(request, &frame, &frame_len);
@@ -209,15 +209,14 @@ int govex__exception_diag(govex_result *res, const char *code, json_t *exc)
 	if (!govex__identifier(type, strlen(type), EXC_TYPE_MAX))
 		type = "Exception";
 	bool mcut = false, tcut = false;
-	_cleanup_free_ char *msg =
-		govex__text_clean(json_string_value(jm), json_string_length(jm), EXC_MESSAGE_MAX,
-				  &mcut);
+	_cleanup_free_ char *msg = govex__text_clean(json_string_value(jm), json_string_length(jm),
+						     EXC_MESSAGE_MAX, &mcut);
 	_cleanup_free_ char *tb =
-		tail_clean(json_string_value(jt), json_string_length(jt), EXC_TRACEBACK_MAX, &tcut);
+	    tail_clean(json_string_value(jt), json_string_length(jt), EXC_TRACEBACK_MAX, &tcut);
 	if (!msg || !tb)
 		return -ENOMEM;
-	json_t *extra = json_pack("{s:{s:s, s:s, s:s}, s:s}", "exception", "type", type,
-				  "message", msg, "traceback", tb, "exception_type", type);
+	json_t *extra = json_pack("{s:{s:s, s:s, s:s}, s:s}", "exception", "type", type, "message",
+				  msg, "traceback", tb, "exception_type", type);
 	if (!extra)
 		return -ENOMEM;
 	if (tcut)
@@ -242,8 +241,8 @@ static void value_omitted(govex_result *res, json_t *om)
 	bool large = reason && strcmp(reason, "too_large") == 0;
 	if (!type || !govex__identifier(type, strlen(type), EXC_TYPE_MAX))
 		type = "object";
-	json_t *extra = json_pack("{s:s, s:s}", "reason", large ? "too_large" : "not_json",
-				  "type", type);
+	json_t *extra =
+	    json_pack("{s:s, s:s}", "reason", large ? "too_large" : "not_json", "type", type);
 	if (extra && json_is_integer(jb) && json_integer_value(jb) >= 0)
 		json_object_set_new(extra, "bytes", json_integer(json_integer_value(jb)));
 	if (large)
@@ -298,18 +297,18 @@ int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_
 	}
 	if (!resp) {
 		worker_failed(res, o->frame_state == GOVEX_FRAME_NONE
-					   ? "the worker exited 0 without a response frame"
-					   : "the worker's response frame is not valid");
+				       ? "the worker exited 0 without a response frame"
+				       : "the worker's response frame is not valid");
 		return 0;
 	}
 	const char *st = json_string_value(json_object_get(resp, "status"));
 	if (!json_is_true(json_object_get(resp, "ok")) || !st || strcmp(st, "success") != 0) {
 		json_t *jm = json_object_get(resp, "message");
 		bool cut = false;
-		_cleanup_free_ char *m =
-			json_is_string(jm) ? govex__text_clean(json_string_value(jm),
-							       json_string_length(jm), 256, &cut)
-					   : NULL;
+		_cleanup_free_ char *m = json_is_string(jm)
+					     ? govex__text_clean(json_string_value(jm),
+								 json_string_length(jm), 256, &cut)
+					     : NULL;
 		char msg[320];
 		snprintf(msg, sizeof(msg), "the worker reported a failure%s%s", m ? ": " : "",
 			 m ? m : "");

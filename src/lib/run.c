@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "repl.h"
-#include "runtime.h"
 #include "run.h"
+#include "runtime.h"
 
 enum govex_status govex__status_of(const struct govex__outcome *o)
 {
@@ -209,8 +209,10 @@ static int repl_launch(govex_runtime *rt, const char *run_id, const struct decis
 	    *ret_res)
 		return r;
 	/* the frame outlives the outcome, which the result takes */
-	struct govex__outcome fo = {.term = o.term, .exit_code = o.exit_code,
-				    .signal = o.signal, .frame = o.frame,
+	struct govex__outcome fo = {.term = o.term,
+				    .exit_code = o.exit_code,
+				    .signal = o.signal,
+				    .frame = o.frame,
 				    .frame_state = o.frame_state};
 	o.frame.data = NULL;
 	o.frame.len = 0;
@@ -253,7 +255,7 @@ static int execute_internal(govex_runtime *rt, const govex_plan *given,
 
 	/* ---- repl runs (H2; to be re-homed onto the job-kind ops at merge) ---- */
 	if (req->repl) {
-		if ((r = repl_launch(rt, run_id, &d, plan, req, &res, err)) < 0)
+		if (repl_launch(rt, run_id, &d, plan, req, &res, err) < 0)
 			goto oom;
 		goto finish;
 	}

@@ -95,7 +95,8 @@ int main(int argc, char **argv)
 	if (plan_only) {
 		r = govex_runtime_plan(rt, &req, &plan, &res, &err);
 		if (r >= 0 && plan)
-			printf("%s\n%s\n", govex_plan_digest(plan), govex_plan_canonical(plan, &len));
+			printf("%s\n%s\n", govex_plan_digest(plan),
+			       govex_plan_canonical(plan, &len));
 	} else {
 		r = govex_runtime_run(rt, &req, &res, &err);
 	}

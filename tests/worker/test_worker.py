@@ -118,8 +118,10 @@ def inspect_signatures(py):
     f = ins["functions"][0]
     check(f["async"] is False and f["lineno"] == 4, "plain async/lineno %r" % f)
     check(f["parameters"] == [
-        {"name": "a", "kind": "positional_or_keyword", "has_default": False, "annotation": "int"},
-        {"name": "b", "kind": "positional_or_keyword", "has_default": False, "annotation": "int"},
+        {"name": "a", "kind": "positional_or_keyword", "has_default": False, "annotation": "int",
+         "schema": {"type": "integer"}},
+        {"name": "b", "kind": "positional_or_keyword", "has_default": False, "annotation": "int",
+         "schema": {"type": "integer"}},
     ], "plain parameters %r" % f["parameters"])
     check(f["returns"] == "int", "returns %r" % f["returns"])
     check(f["docstring"] == "Adds two numbers.\n\nSecond line, indented.",
@@ -129,10 +131,13 @@ def inspect_signatures(py):
     check(g["async"] is True and g["docstring"] is None, "fetch %r" % g)
     check(g["returns"] == "Dict[str, List[int]]", "fetch returns %r" % g["returns"])
     check(g["parameters"] == [
-        {"name": "url", "kind": "positional_or_keyword", "has_default": False, "annotation": "str"},
-        {"name": "retries", "kind": "keyword_only", "has_default": True, "annotation": '"int"'},
+        {"name": "url", "kind": "positional_or_keyword", "has_default": False, "annotation": "str",
+         "schema": {"type": "string"}},
+        {"name": "retries", "kind": "keyword_only", "has_default": True, "annotation": '"int"',
+         "schema": {"type": "integer"}},
         {"name": "timeout", "kind": "keyword_only", "has_default": True,
-         "annotation": "Optional[float]"},
+         "annotation": "Optional[float]",
+         "schema": {"anyOf": [{"type": "number"}, {"type": "null"}]}},
     ], "fetch parameters %r" % g["parameters"])
     p = ins["functions"][2]
     check([(q["name"], q["kind"], q["has_default"]) for q in p["parameters"]] == [
@@ -141,11 +146,73 @@ def inspect_signatures(py):
         ("e", "keyword_only", True)], "posonly parameters %r" % p["parameters"])
     u = ins["functions"][3]
     check(u["parameters"][1] == {"name": "y", "kind": "positional_or_keyword",
-                                 "has_default": True, "annotation": None}, "unannotated %r" % u)
+                                 "has_default": True, "annotation": None, "schema": {}},
+          "unannotated %r" % u)
     check(u["returns"] is None, "returns None")
     w = ins["functions"][4]
     check([q["annotation"] for q in w["parameters"]] == ['Dict[str,   "é"]', "'ü'"],
           "non-ASCII annotation text %r" % [q["annotation"] for q in w["parameters"]])
+
+
+SCHEMAS = '''\
+import typing
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+def f(a: int, b: float, c: bool, d: str, e: None, g: list[int], h: List[str],
+      i: Sequence[float], j: dict[str, int], k: Dict[int, str], l: tuple[int, str],
+      m: Tuple[int, ...], n: Optional[int], o: int | None, p: Union[int, str, None],
+      q: Literal["a", 1, -2, True, None], r: Any, s=1, *, u: "list[Optional[str]]" = None,
+      v: typing.Mapping[str, "Unknown"] = None, w: "typing.Annotated[bool, 1]" = False,
+      x: Union[int, Any] = 0, y: object = 0, z: Literal[float] = 0) -> dict[str, list[int]]:
+    pass
+def nothing():
+    pass
+'''
+
+
+@test
+def inspect_schemas(py):
+    """contract 2: each parameter's JSON Schema from its annotation, the function's input
+    and output schemas (one interpreter of annotations, in the worker)."""
+    fn = fn_entry(py, SCHEMAS, "f")
+    want = {
+        "a": {"type": "integer"}, "b": {"type": "number"}, "c": {"type": "boolean"},
+        "d": {"type": "string"}, "e": {"type": "null"},
+        "g": {"type": "array", "items": {"type": "integer"}},
+        "h": {"type": "array", "items": {"type": "string"}},
+        "i": {"type": "array", "items": {"type": "number"}},
+        "j": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "k": {"type": "object"},
+        "l": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+              "minItems": 2, "maxItems": 2},
+        "m": {"type": "array", "items": {"type": "integer"}},
+        "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "p": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+        "q": {"enum": ["a", 1, -2, True, None]},
+        "r": {}, "s": {},
+        "u": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "v": {"type": "object", "additionalProperties": {}},
+        "w": {"type": "boolean"}, "x": {}, "y": {}, "z": {},
+    }
+    got = {p["name"]: p["schema"] for p in fn["parameters"]}
+    for name in want:
+        check(got.get(name) == want[name] and type(got.get(name)) is dict,
+              "schema of %s (%s): %r, expected %r" % (name, [p["annotation"] for p in
+              fn["parameters"] if p["name"] == name], got.get(name), want[name]))
+    check(set(got) == set(want), "parameters %r" % sorted(got))
+    q = got["q"]["enum"]
+    check(q[3] is True and type(q[1]) is int, "Literal keeps bool and int apart: %r" % q)
+    check(fn["input_schema"] == {"type": "object", "properties": want,
+                                 "required": [n for n in "abcdeghijklmnopqr"],
+                                 "additionalProperties": False},
+          "input_schema %r" % fn["input_schema"])
+    check(fn["output_schema"] == {"type": "object", "additionalProperties":
+                                  {"type": "array", "items": {"type": "integer"}}},
+          "output_schema %r" % fn["output_schema"])
+    fn = fn_entry(py, SCHEMAS, "nothing")
+    check(fn["input_schema"] == {"type": "object", "properties": {}, "required": [],
+                                 "additionalProperties": False}, "%r" % fn["input_schema"])
+    check(fn["output_schema"] == {}, "%r" % fn["output_schema"])
 
 
 @test
