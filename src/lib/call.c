@@ -6,8 +6,8 @@
  * The worker (src/worker/worker.py, embedded) is started as `python -I [-S] -c WORKER`
  * under the policy like any run.  govex.frame/v1: one request frame on its stdin, one
  * response frame on fd 3 (8-byte big-endian length, then JSON).  The parent checks a
- * frame's length before reading its payload, and never puts the worker's stdout or
- * stderr into a call's result.
+ * frame's length before reading its payload.  A call's stdout and stderr are the
+ * function's, in its result; an inspection's never reach one.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
