@@ -22,8 +22,9 @@
 
 #define REQUEST_FRAME_MAX (64ULL << 20)
 #define INSPECTION_FRAME_MAX (16ULL << 20)
-/* room for the response envelope around a value of call_output_bytes */
-#define ENVELOPE_SLACK (64ULL << 10)
+/* room for the response envelope around a value of call_output_bytes, or for an
+ * exception's bounded text (repl.h) */
+#define ENVELOPE_SLACK GOVEX__FRAME_SLACK
 
 struct source {
 	char *text; /* Python source (a notebook's transformed source) */
