@@ -118,6 +118,19 @@ def _op_of(request_bytes):
         return None
 
 
+def snippet_request(code, inputs=None, value_max=1 << 20, digest=None):
+    """An op "snippet" request (src/lib/repl.c's): inputs is JSON text or None."""
+    return {"version": FRAME_VERSION, "op": "snippet", "code": code,
+            "code_digest": digest or sha(code), "inputs": inputs, "value_max": value_max}
+
+
+def run_snippet(python, code, stdin=b"", **kw):
+    """A snippet's worker as the C side starts it: worker.py alone, the request frame then
+    the program's stdin on fd 0."""
+    return run_worker(python, frame(snippet_request(code, **kw)) + stdin,
+                      text=worker_text(inspection=False))
+
+
 def run_worker(python, request_bytes, timeout=120, text=None, env=None, cwd=None):
     """Runs the worker like the C side: argv [python, -I, -S, -c, TEXT]; fd 3 = a pipe."""
     if text is None:
