@@ -13,8 +13,9 @@
 
 #define REQUEST_FRAME_MAX    (64ULL << 20)
 #define INSPECTION_FRAME_MAX (16ULL << 20)
-/* room for the response envelope around a value of call_output_bytes */
-#define ENVELOPE_SLACK (64ULL << 10)
+/* room for the response envelope around a value of call_output_bytes, or for an
+ * exception's bounded text (repl.h) */
+#define ENVELOPE_SLACK (128ULL << 10)
 
 /* A module's source as planned and sent to the worker. */
 struct source {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "call.h"
+#include "repl.h"
 #include "runtime.h"
 
 /* 8-byte big-endian length + compact JSON. */
@@ -25,14 +26,14 @@ int govex__frame_encode(json_t *payload, char **ret, size_t *ret_len)
 	if (!js)
 		return -ENOMEM;
 	size_t n = strlen(js);
-	char *f = malloc(n + 8);
+	char *f = malloc(n + 8 + 1); /* a NUL after the frame, not part of it */
 	if (!f) {
 		free(js);
 		return -ENOMEM;
 	}
 	for (int i = 0; i < 8; i++)
 		f[i] = (char)(((uint64_t)n >> (56 - 8 * i)) & 0xff);
-	memcpy(f + 8, js, n);
+	memcpy(f + 8, js, n + 1);
 	free(js);
 	*ret = f;
 	*ret_len = n + 8;
@@ -266,12 +267,15 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 			}
 		}
 	}
-	/* a call's output never reaches its result: keep the counts, drop the bytes */
-	free(o->out.data);
-	free(o->err.data);
-	o->out.data = o->err.data = NULL;
-	o->out.len = o->err.len = 0;
-	o->out_truncated = o->err_truncated = false;
+	/* an inspection's output never reaches its result; a call's stdout and stderr are
+	 * its result's (the function's output is the caller's to read) */
+	if (inspect) {
+		free(o->out.data);
+		free(o->err.data);
+		o->out.data = o->err.data = NULL;
+		o->out.len = o->err.len = 0;
+		o->out_truncated = o->err_truncated = false;
+	}
 
 	enum govex_termination term = o->term;
 	res = govex__run_result(j->rt, &j->d, j->plan, o);
@@ -301,6 +305,20 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 				: NULL;
 		if (!frame_code_ok(code))
 			code = "worker_error";
+		/* an exception of the user's code: its type, message, traceback (repl.c) */
+		json_t *exc =
+		    (strcmp(code, "exception") == 0 || strcmp(code, "module_error") == 0) &&
+			    st == GOVEX_STATUS_EXECUTION_FAILED
+			? json_object_get(resp, "exception")
+			: NULL;
+		int er = exc ? govex__exception_diag(res, code, exc) : 1;
+		if (er <= 0) {
+			free(msg);
+			json_decref(resp);
+			*ret_response = NULL;
+			*ret_result = res;
+			return er < 0 ? govex__err(err, ENOMEM, ENOMEM, "call: out of memory") : 0;
+		}
 		/* a type name only: an identifier, nothing the code under test could use to
 		 * carry a message or a path out (the worker checks this too) */
 		if (et && !govex__call_identifier(et, strlen(et)))

@@ -15,6 +15,7 @@
 #include "plan.h"
 #include "protect.h"
 #include "registry.h"
+#include "repl.h"
 #include "request.h"
 #include "runtime.h"
 
@@ -149,6 +150,9 @@ static int plan_request(struct planning *pl)
 	/* stdin: the program's (a call's request frame is not stdin) */
 	if ((pl->kind == GOVEX_JOB_RUN || pl->kind == GOVEX_JOB_EXEC) &&
 	    (r = govex__request_check_stdin(rt, req, &pl->res)) != 0)
+		return r;
+	/* a repl run's inputs (repl.c) */
+	if (pl->kind == GOVEX_JOB_RUN && (r = govex__repl_check(rt, req, &pl->res)) != 0)
 		return r;
 	pl->d.limits = pl->p->limits;
 	if ((r = govex__request_limits(rt, req, &pl->d.limits, &pl->res)) != 0)

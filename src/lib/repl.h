@@ -1,32 +1,46 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * REPL runs (repl.c): a snippet run in govex's worker (op "snippet"), its value coming
- * back in the response frame on fd 3.  The run job (run.c) calls these two for a
- * request with repl set; everything else (planning, approval, launch, audit) is the
- * pipeline's (job.c).
- */
+/* REPL runs (repl.c) and what the call-mode worker and a REPL run share: the worker's
+ * argv, govex.frame/v1 encoding, the `exception` diagnostic. */
 #ifndef GOVEX_REPL_H
 #define GOVEX_REPL_H
 
-#include "internal.h"
+#include "runtime.h"
 
-/*
- * The program of a repl run: *ret_argv the worker's argv (`python -I [-S] -c WORKER`,
- * a NULL-terminated vector the caller frees with govex__strv_free), *ret_stdin the bytes
- * of its stdin (the request frame, then req's stdin bytes; malloc'd, the caller frees)
- * of *ret_len bytes.  limits are the run's (the plan's): value_max comes from
- * limits->call_output_bytes; the pipeline reads the response frame up to
- * call_output_bytes + 64 KiB.  0 or -errno (-EOPNOTSUPP: repl runs are not built in).
- */
-int govex__repl_program(govex_runtime *rt, const struct govex_request *req,
-			const struct govex__limits *limits, char ***ret_argv, char **ret_stdin,
-			size_t *ret_len);
-/*
- * Turns a finished repl run into its result: res is the run's result (status from the
- * termination, output, usage, digests, diagnostics) and o the outcome, its response frame
- * in o->frame / o->frame_state (o's output already taken by res).  Sets the value, or
- * the exception diagnostic, or worker_failed.  0 or -ENOMEM.
- */
+/* Room in a response frame beyond a value of limits.call_output_bytes (the envelope, an
+ * exception's bounded type, message and traceback, JSON escapes). */
+#define GOVEX__FRAME_SLACK (128ULL << 10)
+
+/* govex.frame/v1: an 8-byte big-endian length, then compact JSON with sorted keys. */
+int govex__frame_encode(json_t *payload, char **ret, size_t *ret_len);
+
+/* The worker's argv: `python -I [-S] -c TEXT`, TEXT the worker (with its inspection part
+ * when inspect).  The strings are borrowed (the runtime's, static).  -ENOMEM when the
+ * inspection text could not be made. */
+int govex__worker_argv(govex_runtime *rt, bool inspect, char *argv[8]);
+
+/* A repl request's own fields: inputs only with repl, a JSON object in valid UTF-8.
+ * 0, 1 with *ret_refusal (invalid_input), or -ENOMEM. */
+int govex__repl_check(govex_runtime *rt, const struct govex_request *req,
+		      govex_result **ret_refusal);
+
+/* The program of a repl run: *ret_argv (one allocation; free() it, its strings are
+ * borrowed) and its stdin, the request frame followed by the request's stdin
+ * (malloc'd).  The run needs a response descriptor (extra_fd/frame_fd, as call mode's)
+ * read with govex__repl_frame_max.  0 or -errno (-EINVAL: inputs not valid, checked at
+ * planning by govex__repl_check). */
+int govex__repl_program(govex_runtime *rt, const struct govex_request *req, char ***ret_argv,
+			char **ret_stdin, size_t *ret_stdin_len);
+/* The largest response payload a repl run's frame may announce. */
+uint64_t govex__repl_frame_max(const govex_runtime *rt);
+
+/* The result of a repl run from its outcome (termination decides; o->frame is the
+ * response) and res, the run's result made from that outcome: the value, a value_omitted
+ * diagnostic, the exception diagnostic, or worker_failed.  0 or -ENOMEM. */
 int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_result *res);
+
+/* Adds a diagnostic CODE ("exception"; call mode's "module_error") for a frame's
+ * "exception" object {type, message, traceback} (text bounded and cleaned: the code
+ * under test chose it).  0 when added, 1 when exc is not such an object, -ENOMEM. */
+int govex__exception_diag(govex_result *res, const char *code, json_t *exc);
 
 #endif

@@ -200,12 +200,9 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 
 /* ---- the run job: Python code, plain or REPL-style ---------------------------------------- */
 
-/* room for the response envelope around a value of call_output_bytes */
-#define ENVELOPE_SLACK (64ULL << 10)
-
 struct run_job {
 	char *code;	/* NUL-terminated copy of the code (its -c argument) */
-	char **argv;	/* a repl run's program (govex__repl_program) */
+	char **argv;	/* a repl run's program (govex__repl_program: one allocation) */
 	char *frame_in; /* a repl run's stdin: the request frame, then the run's stdin */
 	size_t frame_in_len;
 };
@@ -235,7 +232,7 @@ static void run_release(struct govex__job *j)
 {
 	struct run_job *rj = j->state;
 	free(rj->code);
-	govex__strv_free(rj->argv);
+	free(rj->argv);
 	free(rj->frame_in);
 	memset(rj, 0, sizeof(*rj));
 }
@@ -255,21 +252,15 @@ static int repl_program(struct govex__job *j, struct govex__program *prog,
 			govex_result **ret_refusal)
 {
 	struct run_job *rj = j->state;
-	int r = govex__repl_program(j->rt, &j->req, &j->d.limits, &rj->argv, &rj->frame_in,
-				    &rj->frame_in_len);
-	if (r == -EOPNOTSUPP) {
-		*ret_refusal =
-		    govex__job_refuse(j->rt, GOVEX_STATUS_INVALID_INPUT, "repl_unavailable",
-				      "repl: REPL runs are not built into this govex");
-		return *ret_refusal ? 0 : -ENOMEM;
-	}
+	(void)ret_refusal; /* the inputs were checked at planning (govex__repl_check) */
+	int r = govex__repl_program(j->rt, &j->req, &rj->argv, &rj->frame_in, &rj->frame_in_len);
 	if (r < 0)
 		return r;
 	prog->argvp = rj->argv;
 	prog->stdin_data = rj->frame_in;
 	prog->stdin_len = rj->frame_in_len;
 	prog->frame = true;
-	prog->frame_max = j->d.limits.call_output_bytes + ENVELOPE_SLACK;
+	prog->frame_max = govex__repl_frame_max(j->rt);
 	return 0;
 }
 

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 # govex call-mode worker.  Started by the C side as
 #     python -I [-S] -c <this text>
-# with fd 0 = one request frame then EOF, fd 1/2 = output pipes, fd 3 = the response
-# descriptor.  govex.frame/v1: an 8-byte unsigned big-endian length, then that many bytes
-# of UTF-8 JSON.  One request in, exactly one response frame out on the response
-# descriptor, exit status 0.  Standard library only; Python 3.8 to 3.13.
+# with fd 0 = one request frame then EOF (a snippet: then the program's stdin), fd 1/2 =
+# the run's output pipes, fd 3 = the response descriptor.  govex.frame/v1: an 8-byte
+# unsigned big-endian length, then that many bytes of UTF-8 JSON.  One request in, exactly
+# one response frame out on the response descriptor, exit status 0 (a snippet: see below).
+# Standard library only; Python 3.8 to 3.13 (op "snippet": 3.6 to 3.13, so this file
+# keeps to 3.6's syntax).
 #
 # A call's worker also writes one EMPTY frame (8 zero bytes) on the response descriptor
 # just before the module's code runs: the "module starts" mark.  Nothing of the caller's
@@ -19,9 +21,17 @@
 #            C side puts before this text for an inspection only.
 #   call     verify the digest chain, compile the verified source, bind the planned
 #            function, rebuild its arguments, run it, return its value as finite JSON.
+#   snippet  a REPL run (src/lib/repl.c): compile the code as "<snippet>" (top-level
+#            await where the interpreter has it), run it in a fresh __main__ with the
+#            read-only INPUTS, and answer the trailing expression's value.  The frame is
+#            written, then the interpreter ends as a python program would: exit 0, or 1
+#            after an exception (its traceback on stderr, the exception in the frame), or
+#            the status of a SystemExit (no frame).
 #
-# Failure frames carry a status, a short code, a fixed message and an exception's type
-# name: never exception text, a traceback or a path.
+# The user's stdout and stderr are the run's (line buffered, write-through).  Failure
+# frames carry a status, a short code, a fixed message and an exception's type name;
+# only an exception of the user's code adds "exception": its type, message and the
+# traceback of the user's own frames (bounded), which the parent bounds again.
 import json
 import os
 import sys
@@ -34,6 +44,12 @@ FRAME_VERSION = "govex.frame/v1"
 INSPECTION_VERSION = "govex.inspection/v1"
 REQUEST_MAX = 64 << 20
 RESULT_DEPTH_MAX = 1000
+# values (a call's return value, a snippet's REPL value): nodes visited with sharing
+# expanded, so `a = [a, a]` sixty times is refused after a million steps, not 2**60
+VALUE_NODES_MAX = 1000000
+SNIPPET_DEPTH_MAX = 200
+TRACEBACK_MAX = 8192
+EXCEPTION_MESSAGE_MAX = 2048
 
 MESSAGES = {
     "bad_request": "the request frame is not valid",
@@ -68,11 +84,15 @@ class Failure(Exception):
         self.code = code
         self.exc_type = _type_name(exc) if exc is not None else None
         self.message = message
+        self.exception = None
 
     def frame(self):
-        return {"version": FRAME_VERSION, "ok": False, "status": self.status,
-                "code": self.code, "message": self.message or MESSAGES.get(self.code, "failed"),
-                "exception_type": self.exc_type}
+        f = {"version": FRAME_VERSION, "ok": False, "status": self.status,
+             "code": self.code, "message": self.message or MESSAGES.get(self.code, "failed"),
+             "exception_type": self.exc_type}
+        if self.exception is not None:
+            f["exception"] = self.exception
+        return f
 
 
 def _type_name(exc):
@@ -83,7 +103,7 @@ def _type_name(exc):
         # a type name is chosen by the code under test: keep it an identifier, so it
         # cannot smuggle a path or a message into the result
         name = name[:128]
-        if not name.isidentifier() or not name.isascii():
+        if not name.isidentifier() or any(ord(c) > 127 for c in name):
             return None
         return name
     except BaseException:
@@ -91,7 +111,7 @@ def _type_name(exc):
 
 
 def _trace(exc):
-    # tracebacks go to stderr only (the parent discards it for calls)
+    # the worker's own failures: tracebacks go to stderr only
     try:
         import traceback
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
@@ -99,12 +119,66 @@ def _trace(exc):
         pass
 
 
+def user_traceback(exc, filename):
+    """The traceback python would print for an exception of the user's code, without
+    govex's frames: the worker's own (wherever they are: INPUTS' methods too), and the
+    outermost frames before the first one in FILENAME (asyncio's runner).  Text; "" when
+    it cannot be formatted."""
+    try:
+        import traceback
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        mine = globals()
+        frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
+        stack = te.stack
+        if len(frames) == len(stack):
+            keep = [s for f, s in zip(frames, stack) if f.f_globals is not mine]
+        else:  # cannot happen: keep what is not the worker's by name
+            keep = [s for s in stack if s.filename != "<string>"]
+        for i, s in enumerate(keep):
+            if s.filename == filename:
+                keep = keep[i:]
+                break
+        stack[:] = keep
+        if not keep and hasattr(te, "exc_traceback"):  # 3.6 prints the header by it
+            te.exc_traceback = None
+        return "".join(te.format())
+    except BaseException:
+        return ""
+
+
+def exception_failure(exc, filename, status="execution_failed"):
+    """A Failure for an exception of the user's code: its traceback printed to stderr (as
+    python would), and the frame's "exception" (type, message, bounded traceback)."""
+    text = user_traceback(exc, filename)
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    try:
+        message = str(exc)
+    except BaseException:
+        message = ""
+    if type(message) is not str:
+        message = ""
+    if len(message) > EXCEPTION_MESSAGE_MAX:
+        message = message[:EXCEPTION_MESSAGE_MAX] + " [truncated]"
+    tb = text.encode("utf-8", "replace")
+    if len(tb) > TRACEBACK_MAX:
+        tb = tb[-TRACEBACK_MAX:]
+        text = "[...]\n" + tb.decode("utf-8", "ignore")
+    f = Failure(status, "exception", exc)
+    f.exception = {"type": f.exc_type or "Exception", "message": message, "traceback": text}
+    return f
+
+
 # ---------------------------------------------------------------------------------------
 # descriptors and frames
 
 
 def take_descriptors():
-    """Takes fd 3 for the response (non-inheritable) and sends stdout to stderr."""
+    """Takes fd 3 for the response (non-inheritable); stdout and stderr stay the run's,
+    made line buffered and write-through."""
     try:
         fd = os.dup(3)
     except OSError:
@@ -115,18 +189,26 @@ def take_descriptors():
         os._exit(2)
     os.set_inheritable(fd, False)
     os.close(3)
+    for name in ("stdout", "stderr"):
+        _line_buffered(name)
+    return fd
+
+
+def _line_buffered(name):
+    s = getattr(sys, name)
     try:
-        sys.stdout.flush()
+        s.reconfigure(line_buffering=True, write_through=True)  # 3.7+
+        return
+    except AttributeError:
+        pass
+    except BaseException:
+        return
+    try:  # 3.6: a new wrapper over the same buffer (sys.__stdout__ keeps the old alive)
+        import io
+        setattr(sys, name, io.TextIOWrapper(s.buffer, encoding=s.encoding, errors=s.errors,
+                                            line_buffering=True, write_through=True))
     except BaseException:
         pass
-    os.dup2(2, 1)
-    import io
-    try:
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                                      errors="backslashreplace", line_buffering=True)
-    except BaseException:
-        sys.stdout = sys.stderr
-    return fd
 
 
 def _deep(fn, *args, **kw):
@@ -237,9 +319,11 @@ def read_request(fd):
     payload = _read_exact(fd, n)
     if len(payload) < n:
         raise Failure("worker_failed", "bad_request", message="truncated frame")
-    if os.read(fd, 1):
+    req = _payload(payload)
+    # a snippet's frame is followed by the program's stdin (read by the user's code)
+    if req.get("op") != "snippet" and os.read(fd, 1):
         raise Failure("worker_failed", "bad_request", message="bytes follow the frame")
-    return _payload(payload)
+    return req
 
 
 def write_all(fd, data):
@@ -269,6 +353,8 @@ def handle(req):
     if req.get("version") != FRAME_VERSION:
         raise Failure("worker_failed", "bad_request", message="unsupported frame version")
     op = req.get("op")
+    if op == "snippet":
+        return do_snippet(req)
     source = _field(req, "source", (str,))
     digest = _field(req, "source_digest", (str,))
     module = _field(req, "module", (str,))
@@ -296,13 +382,22 @@ def main():
     global _resp_fd
     resp_fd = take_descriptors()
     _resp_fd = resp_fd
+    exit_status = 0
+    user_exit = None
     try:
         try:
             resp = handle(read_request(0))
+        except _UserExit as u:
+            user_exit = u.exc
+            resp = None
         except Failure as f:
             resp = f.frame()
+            if f.status == "execution_failed" and _snippet_running:
+                exit_status = 1
         try:
-            if type(resp) is bytes:
+            if resp is None:
+                frame = b""
+            elif type(resp) is bytes:
                 frame = len(resp).to_bytes(8, "big") + resp
             else:
                 frame = encode_frame(resp)
@@ -321,6 +416,15 @@ def main():
             s.flush()
         except BaseException:
             pass
+    if _snippet_running:
+        # a snippet ends as a python program does: its atexit handlers and threads
+        try:
+            os.close(resp_fd)
+        except OSError:
+            pass
+        if user_exit is not None:
+            raise user_exit  # python's own handling: its status, a message printed
+        sys.exit(exit_status)
     # no atexit handlers or lingering non-daemon threads of user code: the frame is out
     os._exit(0)
 
@@ -416,6 +520,11 @@ def do_call(req, source, digest, module, filename):
         code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise Failure("invalid_input", "syntax_error", e)
+    try:  # tracebacks show the module's lines (its file is not in the workdir)
+        import linecache
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    except BaseException:
+        pass
     # the "module starts" mark: from here on the module's code may write frames itself
     try:
         write_all(_resp_fd, bytes(8))
@@ -433,8 +542,9 @@ def do_call(req, source, digest, module, filename):
         try:
             exec(code, mod.__dict__)
         except BaseException as e:
-            _trace(e)
-            raise Failure("execution_failed", "module_error", e)
+            f = exception_failure(e, filename)
+            f.code = "module_error"
+            raise f
 
         # 4. the binding, against the live object
         if fname not in mod.__dict__:
@@ -487,8 +597,7 @@ def do_call(req, source, digest, module, filename):
             else:
                 value = fn(*pos, **kw)
         except BaseException as e:
-            _trace(e)
-            raise Failure("execution_failed", "exception", e)
+            raise exception_failure(e, filename)
     finally:
         if not shadowing:
             sys.modules.pop(module, None)
@@ -539,20 +648,24 @@ def annotation_rejects_null(text):
     return False
 
 
-def check_result(value, out_max):
-    """Finite JSON: None, bool, int, finite float, str, list, dict with str keys (exact
-    types), at most RESULT_DEPTH_MAX deep.  Counts nodes so that a shared-reference bomb
-    ends at the output bound rather than after exponential work."""
+def value_problem(value, depth_max, nodes_max=VALUE_NODES_MAX):
+    """Why VALUE is not finite JSON data, or None when it is: None, bool, int in 64 bits,
+    finite float, str, list, dict with str keys (exact types), at most DEPTH_MAX deep and
+    NODES_MAX nodes counted with sharing expanded (a string counts its length / 64 too).
+    The one check of call values and snippet values.  Returns "too_large", "too_deep",
+    "int_out_of_range" or "not_json"."""
     inf = float("inf")
     stack = [(value, 0)]
-    budget = out_max + 1
+    budget = nodes_max
+    lists = (list, _ro_types[1])
+    dicts = (dict, _ro_types[0])
     while stack:
         v, d = stack.pop()
         budget -= 1
         if budget < 0:
-            raise Failure("output_limit", "output_too_large")
-        if d > RESULT_DEPTH_MAX:
-            raise Failure("result_invalid", "too_deep")
+            return "too_large"
+        if d > depth_max:
+            return "too_deep"
         t = type(v)
         if v is None or t is bool:
             continue
@@ -560,35 +673,203 @@ def check_result(value, out_max):
             # JSON has no integer bound, but the parent (and most JSON readers) keep
             # integers in 64 bits: a larger one could not be carried exactly
             if v < -(1 << 63) or v > (1 << 63) - 1:
-                raise Failure("result_invalid", "int_out_of_range")
+                return "int_out_of_range"
             continue
         if t is str:
-            budget -= len(v)
+            budget -= len(v) >> 6
             try:
                 v.encode("utf-8")
             except UnicodeError:
-                raise Failure("result_invalid", "not_json")
+                return "not_json"
             continue
         if t is float:
             if v != v or v == inf or v == -inf:
-                raise Failure("result_invalid", "not_json")
+                return "not_json"
             continue
-        if t is list:
+        if t in lists:
             for x in v:
                 stack.append((x, d + 1))
             continue
-        if t is dict:
+        if t in dicts:
             for k, x in v.items():
                 if type(k) is not str:
-                    raise Failure("result_invalid", "not_json")
-                budget -= len(k)
+                    return "not_json"
+                budget -= len(k) >> 6
                 try:
                     k.encode("utf-8")
                 except UnicodeError:
-                    raise Failure("result_invalid", "not_json")
+                    return "not_json"
                 stack.append((x, d + 1))
             continue
-        raise Failure("result_invalid", "not_json")
+        return "not_json"
+    return None
+
+
+def encode_value(value):
+    """A checked value's JSON text: compact, UTF-8, keys in the value's order (a frame's
+    own keys are sorted), floats in python's shortest round-trip form."""
+    return _deep(_json_dumps, value, allow_nan=False, separators=(",", ":"),
+                 ensure_ascii=False)
+
+
+def check_result(value, out_max):
+    """A call's return value: finite JSON (value_problem) within the output bound."""
+    why = value_problem(value, RESULT_DEPTH_MAX)
+    if why == "too_large":
+        raise Failure("output_limit", "output_too_large")
+    if why is not None:
+        raise Failure("result_invalid", why)
+
+
+# ---------------------------------------------------------------------------------------
+# snippet
+
+SNIPPET_FILENAME = "<snippet>"
+_snippet_running = False
+# INPUTS' read-only dict and list types: values like their bases
+_ro_types = (dict, list)
+
+
+class _UserExit(BaseException):
+    """The user's code raised SystemExit: the worker ends with it, sending no frame."""
+
+    def __init__(self, exc):
+        BaseException.__init__(self)
+        self.exc = exc
+
+
+def _read_only_inputs(value):
+    def ro(self, *a, **k):
+        raise TypeError("INPUTS is read-only (copy it: dict(INPUTS), list(...))")
+
+    class ReadOnlyDict(dict):
+        __slots__ = ()
+        __setitem__ = __delitem__ = __ior__ = ro
+        clear = pop = popitem = setdefault = update = ro
+
+    class ReadOnlyList(list):
+        __slots__ = ()
+        __setitem__ = __delitem__ = __iadd__ = __imul__ = ro
+        append = extend = insert = pop = remove = clear = sort = reverse = ro
+
+    global _ro_types
+    _ro_types = (ReadOnlyDict, ReadOnlyList)
+
+    def freeze(v):
+        if type(v) is dict:
+            return ReadOnlyDict((k, freeze(x)) for k, x in v.items())
+        if type(v) is list:
+            return ReadOnlyList(freeze(x) for x in v)
+        return v
+    return _deep(freeze, value)
+
+
+def _snippet_compile(src):
+    """(module code, trailing expression code or None); SyntaxError and the like raise."""
+    import ast
+    flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+    tree = compile(src, SNIPPET_FILENAME, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+    code = compile(tree, SNIPPET_FILENAME, "exec", flags, dont_inherit=True)
+    expr = None
+    if last is not None:
+        expr = compile(ast.Expression(last.value), SNIPPET_FILENAME, "eval", flags,
+                       dont_inherit=True)
+    return code, expr
+
+
+def _snippet_run(code, expr, g):
+    CO_COROUTINE = 0x80
+    if not (code.co_flags & CO_COROUTINE or (expr is not None and expr.co_flags & CO_COROUTINE)):
+        exec(code, g)
+        return None if expr is None else eval(expr, g)
+    import asyncio
+
+    async def _toplevel():
+        r = eval(code, g)
+        if code.co_flags & CO_COROUTINE:
+            await r
+        if expr is None:
+            return None
+        v = eval(expr, g)
+        if expr.co_flags & CO_COROUTINE:
+            v = await v
+        return v
+    return asyncio.run(_toplevel())
+
+
+def do_snippet(req):
+    global _snippet_running
+    src = _field(req, "code", (str,))
+    digest = _field(req, "code_digest", (str,))
+    inputs_text = req.get("inputs")
+    value_max = req.get("value_max")
+    if inputs_text is not None and type(inputs_text) is not str:
+        raise Failure("worker_failed", "bad_request", message="field missing or mistyped: inputs")
+    if type(value_max) is not int or value_max < 0:
+        raise Failure("worker_failed", "bad_request",
+                      message="field missing or mistyped: value_max")
+    if sha256_text(src) != digest:
+        raise Failure("source_mismatch", "digest_mismatch")
+    inputs = None
+    if inputs_text is not None:
+        try:
+            inputs = parse_json_text(inputs_text)
+        except (ValueError, UnicodeError, RecursionError, MemoryError):
+            raise Failure("worker_failed", "bad_request", message="inputs is not valid json")
+        if type(inputs) is not dict:
+            raise Failure("worker_failed", "bad_request", message="inputs is not an object")
+        inputs = _read_only_inputs(inputs)
+    import types
+    import builtins
+    try:
+        import linecache
+        linecache.cache[SNIPPET_FILENAME] = (len(src), None, src.splitlines(True),
+                                             SNIPPET_FILENAME)
+    except BaseException:
+        pass
+    # from here on a failure is the user's program's: exit 1, as python's would be
+    _snippet_running = True
+    mod = types.ModuleType("__main__")
+    g = mod.__dict__
+    g["__builtins__"] = builtins
+    if inputs is not None:
+        g["INPUTS"] = inputs
+    try:
+        code, expr = _snippet_compile(src)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
+        raise exception_failure(e, SNIPPET_FILENAME)
+    sys.modules["__main__"] = mod
+    try:
+        value = _snippet_run(code, expr, g)
+    except SystemExit as e:
+        raise _UserExit(e)
+    except BaseException as e:
+        raise exception_failure(e, SNIPPET_FILENAME)
+    frame = {"version": FRAME_VERSION, "ok": True, "status": "success"}
+    if value is None:
+        return frame
+    tname = _type_name(value) or "object"
+    why = value_problem(value, SNIPPET_DEPTH_MAX)
+    if why is None:
+        try:
+            data = encode_value(value)
+        except (ValueError, TypeError, UnicodeError, RecursionError):
+            why = "not_json"
+    if why is not None:
+        frame["value_omitted"] = {"reason": "too_large" if why == "too_large" else "not_json",
+                                  "type": tname}
+        return frame
+    n = len(data.encode("utf-8"))
+    if n > value_max:
+        frame["value_omitted"] = {"reason": "too_large", "type": tname, "bytes": n}
+        return frame
+    # the success frame, canonical like the others (keys in sorted order), the value's
+    # text as encoded
+    return (b'{"ok":true,"status":"success","value":' + data.encode("utf-8")
+            + b',"version":"' + FRAME_VERSION.encode("ascii") + b'"}')
 
 
 if __name__ == "__main__":

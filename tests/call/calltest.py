@@ -4,7 +4,7 @@ Stdlib only.  Builds on tests/integration/govextest.py (process handling, TAP dr
 per-test temporary directories); adds what calls need: writing modules, running
 `govex call`/`plan`/`inspect`, checking a govex.result/v1 document of a call against the
 contract (status vocabulary, exit status, value null unless success, stdout/stderr
-empty, sanitized diagnostics), policies per interpreter, a directory the sandboxed
+the function's, sanitized diagnostics), policies per interpreter, a directory the sandboxed
 worker can write to (as root, the restricted backend runs code as a per-run uid), and a hard
 per-test timeout.
 """
@@ -32,8 +32,12 @@ BACKENDS = ("strict", "trusted")   # presets: restricted sandbox, plain controll
 TEST_TIMEOUT = 60                  # seconds any one test may take, all its processes
 CALL_TIMEOUT = 25.0                # seconds any one govex invocation may take
 
-# Words that must never appear in a call's result: a traceback of the worker or govex.
+# Words that must never appear in a call's result outside the function's own output and
+# the exception diagnostic's traceback of the user's code (contract 2): a traceback of
+# the worker or govex.
 LEAK_WORDS = ("Traceback (most recent call last)", 'File "', "worker.py")
+# ... and never anywhere: the worker's own frames (python -c TEXT)
+WORKER_FRAME_WORDS = ('File "<string>"', "worker.py")
 # A sanitized build (tests/run-all) reports memory errors, leaks and UB on stderr.
 SANITIZER_WORDS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
                    "runtime error:")
@@ -217,9 +221,9 @@ def check_result(t, r, status, code=None, rc=None, path_ok=False):
         raise Failure("status: expected %r, got %r (diagnostics %r)\n%s"
                       % (status, doc["status"], doc.get("diagnostics"), r.describe()))
     check(doc["termination"] in TERMINATIONS, "unknown termination %r" % doc["termination"])
-    # a call's output never reaches its result
-    eq(doc["stdout"], "", "result.stdout of a call")
-    eq(doc["stderr"], "", "result.stderr of a call")
+    # a call's output is its result's (contract 2: it was kept out before)
+    check(isinstance(doc["stdout"], str) and isinstance(doc["stderr"], str),
+          "stdout/stderr are text: %r" % (doc,))
     check(isinstance(doc["stdout_bytes"], int) and isinstance(doc["stderr_bytes"], int),
           "stdout_bytes/stderr_bytes are integers: %r" % (doc,))
     if status != "success":
@@ -241,8 +245,16 @@ def check_result(t, r, status, code=None, rc=None, path_ok=False):
     for w in SANITIZER_WORDS:
         check(w not in r.err, "govex's stderr has a sanitizer report:\n%s" % r.err[-3000:])
     text = r.out
+    for w in WORKER_FRAME_WORDS:
+        check(w not in text, "result shows the worker's frames %r:\n%s" % (w, text[:2000]))
+    bare = json.loads(json.dumps(doc))
+    bare["stdout"] = bare["stderr"] = ""
+    for d in bare["diagnostics"]:
+        if isinstance(d.get("exception"), dict):
+            d["exception"]["traceback"] = ""
+    bare_text = json.dumps(bare)
     for w in LEAK_WORDS:
-        check(w not in text, "result leaks %r:\n%s" % (w, text[:2000]))
+        check(w not in bare_text, "result leaks %r:\n%s" % (w, bare_text[:2000]))
     check(path_ok or t.tmp not in text, "result leaks the host path %r:\n%s" % (t.tmp, text[:2000]))
     want = rc if rc is not None else expected_rc(doc)
     r.expect_rc(want)

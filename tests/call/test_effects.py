@@ -89,9 +89,14 @@ def _doc(t):
     eq(f["returns"], "int", "returns annotation as text")
     eq(f["parameters"], [
         {"name": "a", "kind": "positional_or_keyword", "has_default": False,
-         "annotation": "int"},
+         "annotation": "int", "schema": {"type": "integer"}},
         {"name": "b", "kind": "positional_or_keyword", "has_default": True,
-         "annotation": "int"}], "parameters")
+         "annotation": "int", "schema": {"type": "integer"}}], "parameters")
+    # contract 2: the arguments' and the value's JSON Schemas
+    eq(f["input_schema"], {"type": "object", "properties": {"a": {"type": "integer"},
+                                                            "b": {"type": "integer"}},
+                           "required": ["a"], "additionalProperties": False}, "input_schema")
+    eq(f["output_schema"], {"type": "integer"}, "output_schema")
     eq((f["eligible"], f["reason"]), (True, None), "eligible")
     # deterministic, and the same under another backend
     doc2, r2 = C.inspect(t, m, ["--preset", "trusted"])

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import workerlib as W  # noqa: E402
 
 sys.setrecursionlimit(20000)  # responses nest 1000 deep
-from workerlib import check, expect_failure, expect_value  # noqa: E402
+from workerlib import FRAME_VERSION, check, expect_failure, expect_value  # noqa: E402
 
 TESTS = []
 
@@ -118,8 +118,10 @@ def inspect_signatures(py):
     f = ins["functions"][0]
     check(f["async"] is False and f["lineno"] == 4, "plain async/lineno %r" % f)
     check(f["parameters"] == [
-        {"name": "a", "kind": "positional_or_keyword", "has_default": False, "annotation": "int"},
-        {"name": "b", "kind": "positional_or_keyword", "has_default": False, "annotation": "int"},
+        {"name": "a", "kind": "positional_or_keyword", "has_default": False, "annotation": "int",
+         "schema": {"type": "integer"}},
+        {"name": "b", "kind": "positional_or_keyword", "has_default": False, "annotation": "int",
+         "schema": {"type": "integer"}},
     ], "plain parameters %r" % f["parameters"])
     check(f["returns"] == "int", "returns %r" % f["returns"])
     check(f["docstring"] == "Adds two numbers.\n\nSecond line, indented.",
@@ -129,10 +131,13 @@ def inspect_signatures(py):
     check(g["async"] is True and g["docstring"] is None, "fetch %r" % g)
     check(g["returns"] == "Dict[str, List[int]]", "fetch returns %r" % g["returns"])
     check(g["parameters"] == [
-        {"name": "url", "kind": "positional_or_keyword", "has_default": False, "annotation": "str"},
-        {"name": "retries", "kind": "keyword_only", "has_default": True, "annotation": '"int"'},
+        {"name": "url", "kind": "positional_or_keyword", "has_default": False, "annotation": "str",
+         "schema": {"type": "string"}},
+        {"name": "retries", "kind": "keyword_only", "has_default": True, "annotation": '"int"',
+         "schema": {"type": "integer"}},
         {"name": "timeout", "kind": "keyword_only", "has_default": True,
-         "annotation": "Optional[float]"},
+         "annotation": "Optional[float]",
+         "schema": {"anyOf": [{"type": "number"}, {"type": "null"}]}},
     ], "fetch parameters %r" % g["parameters"])
     p = ins["functions"][2]
     check([(q["name"], q["kind"], q["has_default"]) for q in p["parameters"]] == [
@@ -141,11 +146,73 @@ def inspect_signatures(py):
         ("e", "keyword_only", True)], "posonly parameters %r" % p["parameters"])
     u = ins["functions"][3]
     check(u["parameters"][1] == {"name": "y", "kind": "positional_or_keyword",
-                                 "has_default": True, "annotation": None}, "unannotated %r" % u)
+                                 "has_default": True, "annotation": None, "schema": {}},
+          "unannotated %r" % u)
     check(u["returns"] is None, "returns None")
     w = ins["functions"][4]
     check([q["annotation"] for q in w["parameters"]] == ['Dict[str,   "é"]', "'ü'"],
           "non-ASCII annotation text %r" % [q["annotation"] for q in w["parameters"]])
+
+
+SCHEMAS = '''\
+import typing
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+def f(a: int, b: float, c: bool, d: str, e: None, g: list[int], h: List[str],
+      i: Sequence[float], j: dict[str, int], k: Dict[int, str], l: tuple[int, str],
+      m: Tuple[int, ...], n: Optional[int], o: int | None, p: Union[int, str, None],
+      q: Literal["a", 1, -2, True, None], r: Any, s=1, *, u: "list[Optional[str]]" = None,
+      v: typing.Mapping[str, "Unknown"] = None, w: "typing.Annotated[bool, 1]" = False,
+      x: Union[int, Any] = 0, y: object = 0, z: Literal[float] = 0) -> dict[str, list[int]]:
+    pass
+def nothing():
+    pass
+'''
+
+
+@test
+def inspect_schemas(py):
+    """contract 2: each parameter's JSON Schema from its annotation, the function's input
+    and output schemas (one interpreter of annotations, in the worker)."""
+    fn = fn_entry(py, SCHEMAS, "f")
+    want = {
+        "a": {"type": "integer"}, "b": {"type": "number"}, "c": {"type": "boolean"},
+        "d": {"type": "string"}, "e": {"type": "null"},
+        "g": {"type": "array", "items": {"type": "integer"}},
+        "h": {"type": "array", "items": {"type": "string"}},
+        "i": {"type": "array", "items": {"type": "number"}},
+        "j": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "k": {"type": "object"},
+        "l": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+              "minItems": 2, "maxItems": 2},
+        "m": {"type": "array", "items": {"type": "integer"}},
+        "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "o": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "p": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+        "q": {"enum": ["a", 1, -2, True, None]},
+        "r": {}, "s": {},
+        "u": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "v": {"type": "object", "additionalProperties": {}},
+        "w": {"type": "boolean"}, "x": {}, "y": {}, "z": {},
+    }
+    got = {p["name"]: p["schema"] for p in fn["parameters"]}
+    for name in want:
+        check(got.get(name) == want[name] and type(got.get(name)) is dict,
+              "schema of %s (%s): %r, expected %r" % (name, [p["annotation"] for p in
+              fn["parameters"] if p["name"] == name], got.get(name), want[name]))
+    check(set(got) == set(want), "parameters %r" % sorted(got))
+    q = got["q"]["enum"]
+    check(q[3] is True and type(q[1]) is int, "Literal keeps bool and int apart: %r" % q)
+    check(fn["input_schema"] == {"type": "object", "properties": want,
+                                 "required": [n for n in "abcdeghijklmnopqr"],
+                                 "additionalProperties": False},
+          "input_schema %r" % fn["input_schema"])
+    check(fn["output_schema"] == {"type": "object", "additionalProperties":
+                                  {"type": "array", "items": {"type": "integer"}}},
+          "output_schema %r" % fn["output_schema"])
+    fn = fn_entry(py, SCHEMAS, "nothing")
+    check(fn["input_schema"] == {"type": "object", "properties": {}, "required": [],
+                                 "additionalProperties": False}, "%r" % fn["input_schema"])
+    check(fn["output_schema"] == {}, "%r" % fn["output_schema"])
 
 
 @test
@@ -702,8 +769,9 @@ def call_fresh_state(py):
 def call_noisy_output(py):
     run = do_call(py, CALLS, "noisy", {})
     expect_value(run, "quiet")
-    check(run.stdout == b"", "the worker's stdout pipe got %r" % run.stdout[:200])
-    check(b"to stdout" in run.stderr and b"raw fd 1" in run.stderr and b"to stderr" in run.stderr,
+    # the function's stdout is the run's stdout (contract 2; it went to stderr before)
+    check(b"to stdout" in run.stdout and b"raw fd 1" in run.stdout, "stdout %r" % run.stdout[:300])
+    check(b"to stderr" in run.stderr and b"to stdout" not in run.stderr,
           "stderr %r" % run.stderr[:300])
 
 
@@ -985,19 +1053,27 @@ def ok():
 
 
 @test
-def execution_exception_text_absent(py):
+def execution_exception_text(py):
+    # contract 2 (issue 11): the exception's type, message and the user's traceback are
+    # the caller's to read (they were kept out of the frame before)
     secret = "/home/alice/private/key.pem"
     run = do_call(py, EXC, "boom", {"path": secret})
     resp = expect_failure(run, "execution_failed", "exception", "ValueError")
-    check(b"alice" not in run.raw and b"hunter2" not in run.raw, "frame %r" % run.raw)
     check(resp["message"] == "the function raised an exception", "message %r" % resp["message"])
+    exc = resp["exception"]
+    check(exc["message"] == "cannot open " + secret + " token=hunter2", "message %r" % exc)
+    check('File "mod.py", line 4, in boom' in exc["traceback"]
+          and "raise ValueError" in exc["traceback"]
+          and exc["traceback"].startswith("Traceback (most recent call last):\n")
+          and exc["traceback"].endswith("ValueError: cannot open " + secret + " token=hunter2\n"),
+          "traceback %r" % exc["traceback"])
+    check(exc["traceback"] in run.stderr.decode(), "stderr %r" % run.stderr[-2000:])
 
 
 @test
 def execution_base_exceptions(py):
     run = do_call(py, EXC, "leave", {})
     expect_failure(run, "execution_failed", "exception", "SystemExit")
-    check(b"alice" not in run.raw, "frame %r" % run.raw)
     expect_failure(do_call(py, EXC, "interrupt", {}), "execution_failed", "exception",
                    "KeyboardInterrupt")
     expect_failure(do_call(py, EXC, "custom", {}), "execution_failed", "exception", "Weird")
@@ -1007,16 +1083,19 @@ def execution_base_exceptions(py):
 def execution_async_exception(py):
     src = "import asyncio\nasync def f():\n    await asyncio.sleep(0)\n    raise OSError('/x/y')\n"
     run = do_call(py, src, "f", {})
-    expect_failure(run, "execution_failed", "exception", "OSError")
-    check(b"/x/y" not in run.raw, "frame %r" % run.raw)
+    resp = expect_failure(run, "execution_failed", "exception", "OSError")
+    check(resp["exception"]["message"] == "/x/y", "exception %r" % resp["exception"])
+    check("asyncio" not in resp["exception"]["traceback"], "asyncio's frames %r"
+          % resp["exception"]["traceback"])
 
 
 @test
 def execution_module_error(py):
     src = EXC + '\nopen("/nonexistent/secret/dir/file")\n'
     run = do_call(py, src, "ok", {})
-    expect_failure(run, "execution_failed", "module_error", "FileNotFoundError")
-    check(b"secret" not in run.raw, "frame %r" % run.raw)
+    resp = expect_failure(run, "execution_failed", "module_error", "FileNotFoundError")
+    check("line 21, in <module>" in resp["exception"]["traceback"],
+          "traceback %r" % resp["exception"]["traceback"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -1227,6 +1306,132 @@ def frame_no_response_descriptor(py):
 
 
 # ---------------------------------------------------------------------------------------
+# op "snippet" (REPL runs, src/lib/repl.c)
+
+
+def _snippet_ok(run, value_text=None):
+    check(run.returncode == 0, "exit %r, stderr %r" % (run.returncode, run.stderr[-1000:]))
+    resp = run.resp
+    check(resp.get("ok") is True and resp.get("status") == "success", "frame %r" % (resp,))
+    if value_text is not None:
+        want = b'{"ok":true,"status":"success","value":' + value_text + b',"version":"' \
+            + FRAME_VERSION.encode() + b'"}'
+        check(run.raw[8:] == want, "frame %r, expected %r" % (run.raw[8:], want))
+    return resp
+
+
+@test
+def snippet_value_frame(py):
+    # floats in python's shortest form, keys in the value's order, UTF-8 as is
+    run = W.run_snippet(py, "x = 2\n{'b': [0.1, 1e-07, x], 'a': 'é', 'n': None}\n")
+    _snippet_ok(run, '{"b":[0.1,1e-07,2],"a":"é","n":null}'.encode())
+    run = W.run_snippet(py, "x = 1\n")
+    resp = _snippet_ok(run)
+    check("value" not in resp and "value_omitted" not in resp, "no value: %r" % resp)
+    run = W.run_snippet(py, "print('out')\nimport sys\nsys.stderr.write('err\\n')\n3\n")
+    _snippet_ok(run, b"3")
+    check(run.stdout == b"out\n" and run.stderr == b"err\n", "stdout %r stderr %r"
+          % (run.stdout, run.stderr))
+
+
+@test
+def snippet_stdin_inputs(py):
+    run = W.run_snippet(py, "import sys\nsys.stdin.buffer.read()[::-1].decode()\n",
+                        stdin=b"abc\x00def")
+    _snippet_ok(run, b'"fed\\u0000cba"')
+    run = W.run_snippet(py, "INPUTS['a'][1]\n", inputs='{"a":[1,{"b":2}]}')
+    _snippet_ok(run, b'{"b":2}')
+    run = W.run_snippet(py, "INPUTS['a'].append(1)\n", inputs='{"a":[]}')
+    check(run.returncode == 1, "exit %r" % run.returncode)
+    exc = run.resp["exception"]
+    check(exc["type"] == "TypeError" and "read-only" in exc["message"]
+          and "<string>" not in exc["traceback"], "exception %r" % exc)
+
+
+@test
+def snippet_exception_and_exit(py):
+    run = W.run_snippet(py, "def f():\n    raise ValueError('bad')\nf()\n")
+    check(run.returncode == 1, "exit %r" % run.returncode)
+    resp = run.resp
+    check(resp["ok"] is False and resp["status"] == "execution_failed"
+          and resp["code"] == "exception" and resp["exception_type"] == "ValueError",
+          "frame %r" % resp)
+    exc = resp["exception"]
+    check(exc["message"] == "bad" and exc["traceback"] == run.stderr.decode()
+          and exc["traceback"].startswith("Traceback (most recent call last):\n"
+                                          '  File "<snippet>", line 3, in <module>\n'),
+          "exception %r, stderr %r" % (exc, run.stderr))
+    run = W.run_snippet(py, "raise SystemExit(5)\n")
+    check(run.returncode == 5 and run.raw == b"", "exit %r frame %r" % (run.returncode, run.raw))
+    run = W.run_snippet(py, "raise SystemExit('bye')\n")
+    check(run.returncode == 1 and run.stderr == b"bye\n" and run.raw == b"",
+          "exit %r stderr %r" % (run.returncode, run.stderr))
+    # the digest is checked before anything runs
+    run = W.run_worker(py, W.frame(W.snippet_request("print('ran')\n", digest=W.sha("x"))),
+                       text=W.worker_text(inspection=False))
+    expect_failure(run, "source_mismatch", "digest_mismatch")
+    check(b"ran" not in run.stdout, "the code ran")
+
+
+@test
+def snippet_values_refused(py):
+    import time
+    start = time.monotonic()
+    run = W.run_snippet(py, "a = [1]\nfor _ in range(60):\n    a = [a, a]\na\n")
+    took = time.monotonic() - start
+    resp = _snippet_ok(run)
+    check(resp.get("value_omitted") == {"reason": "too_large", "type": "list"}, "%r" % resp)
+    # 2**60 nodes would never end; a million take well under a second of CPU (the suite
+    # runs many workers at once on a loaded machine: the wall bound is loose here, and
+    # tests/call/test_repl.py holds it to 2 s through govex)
+    check(took < 30, "a shared-reference value took %.1f s" % took)
+    for code, reason, tname in (("float('inf')", "not_json", "float"),
+                                ("{1: 1}", "not_json", "dict"), ("2 ** 63", "not_json", "int"),
+                                ("[[[]]] * 1", None, None), ("'x' * 50", "too_large", "str")):
+        run = W.run_snippet(py, code + "\n", value_max=40)
+        resp = _snippet_ok(run)
+        if reason is None:
+            check(resp.get("value") == [[[]]], "%s: %r" % (code, resp))
+            continue
+        om = resp.get("value_omitted")
+        check(om and om["reason"] == reason and om["type"] == tname, "%s: %r" % (code, resp))
+    deep = "v = []\nfor _ in range(300):\n    v = [v]\nv\n"
+    check(_snippet_ok(W.run_snippet(py, deep)).get("value_omitted", {}).get("reason")
+          == "not_json", "300 deep")
+
+
+@test
+def snippet_top_level_await(py):
+    run = W.run_snippet(py, "import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, 7)\n")
+    _snippet_ok(run, b"7")
+
+
+def snippet_old_pythons():
+    """3.6 and 3.7 (not in WANTED: call mode needs 3.8): the snippet op works, top-level
+    await is the user's SyntaxError."""
+    import glob
+    out = []
+    for v in ("3.6", "3.7"):
+        found = sorted(glob.glob("/root/.pyenv/versions/%s.*/bin/python%s" % (v, v)))
+        if not found:
+            out.append(("py" + v + ": snippet", None, "python%s not installed" % v))
+            continue
+        py = found[-1]
+
+        def case(py=py):
+            _snippet_ok(W.run_snippet(py, "[0.1, INPUTS['a']]\n", inputs='{"a":"é"}'),
+                        '[0.1,"é"]'.encode())
+            run = W.run_snippet(py, "import asyncio\nawait asyncio.sleep(0)\n")
+            check(run.returncode == 1 and run.resp["exception"]["type"] == "SyntaxError",
+                  "exit %r frame %r" % (run.returncode, run.raw))
+            run = W.run_snippet(py, "1/0\n")
+            check(run.resp["exception"]["traceback"].endswith("division by zero\n"),
+                  "%r" % run.raw)
+        out.append(("py" + v + ": snippet", case, None))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
 
 def main():
     tap = W.Tap()
@@ -1241,6 +1446,11 @@ def main():
                     jobs.append((name, None, reason))
                 else:
                     jobs.append((name, pool.submit(W.run_case, fn, path), None))
+        for name, fn, reason in snippet_old_pythons():
+            if fn is None:
+                jobs.append((name, None, reason))
+            else:
+                jobs.append((name, pool.submit(W.run_case, fn), None))
         for name, fut, reason in jobs:
             if fut is None:
                 tap.result(name, skip=reason)

@@ -118,6 +118,19 @@ def _op_of(request_bytes):
         return None
 
 
+def snippet_request(code, inputs=None, value_max=1 << 20, digest=None):
+    """An op "snippet" request (src/lib/repl.c's): inputs is JSON text or None."""
+    return {"version": FRAME_VERSION, "op": "snippet", "code": code,
+            "code_digest": digest or sha(code), "inputs": inputs, "value_max": value_max}
+
+
+def run_snippet(python, code, stdin=b"", **kw):
+    """A snippet's worker as the C side starts it: worker.py alone, the request frame then
+    the program's stdin on fd 0."""
+    return run_worker(python, frame(snippet_request(code, **kw)) + stdin,
+                      text=worker_text(inspection=False))
+
+
 def run_worker(python, request_bytes, timeout=120, text=None, env=None, cwd=None):
     """Runs the worker like the C side: argv [python, -I, -S, -c, TEXT]; fd 3 = a pipe."""
     if text is None:
@@ -232,8 +245,19 @@ def expect_failure(run, status, code, exc_type=None):
     check(resp.get("status") == status, "status %r, expected %r (%r)"
           % (resp.get("status"), status, resp))
     check(resp.get("code") == code, "code %r, expected %r (%r)" % (resp.get("code"), code, resp))
-    check(set(resp) == {"version", "ok", "status", "code", "message", "exception_type"},
-          "failure keys %r" % sorted(resp))
+    keys = {"version", "ok", "status", "code", "message", "exception_type"}
+    # an exception of the user's code also carries it (contract 2): type, message and
+    # the traceback of the user's own frames
+    if code in ("exception", "module_error"):
+        keys.add("exception")
+        exc = resp.get("exception")
+        check(isinstance(exc, dict) and set(exc) == {"type", "message", "traceback"}
+              and all(isinstance(exc[k], str) for k in exc), "exception %r" % (exc,))
+        check(exc["type"] == resp.get("exception_type") or resp.get("exception_type") is None,
+              "exception.type %r" % (exc,))
+        check('File "<string>"' not in exc["traceback"],
+              "the worker's own frames in the traceback: %r" % exc["traceback"])
+    check(set(resp) == keys, "failure keys %r" % sorted(resp))
     check(isinstance(resp["message"], str) and resp["message"] == resp["message"].lower(),
           "message %r" % resp["message"])
     if exc_type is not None:

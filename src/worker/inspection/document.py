@@ -14,8 +14,9 @@
 #   document.py       the answer to `inspect`: the source parsed and compiled, and the
 #                     govex.inspection/v1 document
 #   scopes.py         a scope's own nodes; the names a statement binds
-#   signature.py      one function's entry: parameters, annotations as source text,
-#                     docstring, eligibility
+#   schema.py         an annotation's JSON Schema (govex's one annotation interpreter)
+#   signature.py      one function's entry: parameters, annotations as source text and
+#                     schemas, docstring, eligibility
 #   effects_table.py  the effect vocabulary; what standard names and builtins do
 #   names.py          binding sites and name resolution             a base of Effects
 #   annotations.py    the value types an annotation promises        a base of Effects

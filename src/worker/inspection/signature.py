@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # govex worker, inspection part: one top-level function's entry in the document.  Its
-# parameters (kind, default, annotation as its source text), return annotation, docstring,
-# whether call mode may call it (and why not) and its effects.
+# parameters (kind, default, annotation as its source text and as a JSON Schema), return
+# annotation, the arguments' and the value's schemas (schema.py), docstring, whether call
+# mode may call it (and why not) and its effects.
 
 
 class _Segments:
@@ -41,16 +42,20 @@ def _describe(ast, node, seg, effects, module_sites):
         params.append({"name": p.arg,
                        "kind": "positional_only" if i < len(a.posonlyargs)
                        else "positional_or_keyword",
-                       "has_default": i >= first_default, "annotation": ann(p.annotation)})
+                       "has_default": i >= first_default, "annotation": ann(p.annotation),
+                       "schema": annotation_schema(ast, p.annotation)})
     if a.vararg is not None:
         params.append({"name": a.vararg.arg, "kind": "var_positional", "has_default": False,
-                       "annotation": ann(a.vararg.annotation)})
+                       "annotation": ann(a.vararg.annotation),
+                       "schema": annotation_schema(ast, a.vararg.annotation)})
     for p, d in zip(a.kwonlyargs, a.kw_defaults):
         params.append({"name": p.arg, "kind": "keyword_only", "has_default": d is not None,
-                       "annotation": ann(p.annotation)})
+                       "annotation": ann(p.annotation),
+                       "schema": annotation_schema(ast, p.annotation)})
     if a.kwarg is not None:
         params.append({"name": a.kwarg.arg, "kind": "var_keyword", "has_default": False,
-                       "annotation": ann(a.kwarg.annotation)})
+                       "annotation": ann(a.kwarg.annotation),
+                       "schema": annotation_schema(ast, a.kwarg.annotation)})
     is_async = isinstance(node, ast.AsyncFunctionDef)
     reason = None
     if _yields(ast, node):
@@ -76,6 +81,8 @@ def _describe(ast, node, seg, effects, module_sites):
         eff = effects[node]
     return {"name": node.name, "async": is_async, "lineno": node.lineno,
             "parameters": params, "returns": ann(node.returns), "docstring": doc,
+            "input_schema": input_schema(params),
+            "output_schema": annotation_schema(ast, node.returns),
             "eligible": reason is None, "reason": reason, "effects": eff}
 
 
