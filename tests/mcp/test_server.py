@@ -128,7 +128,8 @@ def test_inputs(t):
                                            "filesystem": {"read": ["/"], "write": ["/"]}}))
     s2 = m.Server(["--policy", pol], cwd=t)
     r = s2.call("run_python_snippet", {"code": "1", "inputs": {"x": "y" * 200}})
-    m.eq(r.get("error", {}).get("code"), -32602, "inputs over call_input_bytes")
+    msg = m.argument_error(r, "inputs over call_input_bytes")
+    m.check(msg.startswith("inputs: "), "names the argument: " + msg)
 
 
 def test_large_code_runs_unwrapped(t):
@@ -143,7 +144,8 @@ def test_large_code_runs_unwrapped(t):
     m.eq(d["status"], "invalid_input", "wrapped program over code_bytes")
     m.eq(d["diagnostics"][0]["code"], "code_too_large", "diagnostic")
     r = s.call("run_python_snippet", {"code": "x" * 65537})
-    m.eq(r.get("error", {}).get("code"), -32602, "code over code_bytes")
+    msg = m.argument_error(r, "code over code_bytes")
+    m.check(msg.startswith("code: "), "names the argument: " + msg)
 
 
 def test_stdin_and_truncation(t):
@@ -281,9 +283,36 @@ def test_module_tools(t):
     d = m.result_doc(r)
     m.check(r["result"]["isError"] and d["status"] != "success", "a raising function: %s"
             % d["status"])
-    for args in ({}, {"a": "x"}, {"a": 1, "c": 2}, {"a": 1.5}):
-        e = s.call("add", args)
-        m.eq(e.get("error", {}).get("code"), -32602, "bad arguments %r" % (args,))
+    for args, name in (({}, "'a'"), ({"a": "x"}, "a"), ({"a": 1, "c": 2}, "'c'"),
+                       ({"a": 1.5}, "a"), ({"a": True}, "a")):
+        msg = m.argument_error(s.call("add", args), "bad arguments %r" % (args,))
+        m.check(name in msg, "%r names the argument %s: %s" % (args, name, msg))
+
+
+def test_argument_errors_by_version(t):
+    """2025-11-25 and the 2026-07-28 era: invalid arguments are a tool result (isError)
+    naming the argument; the versions before keep JSON-RPC -32602."""
+    mod = m.write(t, "funcs.py", MODULE)
+    for version in m.LEGACY_VERSIONS:
+        s = m.Server(TRUSTED + ["--module", mod], cwd=t)
+        s.initialize(version)
+        for name, args in (("add", {"a": "x"}), ("run_python_snippet", {"code": 1}),
+                           ("run_python_snippet", {"code": "1", "timeout_ms": 10 ** 9})):
+            r = s.call(name, args)
+            if version >= "2025-11-25":
+                m.argument_error(r, "%s %s %r" % (version, name, args))
+            else:
+                m.eq(r.get("error", {}).get("code"), -32602, "%s %s %r" % (version, name,
+                                                                          args))
+                m.check("invalid arguments" in r["error"]["message"], r["error"]["message"])
+        r = s.call("no_such_tool", {})
+        m.eq(r.get("error", {}).get("code"), -32602, "%s: an unknown tool" % version)
+        s.close()
+    s = m.Server(TRUSTED + ["--module", mod], cwd=t)
+    r = s.call("add", {"a": "x"}, meta=m.meta())
+    msg = m.argument_error(r, "modern add")
+    m.eq(r["result"].get("resultType"), "complete", "modern result")
+    m.check(msg.startswith("a: "), "names the argument: " + msg)
 
 
 def test_module_changed_on_disk(t):
@@ -455,12 +484,14 @@ TESTS = [
     ("final expression value, REPL-style; stdout without the value line", test_value),
     ("tracebacks and syntax errors keep the user's line numbers", test_tracebacks_keep_line_numbers),
     ("inputs: read-only INPUTS, bounded by call_input_bytes", test_inputs),
-    ("code too large to wrap runs as is; over code_bytes is -32602", test_large_code_runs_unwrapped),
+    ("code too large to wrap runs as is; over code_bytes is an argument error", test_large_code_runs_unwrapped),
     ("stdin; truncated output is said in the text", test_stdin_and_truncation),
     ("refusals are isError results with a valid document", test_refusals_are_tool_errors),
     ("--approver: exit 0 approves with the plan on stdin, else refused", test_approver),
     ("--audit appends govex.audit/v1 lines for every call", test_audit),
     ("module functions become tools with schemas from annotations", test_module_tools),
+    ("invalid arguments: isError from 2025-11-25 on, -32602 before",
+     test_argument_errors_by_version),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
