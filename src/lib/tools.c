@@ -488,7 +488,8 @@ static int by_name(const void *a, const void *b)
 
 static int finish(govex_toolset *ts, struct govex_error *err)
 {
-	qsort(ts->tools, ts->n_tools, sizeof(*ts->tools), by_name);
+	if (ts->n_tools > 1)
+		qsort(ts->tools, ts->n_tools, sizeof(*ts->tools), by_name);
 	for (size_t i = 1; i < ts->n_tools; i++)
 		if (strcmp(ts->tools[i - 1].name, ts->tools[i].name) == 0) {
 			const struct govex__tool *a = &ts->tools[i - 1], *b = &ts->tools[i];
@@ -565,5 +566,7 @@ GOVEX_API char *govex_toolset_list(const govex_toolset *ts)
 const struct govex__tool *govex__toolset_find(const govex_toolset *ts, const char *name)
 {
 	struct govex__tool key = {.name = (char *)name};
+	if (!ts->n_tools)
+		return NULL;
 	return bsearch(&key, ts->tools, ts->n_tools, sizeof(*ts->tools), by_name);
 }
