@@ -272,13 +272,15 @@ def write(t, name, data):
 # ---------------------------------------------------------------- npm clients
 
 NODE_DIR = os.path.join(HERE, "node")
+CONFORMANCE_DIR = os.path.join(HERE, "conformance")
 NPM_TIMEOUT = 300
-_npm_state = {}
+_npm_states = {}
 
 
-def need_node_modules():
-    """Installs the committed package.json's clients once (npm install --prefix
-    tests/mcp/node); raises Skip("feature:npm ...") only when npm cannot be used."""
+def need_node_modules(NODE_DIR=NODE_DIR):
+    """Installs the committed package.json's packages of NODE_DIR once (npm install
+    --prefix NODE_DIR); raises Skip("feature:npm ...") only when npm cannot be used."""
+    _npm_state = _npm_states.setdefault(NODE_DIR, {})
     if "error" in _npm_state:
         raise Skip(_npm_state["error"])
     if "failed" in _npm_state:
