@@ -4,7 +4,9 @@
  * the list and its policy-derived descriptions, a snippet, a module function, bad
  * arguments as isError results naming the argument, an unknown tool as an error.
  * Runs on the trusted preset (controlled backend) with python3 from PATH, except where a
- * description under strict is read (nothing runs then).
+ * description under strict is read (nothing runs then).  The text for the model of the
+ * diagnostics other branches add (exception, denied_by_policy) is checked on documents
+ * made here (govex__tool_result).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "govex.h"
+#include "tools.h"
 
 static const char module_text[] = "\"\"\"Arithmetic.\"\"\"\n"
 				  "\n"
@@ -285,6 +288,49 @@ START_TEST(test_unknown_tool_is_an_error)
 }
 END_TEST
 
+START_TEST(test_text_of_exceptions_and_denials)
+{
+	const char *doc_text =
+	    "{\"version\":\"govex.result/v1\",\"status\":\"execution_failed\","
+	    "\"termination\":\"exited\",\"exit_code\":1,\"signal\":null,\"stdout\":\"hi\\n\","
+	    "\"stderr\":\"warn\\nTraceback (most recent call last):\\n  File \\\"<snippet>\\\", "
+	    "line 3, in <module>\\nValueError: x must be positive\\n\",\"stdout_bytes\":3,"
+	    "\"stderr_bytes\":90,\"stdout_truncated\":false,\"stderr_truncated\":false,"
+	    "\"value\":null,\"usage\":{\"wall_ms\":12},\"diagnostics\":["
+	    "{\"code\":\"exception\",\"message\":\"ValueError: x must be positive\","
+	    "\"exception\":{\"type\":\"ValueError\",\"message\":\"x must be positive\","
+	    "\"traceback\":\"Traceback (most recent call last):\\n  File \\\"<snippet>\\\", "
+	    "line 3, in <module>\\nValueError: x must be positive\\n\"}},"
+	    "{\"code\":\"denied_by_policy\",\"controls\":[\"network_deny\"],"
+	    "\"message\":\"the policy denies network access (2 attempts refused)\"}]}";
+	json_error_t e;
+	json_t *doc = json_loads(doc_text, 0, &e);
+	ck_assert_msg(doc, "%s", e.text);
+	json_t *res = govex__tool_result(doc, NULL);
+	ck_assert_ptr_nonnull(res);
+	ck_assert(json_is_true(json_object_get(res, "isError")));
+	const char *t = text_of(res);
+	ck_assert_msg(strstr(t, "status: execution_failed (exit code 1, 12 ms)\n"), "%s", t);
+	ck_assert_msg(strstr(t, "exception: ValueError: x must be positive\nTraceback"), "%s", t);
+	ck_assert_msg(strstr(t, "denied_by_policy: the policy denies network access (2 attempts "
+				"refused) (denied by the policy: control network_deny; "
+				"retrying will not help)"),
+		      "%s", t);
+	ck_assert_msg(strstr(t, "stdout (3 bytes):\nhi\n"), "%s", t);
+	ck_assert_msg(strstr(t, "stderr (90 bytes):\nwarn\n(then the traceback shown above)"),
+		      "the traceback once: %s", t);
+	/* the traceback appears once: in the exception's lines, not again from stderr */
+	const char *first = strstr(t, "Traceback");
+	ck_assert_ptr_null(strstr(first + 1, "Traceback"));
+	json_decref(res);
+
+	res = govex__tool_refusal(GOVEX_STATUS_INVALID_INPUT, "invalid_argument", "a: bad");
+	ck_assert_msg(strstr(text_of(res), "invalid_argument: a: bad (fix the argument"), "%s",
+		      text_of(res));
+	json_decref(res);
+}
+END_TEST
+
 static Suite *tools_suite(void)
 {
 	Suite *s = suite_create("tools");
@@ -295,6 +341,7 @@ static Suite *tools_suite(void)
 	tcase_add_test(tc, test_invoke_module_function);
 	tcase_add_test(tc, test_bad_arguments_are_tool_errors);
 	tcase_add_test(tc, test_unknown_tool_is_an_error);
+	tcase_add_test(tc, test_text_of_exceptions_and_denials);
 	suite_add_tcase(s, tc);
 	return s;
 }
