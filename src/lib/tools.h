@@ -55,11 +55,13 @@ struct govex_toolset {
 
 const struct govex__tool *govex__toolset_find(const govex_toolset *ts, const char *name);
 
-/* tools_result.c: the CallToolResult for a govex.result/v1 document (taken), with the
- * files of res (may be NULL) as image and resource content.  NULL on ENOMEM. */
-json_t *govex__tool_result(json_t *doc, const govex_result *res);
+/* tools_result.c: the CallToolResult (JSON text) for a govex.result/v1 document: doc
+ * (taken) is read for the text, doc_text (its exact bytes) becomes structuredContent, the
+ * files of res (may be NULL) image and resource content.  NULL on ENOMEM. */
+char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len,
+			 const govex_result *res);
 /* The CallToolResult of a refusal before anything ran (invalid arguments...). */
-json_t *govex__tool_refusal(enum govex_status status, const char *code, const char *msg);
+char *govex__tool_refusal(enum govex_status status, const char *code, const char *msg);
 /* The JSON Schema of a govex.result/v1 document.  New reference. */
 json_t *govex__tool_result_schema(void);
 

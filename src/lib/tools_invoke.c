@@ -305,9 +305,9 @@ static json_t *run_function(govex_toolset *ts, const struct govex__tool *t, json
 	return doc;
 }
 
-/* The CallToolResult of a tool that exists.  NULL on ENOMEM. */
-static json_t *invoke(govex_toolset *ts, const struct govex__tool *t, const char *args_json,
-		      size_t args_len, const struct govex_invoke *inv)
+/* The CallToolResult of a tool that exists, as JSON text.  NULL on ENOMEM. */
+static char *invoke(govex_toolset *ts, const struct govex__tool *t, const char *args_json,
+		    size_t args_len, const struct govex_invoke *inv)
 {
 	char err[600];
 	_cleanup_json_ json_t *args = NULL;
@@ -327,7 +327,22 @@ static json_t *invoke(govex_toolset *ts, const struct govex__tool *t, const char
 	json_t *doc = t->snippet ? run_snippet(ts, args, inv, &files, &res)
 				 : run_function(ts, t, args, inv, &files, &res);
 	files_in_free(&files);
-	json_t *out = doc ? govex__tool_result(doc, res) : NULL;
+	/* structuredContent is the result's own bytes; the snippet fallback
+	 * (tools_fallback.c) edits the document, so it is written again there until REPL
+	 * runs land */
+	size_t len = 0;
+	_cleanup_free_ char *dumped = NULL;
+	const char *text = NULL;
+	if (res && !t->snippet) {
+		text = govex_result_json(res, &len);
+	} else if (doc) {
+		dumped = json_dumps(doc, JSON_COMPACT);
+		text = dumped;
+		len = dumped ? strlen(dumped) : 0;
+	}
+	char *out = doc && text ? govex__tool_result(doc, text, len, res) : NULL;
+	if (!text)
+		json_decref(doc);
 	govex_result_free(res);
 	return out;
 }
@@ -341,8 +356,7 @@ GOVEX_API int govex_toolset_invoke(govex_toolset *ts, const char *name, const ch
 	const struct govex__tool *t = govex__toolset_find(ts, name);
 	if (!t)
 		return govex__err(err, GOVEX_EINVAL, 0, "unknown tool '%.200s'", name);
-	_cleanup_json_ json_t *out = invoke(ts, t, args_json, args_len, inv);
-	char *s = out ? json_dumps(out, JSON_COMPACT) : NULL;
+	char *s = invoke(ts, t, args_json, args_len, inv);
 	if (!s)
 		return govex__err(err, ENOMEM, ENOMEM, "out of memory");
 	*ret_json = s;

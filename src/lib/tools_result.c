@@ -293,23 +293,47 @@ static void add_files(json_t *content, const govex_result *res)
 	}
 }
 
-json_t *govex__tool_result(json_t *doc, const govex_result *res)
+/* The result object with structuredContent spliced in as the exact bytes of the document:
+ * re-encoding it would change its numbers (jansson writes reals with 17 digits). */
+static char *with_document(json_t *r, const char *doc_text, size_t doc_len)
 {
-	const char *status = json_string_value(json_object_get(doc, "status"));
-	_cleanup_free_ char *text = summary_text(doc);
-	json_t *content = json_array();
-	if (!text || !content) {
-		json_decref(doc);
-		json_decref(content);
+	while (doc_len && doc_text[doc_len - 1] == '\n')
+		doc_len--;
+	_cleanup_free_ char *head = json_dumps(r, JSON_COMPACT);
+	size_t hn = head ? strlen(head) : 0;
+	if (hn < 2 || head[hn - 1] != '}')
 		return NULL;
-	}
-	json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text));
-	add_files(content, res);
-	return json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", doc, "isError",
-			 !status || strcmp(status, "success") != 0);
+	static const char key[] = ",\"structuredContent\":";
+	char *out = malloc(hn - 1 + sizeof(key) - 1 + doc_len + 2);
+	if (!out)
+		return NULL;
+	size_t n = hn - 1;
+	memcpy(out, head, n);
+	memcpy(out + n, key, sizeof(key) - 1);
+	n += sizeof(key) - 1;
+	memcpy(out + n, doc_text, doc_len);
+	n += doc_len;
+	out[n++] = '}';
+	out[n] = '\0';
+	return out;
 }
 
-json_t *govex__tool_refusal(enum govex_status status, const char *code, const char *msg)
+char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len, const govex_result *res)
+{
+	_cleanup_json_ json_t *d = doc;
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	_cleanup_free_ char *text = summary_text(doc);
+	_cleanup_json_ json_t *content = json_array();
+	if (!text || !content)
+		return NULL;
+	json_array_append_new(content, json_pack("{s:s, s:s}", "type", "text", "text", text));
+	add_files(content, res);
+	_cleanup_json_ json_t *r = json_pack("{s:O, s:b}", "content", content, "isError",
+					     !status || strcmp(status, "success") != 0);
+	return r ? with_document(r, doc_text, doc_len) : NULL;
+}
+
+char *govex__tool_refusal(enum govex_status status, const char *code, const char *msg)
 {
 	govex_result *r = NULL;
 	if (govex_result_new_refusal(status, code, msg, &r) < 0)
@@ -318,6 +342,7 @@ json_t *govex__tool_refusal(enum govex_status status, const char *code, const ch
 	const char *js = govex_result_json(r, &n);
 	json_error_t e;
 	json_t *doc = json_loadb(js, n, 0, &e);
+	char *out = doc ? govex__tool_result(doc, js, n, NULL) : NULL;
 	govex_result_free(r);
-	return doc ? govex__tool_result(doc, NULL) : NULL;
+	return out;
 }

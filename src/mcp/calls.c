@@ -191,8 +191,33 @@ static const char *argument_error(json_t *result)
 	return json_string_value(json_object_get(d, "message"));
 }
 
-/* What the protocol version makes of the library's CallToolResult (taken). */
-static json_t *shape(json_t *r, const struct mcp_call_ctx *ctx)
+/* a + b without a's closing brace and b's opening one: two JSON objects merged as text */
+static char *merge_objects(const char *a, const char *b)
+{
+	size_t an = strlen(a), bn = strlen(b);
+	if (an < 2 || bn < 2 || a[an - 1] != '}' || b[0] != '{')
+		return NULL;
+	bool empty = bn == 2;
+	char *out = malloc(an + bn + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, a, an - 1);
+	size_t n = an - 1;
+	if (!empty)
+		out[n++] = ',';
+	memcpy(out + n, b + 1, bn - 1);
+	out[n + bn - 1] = '\0';
+	return out;
+}
+
+/*
+ * What the protocol version makes of the library's CallToolResult.  The text is kept as
+ * the library wrote it (re-encoding would change the document's numbers: jansson writes
+ * reals with 17 digits); the modern fields are merged in as text.  Only the old versions'
+ * extra text block is made by re-encoding the parsed result r.  Returns the text (out or
+ * a new one, out then freed), NULL on ENOMEM.
+ */
+static char *shape(char *out, json_t *r, const struct mcp_call_ctx *ctx)
 {
 	if (ctx->legacy_text_json) {
 		/* before 2025-06-18 a client has no structuredContent: the document also as
@@ -202,14 +227,24 @@ static json_t *shape(json_t *r, const struct mcp_call_ctx *ctx)
 			json_array_append_new(json_object_get(r, "content"),
 					      json_pack("{s:s, s:s}", "type", "text", "text", js));
 		free(js);
+		free(out);
+		out = json_dumps(r, JSON_COMPACT);
 	}
-	if (ctx->modern)
-		mcp_stamp_modern(r);
-	return r;
+	if (out && ctx->modern) {
+		json_t *stamp = json_object();
+		mcp_stamp_modern(stamp);
+		char *st = json_dumps(stamp, JSON_COMPACT);
+		json_decref(stamp);
+		char *merged = st ? merge_objects(st, out) : NULL;
+		free(st);
+		free(out);
+		out = merged;
+	}
+	return out;
 }
 
-/* The reply to a job: {"result": ...} or {"error": ...} (the members of the message). */
-static json_t *run_job(struct mcp_pool *p, struct job *j)
+/* Runs a job: *ret_text is the result's JSON text, or *ret_error the error object. */
+static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t **ret_error)
 {
 	char *idtext = json_dumps(j->id, JSON_COMPACT | JSON_ENCODE_ANY);
 	char *md_tool = NULL, *md_id = NULL, *md_client = NULL;
@@ -240,24 +275,23 @@ static json_t *run_job(struct mcp_pool *p, struct job *j)
 	free(md_tool);
 	free(md_id);
 	free(md_client);
-	if (r < 0) {
-		mcp_log("tools/call %s: %s", j->tool, ge.message);
-		free(out);
-		return json_pack("{s:{s:i, s:s}}", "error", "code", RPC_INTERNAL_ERROR, "message",
-				 "internal error: no result");
-	}
 	json_error_t e;
-	json_t *res = json_loads(out, 0, &e);
-	free(out);
-	if (!res)
-		return NULL;
+	json_t *res = r == 0 ? json_loads(out, 0, &e) : NULL;
+	if (!res) {
+		mcp_log("tools/call %s: %s", j->tool, r < 0 ? ge.message : "out of memory");
+		free(out);
+		*ret_error = json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR, "message",
+				       "internal error: no result");
+		return;
+	}
 	const char *bad = j->ctx.args_rpc_error ? argument_error(res) : NULL;
 	if (bad) {
 		char msg[800];
 		snprintf(msg, sizeof(msg), "tool '%s': invalid arguments: %s", j->tool, bad);
+		*ret_error = json_pack("{s:i, s:s}", "code", RPC_INVALID_PARAMS, "message", msg);
 		json_decref(res);
-		return json_pack("{s:{s:i, s:s}}", "error", "code", RPC_INVALID_PARAMS, "message",
-				 msg);
+		free(out);
+		return;
 	}
 	json_t *doc = json_object_get(res, "structuredContent");
 	if (j->ctx.log_level >= 0) {
@@ -267,7 +301,33 @@ static json_t *run_job(struct mcp_pool *p, struct job *j)
 			       json_pack("{s:s, s:s, s:O?}", "tool", j->tool, "status",
 					 st ? st : "?", "usage", json_object_get(doc, "usage")));
 	}
-	return json_pack("{s:o}", "result", shape(res, &j->ctx));
+	*ret_text = shape(out, res, &j->ctx);
+	json_decref(res);
+}
+
+/* The reply line: {"jsonrpc":"2.0","id":ID,"result":TEXT} or an error. */
+static void send_reply(struct mcp_pool *p, json_t *id, char *text, json_t *error)
+{
+	if (!text) {
+		mcp_send(p->srv,
+			 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "error",
+				   error ? error
+					 : json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR,
+						     "message", "internal error: out of memory")));
+		return;
+	}
+	json_decref(error);
+	char *idtext = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *line = NULL;
+	if (!idtext ||
+	    asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idtext, text) < 0)
+		line = NULL;
+	free(idtext);
+	free(text);
+	if (line)
+		mcp_send_text(p->srv, line);
+	else
+		mcp_log("cannot encode a reply (out of memory)");
 }
 
 static void send_progress(struct mcp_pool *p, struct job *j, const char *message)
@@ -299,22 +359,20 @@ static void *worker(void *arg)
 			send_progress(p, j, "started");
 		pthread_mutex_unlock(&p->lock);
 
-		json_t *result = run_job(p, j);
+		char *text = NULL;
+		json_t *error = NULL;
+		run_job(p, j, &text, &error);
 
 		pthread_mutex_lock(&p->lock);
 		inflight_remove(p, j);
 		bool cancelled = j->cancelled;
 		pthread_mutex_unlock(&p->lock);
 		if (!cancelled) {
-			json_t *msg = result ? json_deep_copy(result)
-					     : json_pack("{s:{s:i, s:s}}", "error", "code",
-							 RPC_INTERNAL_ERROR, "message",
-							 "internal error: no result");
-			json_object_set_new(msg, "jsonrpc", json_string("2.0"));
-			json_object_set(msg, "id", j->id);
-			mcp_send(p->srv, msg);
+			send_reply(p, j->id, text, error);
+		} else {
+			free(text);
+			json_decref(error);
 		}
-		json_decref(result);
 		job_free(j);
 		pthread_mutex_lock(&p->lock);
 	}

@@ -44,6 +44,8 @@ struct mcp_server;
 
 /* Writes one JSON-RPC message (a line) to stdout; thread-safe.  Takes msg. */
 void mcp_send(struct mcp_server *srv, json_t *msg);
+/* The same for a message already encoded (one line, no newline; malloc'ed, taken). */
+void mcp_send_text(struct mcp_server *srv, char *text);
 
 /* Logs a line to stderr ("govex mcp: ..."); thread-safe. */
 void mcp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

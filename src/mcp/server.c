@@ -89,6 +89,11 @@ void mcp_send(struct mcp_server *srv, json_t *msg)
 		mcp_log("cannot encode a message");
 		return;
 	}
+	mcp_send_text(srv, s);
+}
+
+void mcp_send_text(struct mcp_server *srv, char *s)
+{
 	size_t n = strlen(s);
 	s[n] = '\n'; /* the NUL goes; length is kept below */
 	pthread_mutex_lock(&srv->out_lock);

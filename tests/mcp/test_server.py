@@ -6,6 +6,7 @@ import json
 import re
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -430,6 +431,25 @@ def test_files_in_and_out(t):
     m.eq(r["result"]["isError"], True, "a file in is read-only")
 
 
+def test_numbers_are_the_librarys_bytes(t):
+    """structuredContent carries the result document's own bytes: the adapter does not
+    write its numbers again (jansson would print 0.1 as 0.10000000000000001)."""
+    mod = m.write(t, "fl.py", "def f():\n    return [0.1, 2.5, 1e-07]\n")
+    cli = subprocess.run([m.GOVEX, "call", "--preset", "trusted", "--json", mod + ":f"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=t, timeout=60)
+    want = re.search(rb'"value":(\[[^]]*\])', cli.stdout)
+    m.check(want, "govex call --json: %r" % cli.stdout[:300])
+    s = server(t, "--module", mod)
+    r = s.call("f", {})
+    m.eq(m.result_doc(r)["value"], [0.1, 2.5, 1e-07], "value")
+    line = [x for x in s.raw if b'"structuredContent"' in x][-1]
+    got = re.search(rb'"value":(\[[^]]*\])', line)
+    m.eq(got and got.group(1), want.group(1), "the value's bytes as the library wrote them")
+    if want.group(1) != b"[0.1,2.5,1e-07]":
+        raise m.Skip("feature:short-floats the library writes %s (contract section 7)"
+                     % want.group(1).decode())
+
+
 def test_module_changed_on_disk(t):
     mod = m.write(t, "funcs.py", MODULE)
     s = server(t, "--module", mod)
@@ -613,6 +633,8 @@ TESTS = [
      test_exception_is_readable),
     ("live output: lines as notifications/message by level", test_live_output),
     ("files in and out: images and embedded resources", test_files_in_and_out),
+    ("structuredContent keeps the library's bytes (numbers not re-encoded)",
+     test_numbers_are_the_librarys_bytes),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),

@@ -306,8 +306,13 @@ START_TEST(test_text_of_exceptions_and_denials)
 	json_error_t e;
 	json_t *doc = json_loads(doc_text, 0, &e);
 	ck_assert_msg(doc, "%s", e.text);
-	json_t *res = govex__tool_result(doc, NULL);
-	ck_assert_ptr_nonnull(res);
+	json_incref(doc); /* govex__tool_result takes one reference */
+	char *out = govex__tool_result(doc, doc_text, strlen(doc_text), NULL);
+	ck_assert_ptr_nonnull(out);
+	json_t *res = json_loads(out, 0, &e);
+	free(out);
+	ck_assert_msg(res, "%s", e.text);
+	ck_assert(json_equal(json_object_get(res, "structuredContent"), doc));
 	ck_assert(json_is_true(json_object_get(res, "isError")));
 	const char *t = text_of(res);
 	ck_assert_msg(strstr(t, "status: execution_failed (exit code 1, 12 ms)\n"), "%s", t);
@@ -323,8 +328,11 @@ START_TEST(test_text_of_exceptions_and_denials)
 	const char *first = strstr(t, "Traceback");
 	ck_assert_ptr_null(strstr(first + 1, "Traceback"));
 	json_decref(res);
+	json_decref(doc);
 
-	res = govex__tool_refusal(GOVEX_STATUS_INVALID_INPUT, "invalid_argument", "a: bad");
+	out = govex__tool_refusal(GOVEX_STATUS_INVALID_INPUT, "invalid_argument", "a: bad");
+	res = json_loads(out, 0, &e);
+	free(out);
 	ck_assert_msg(strstr(text_of(res), "invalid_argument: a: bad (fix the argument"), "%s",
 		      text_of(res));
 	json_decref(res);
