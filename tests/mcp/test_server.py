@@ -450,6 +450,20 @@ def test_numbers_are_the_librarys_bytes(t):
                      % want.group(1).decode())
 
 
+def test_top_level_await(t):
+    """Top-level await works in a snippet; the value may be awaited; an exception in a
+    coroutine shows only the user's frames."""
+    s = server(t)
+    _, d = run(s, "import asyncio\nawait asyncio.sleep(0.01)\nx = 20\n"
+                  "await asyncio.sleep(0, x + 22)")
+    m.eq((d["status"], d["value"]), ("success", 42), "awaited value")
+    r, d = run(s, "import asyncio\nasync def f():\n    raise ValueError('boom')\nawait f()")
+    text = m.text_of(r)
+    m.check("ValueError: boom" in text and 'File "<snippet>", line 3, in f' in text, text)
+    m.check("asyncio" not in d["stderr"].split("Traceback", 1)[1].split("ValueError")[0]
+            .replace("import asyncio", ""), "no asyncio frames: " + d["stderr"])
+
+
 def test_module_changed_on_disk(t):
     mod = m.write(t, "funcs.py", MODULE)
     s = server(t, "--module", mod)
@@ -635,6 +649,7 @@ TESTS = [
     ("files in and out: images and embedded resources", test_files_in_and_out),
     ("structuredContent keeps the library's bytes (numbers not re-encoded)",
      test_numbers_are_the_librarys_bytes),
+    ("top-level await in a snippet", test_top_level_await),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
