@@ -126,6 +126,9 @@ static void put_diag(FILE *f, json_t *d, const char **tb)
 	if (!code)
 		code = "?";
 	fprintf(f, "%s: %s", code, msg ? msg : "");
+	const char *etype = json_string_value(json_object_get(d, "exception_type"));
+	if (etype && msg && !strstr(msg, etype))
+		fprintf(f, " (%s)", etype); /* call mode before its exception frame */
 	json_t *ctl = json_object_get(d, "controls");
 	if (strcmp(code, "denied_by_policy") == 0) {
 		fputs(" (denied by the policy", f);

@@ -222,6 +222,7 @@ START_TEST(test_invoke_module_function)
 
 	res = invoke(ts, "fails", "{\"msg\":\"x must be positive\"}");
 	ck_assert_str_eq(status_of(res), "execution_failed");
+	ck_assert_msg(strstr(text_of(res), "ValueError"), "the exception's type: %s", text_of(res));
 	json_decref(res);
 	govex_toolset_free(ts);
 	govex_runtime_free(rt);
