@@ -88,7 +88,10 @@ static void facts_from(struct govex__tool_facts *f, json_t *doc, bool is_plan)
 
 static int facts_load(govex_runtime *rt, struct govex__tool_facts *f)
 {
-	struct govex_request req = {.language = "python", .code = "pass", .code_len = 4};
+	/* a plan only (nothing runs); the audit log shows it as the toolset's */
+	static const char *const md[] = {"govex.toolset=describe", NULL};
+	struct govex_request req = {
+	    .language = "python", .code = "pass", .code_len = 4, .metadata = md};
 	govex_plan *plan = NULL;
 	govex_result *res = NULL;
 	struct govex_error ge = {0};
