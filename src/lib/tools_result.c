@@ -321,9 +321,8 @@ static char *with_document(json_t *r, const char *doc_text, size_t doc_len)
 	return out;
 }
 
-char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len, const govex_result *res)
+static char *tool_result(json_t *doc, const char *doc_text, size_t doc_len, const govex_result *res)
 {
-	_cleanup_json_ json_t *d = doc;
 	const char *status = json_string_value(json_object_get(doc, "status"));
 	_cleanup_free_ char *text = summary_text(doc);
 	_cleanup_json_ json_t *content = json_array();
@@ -334,6 +333,13 @@ char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len, cons
 	_cleanup_json_ json_t *r = json_pack("{s:O, s:b}", "content", content, "isError",
 					     !status || strcmp(status, "success") != 0);
 	return r ? with_document(r, doc_text, doc_len) : NULL;
+}
+
+char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len, const govex_result *res)
+{
+	char *out = tool_result(doc, doc_text, doc_len, res);
+	json_decref(doc);
+	return out;
 }
 
 char *govex__tool_refusal(enum govex_status status, const char *code, const char *msg)
