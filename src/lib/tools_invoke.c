@@ -149,10 +149,16 @@ static int check_bounds(const govex_toolset *ts, const struct govex__tool *t, js
 {
 	const struct govex__tool_facts *b = &ts->facts;
 	if (!t->snippet) {
-		if (compact_size(args) > b->call_input_bytes) {
+		/* the function's own arguments: files in have their own bound (files_in_bytes,
+		 * the library's) */
+		size_t n = compact_size(args);
+		json_t *files = t->own_files ? NULL : json_object_get(args, "files");
+		if (files)
+			n -= compact_size(files) + strlen(",\"files\":");
+		if (n > b->call_input_bytes) {
 			snprintf(err, errlen,
-				 "arguments: %zu bytes of JSON exceeds the limit of %llu bytes",
-				 compact_size(args), (unsigned long long)b->call_input_bytes);
+				 "arguments: %zu bytes of JSON exceeds the limit of %llu bytes", n,
+				 (unsigned long long)b->call_input_bytes);
 			return 1;
 		}
 		return 0;

@@ -220,6 +220,18 @@ START_TEST(test_invoke_module_function)
 	    42);
 	json_decref(res);
 
+	/* files in are not arguments of the function: call_input_bytes does not bound them */
+	size_t big = (1u << 20) + 100;
+	char *args = malloc(big + 100);
+	ck_assert_ptr_nonnull(args);
+	int n = snprintf(args, 100, "{\"a\":40,\"files\":[{\"name\":\"big.txt\",\"text\":\"");
+	memset(args + n, 'x', big);
+	memcpy(args + n + big, "\"}]}", 5);
+	res = invoke(ts, "add", args);
+	free(args);
+	ck_assert_msg(json_is_false(json_object_get(res, "isError")), "%s", text_of(res));
+	json_decref(res);
+
 	res = invoke(ts, "fails", "{\"msg\":\"x must be positive\"}");
 	ck_assert_str_eq(status_of(res), "execution_failed");
 	ck_assert_msg(strstr(text_of(res), "ValueError"), "the exception's type: %s", text_of(res));
