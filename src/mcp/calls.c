@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tool calls: a fixed pool of --max-concurrent threads takes calls from a bounded queue.
- * Each call has its own govex_cancel_token; notifications/cancelled cancels it (or drops a
- * queued call) and the call's reply is never sent.  A ticker thread sends
- * notifications/progress once a second for running calls that asked for it.
+ * Tool calls: a fixed pool of --max-concurrent threads takes calls from a bounded queue
+ * and runs each through the library's tool provider (govex_toolset_invoke).  Each call
+ * has its own govex_cancel_token; notifications/cancelled cancels it (or drops a queued
+ * call) and the call's reply is never sent.  A ticker thread sends
+ * notifications/progress once a second for running calls that asked for it.  While a
+ * call runs, its output goes to the client line by line as notifications/message
+ * (logger "stdout" at level info, "stderr" at level warning) when the client set a
+ * logging level that admits them.
  *
  * Locking: pool->lock guards the queue, the in-flight list and every job's state; the
  * output lock (server.c) is only ever taken inside it, never the other way round.  A
@@ -20,16 +24,20 @@
 
 #include "mcp.h"
 
-#define QUEUE_MAX	256
-#define TEXT_STREAM_MAX 16000
-#define TEXT_VALUE_MAX	4000
-#define TEXT_DIAG_MAX	8
+#define QUEUE_MAX 256
+#define LINE_MAX_ 4096 /* a longer line goes out in pieces of this size */
+
+/* The output of one stream not yet sent: a partial line. */
+struct pending {
+	char buf[LINE_MAX_];
+	size_t len;
+};
 
 struct job {
 	struct job *qnext; /* queue */
 	struct job *inext; /* in-flight list */
 	json_t *id;
-	const struct mcp_tool *tool;
+	char *tool;
 	json_t *args;
 	struct mcp_call_ctx ctx;
 	char *client_name;
@@ -38,12 +46,14 @@ struct job {
 	bool cancelled;
 	uint64_t started_ms;
 	uint64_t limit_ms;
+	struct mcp_server *srv;
+	struct pending out[2]; /* stdout, stderr */
 };
 
 struct mcp_pool {
 	struct mcp_server *srv;
-	govex_runtime *rt;
-	const struct mcp_catalog *cat;
+	govex_toolset *ts;
+	uint64_t wall_ms;
 	pthread_mutex_t lock;
 	pthread_cond_t work;
 	pthread_cond_t tick;
@@ -70,6 +80,7 @@ static void job_free(struct job *j)
 		return;
 	json_decref(j->id);
 	json_decref(j->args);
+	free(j->tool);
 	json_decref(j->ctx.progress_token);
 	free(j->client_name);
 	govex_cancel_free(j->cancel);
@@ -101,236 +112,143 @@ static void queue_remove(struct mcp_pool *p, struct job *j)
 		}
 }
 
-/* ---------------------------------------------------------------- the text for the model */
+/* ---------------------------------------------------------------- live output */
 
-static void put_stream(FILE *f, const char *name, json_t *doc)
+/* Bytes as a JSON string: invalid UTF-8 bytes become '?' (a log line, not the record:
+ * the result's stdout and stderr are exact). */
+static json_t *text_of(const char *s, size_t n)
 {
-	char key[32];
-	snprintf(key, sizeof(key), "%s_bytes", name);
-	json_int_t total = json_integer_value(json_object_get(doc, key));
-	snprintf(key, sizeof(key), "%s_truncated", name);
-	bool cut = json_is_true(json_object_get(doc, key));
-	json_t *js = json_object_get(doc, name);
-	const char *s = json_string_value(js);
-	size_t n = json_string_length(js);
-	if (total == 0 && n == 0) {
-		fprintf(f, "%s: (empty)\n", name);
+	json_t *t = json_stringn(s, n);
+	if (t)
+		return t;
+	char *c = malloc(n ? n : 1);
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		c[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+	t = json_stringn(c, n);
+	free(c);
+	return t;
+}
+
+static void emit_line(struct job *j, int stream, const char *s, size_t n)
+{
+	mcp_notify_log(j->srv, j->ctx.log_level, stream == 1 ? "info" : "warning",
+		       stream == 1 ? "stdout" : "stderr", text_of(s, n));
+}
+
+/* govex_output_fn: complete lines (without their newline) go out at once, a line longer
+ * than LINE_MAX_ in pieces; the rest waits for more output or the end of the run. */
+static void on_output(void *userdata, int stream, const char *data, size_t len)
+{
+	struct job *j = userdata;
+	if (stream != 1 && stream != 2)
 		return;
-	}
-	fprintf(f, "%s (%lld bytes", name, (long long)total);
-	if (cut)
-		fprintf(f, "; TRUNCATED by the policy's limit: only the first %zu bytes were kept",
-			n);
-	fputs("):\n", f);
-	if (n <= TEXT_STREAM_MAX) {
-		fwrite(s, 1, n, f);
-	} else if (strcmp(name, "stderr") == 0) {
-		/* a traceback's end says most: keep the tail (at a character boundary) */
-		size_t from = n - TEXT_STREAM_MAX;
-		while (from < n && ((unsigned char)s[from] & 0xc0) == 0x80)
-			from++;
-		fprintf(f, "[... %zu earlier bytes of stderr are only in structuredContent]\n",
-			from);
-		fwrite(s + from, 1, n - from, f);
-	} else {
-		size_t to = TEXT_STREAM_MAX;
-		while (to > 0 && ((unsigned char)s[to] & 0xc0) == 0x80)
-			to--;
-		fwrite(s, 1, to, f);
-		fprintf(f, "\n[... %zu more bytes of stdout are only in structuredContent]",
-			n - to);
-	}
-	if (n && s[n - 1] != '\n')
-		fputc('\n', f);
-}
-
-static char *summary_text(json_t *doc)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
-	const char *status = json_string_value(json_object_get(doc, "status"));
-	const char *term = json_string_value(json_object_get(doc, "termination"));
-	json_t *ec = json_object_get(doc, "exit_code"), *sig = json_object_get(doc, "signal");
-	json_int_t wall =
-	    json_integer_value(json_object_get(json_object_get(doc, "usage"), "wall_ms"));
-	fprintf(f, "status: %s", status ? status : "?");
-	if (json_is_integer(ec))
-		fprintf(f, " (exit code %lld", (long long)json_integer_value(ec));
-	else if (json_is_integer(sig) && term && strcmp(term, "signaled") == 0)
-		fprintf(f, " (killed by signal %lld", (long long)json_integer_value(sig));
-	else
-		fprintf(f, " (termination %s", term ? term : "?");
-	if (term && strcmp(term, "refused") != 0)
-		fprintf(f, ", %lld ms", (long long)wall);
-	fputs(")\n", f);
-
-	size_t i, shown = 0;
-	json_t *d;
-	json_array_foreach(json_object_get(doc, "diagnostics"), i, d)
-	{
-		const char *code = json_string_value(json_object_get(d, "code"));
-		const char *msg = json_string_value(json_object_get(d, "message"));
-		if (code && (strcmp(code, "stdout_truncated") == 0 ||
-			     strcmp(code, "stderr_truncated") == 0))
-			continue; /* said with the stream */
-		if (shown++ == TEXT_DIAG_MAX) {
-			fputs("(more diagnostics in structuredContent)\n", f);
-			break;
+	struct pending *p = &j->out[stream - 1];
+	while (len) {
+		const char *nl = memchr(data, '\n', len);
+		size_t take = nl ? (size_t)(nl - data) : len;
+		size_t room = sizeof(p->buf) - p->len;
+		if (take > room)
+			take = room;
+		memcpy(p->buf + p->len, data, take);
+		p->len += take;
+		data += take;
+		len -= take;
+		bool eol = len && *data == '\n';
+		if (eol) {
+			data++;
+			len--;
 		}
-		fprintf(f, "%s: %s\n", code ? code : "?", msg ? msg : "");
-	}
-	json_t *v = json_object_get(doc, "value");
-	if (v && !json_is_null(v)) {
-		char *vs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (vs) {
-			size_t vn = strlen(vs);
-			if (vn > TEXT_VALUE_MAX)
-				fprintf(f,
-					"value: %.*s [... %zu more bytes in structuredContent]\n",
-					TEXT_VALUE_MAX, vs, vn - TEXT_VALUE_MAX);
-			else
-				fprintf(f, "value: %s\n", vs);
-			free(vs);
+		if (eol || p->len == sizeof(p->buf)) {
+			emit_line(j, stream, p->buf, p->len);
+			p->len = 0;
 		}
 	}
-	put_stream(f, "stdout", doc);
-	put_stream(f, "stderr", doc);
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
 }
 
-/* The CallToolResult for a result document (taken). */
-static json_t *tool_result(json_t *doc, const struct mcp_call_ctx *ctx)
+static void flush_output(struct job *j)
 {
-	const char *status = json_string_value(json_object_get(doc, "status"));
-	char *text = summary_text(doc);
-	json_t *content = json_array();
-	json_array_append_new(content,
-			      json_pack("{s:s, s:s}", "type", "text", "text", text ? text : ""));
-	free(text);
-	if (ctx->legacy_text_json) {
-		/* before 2025-06-18 a client has no structuredContent: the document also as
-		 * text, as the spec of 2025-06-18 recommends for compatibility */
-		char *js = json_dumps(doc, JSON_COMPACT);
-		if (js)
-			json_array_append_new(content,
-					      json_pack("{s:s, s:s}", "type", "text", "text", js));
-		free(js);
-	}
-	json_t *r = json_pack("{s:o, s:o, s:b}", "content", content, "structuredContent", doc,
-			      "isError", !status || strcmp(status, "success") != 0);
-	if (r && ctx->modern)
-		mcp_stamp_modern(r);
-	return r;
+	for (int s = 0; s < 2; s++)
+		if (j->out[s].len) {
+			emit_line(j, s + 1, j->out[s].buf, j->out[s].len);
+			j->out[s].len = 0;
+		}
 }
 
 /* ---------------------------------------------------------------- running a call */
 
-static govex_result *refusal(enum govex_status st, const char *code, const char *msg)
+/* The first diagnostic of an arguments refusal, or NULL. */
+static const char *argument_error(json_t *result)
 {
-	govex_result *r = NULL;
-	if (govex_result_new_refusal(st, code, msg, &r) < 0)
+	json_t *doc = json_object_get(result, "structuredContent");
+	const char *st = json_string_value(json_object_get(doc, "status"));
+	json_t *d = json_array_get(json_object_get(doc, "diagnostics"), 0);
+	const char *code = json_string_value(json_object_get(d, "code"));
+	if (!st || strcmp(st, "invalid_input") != 0 || !code ||
+	    strcmp(code, "invalid_argument") != 0)
 		return NULL;
-	return r;
+	return json_string_value(json_object_get(d, "message"));
 }
 
-static govex_result *run_snippet(struct mcp_pool *p, struct job *j, const char *const *md,
-				 struct mcp_program *prog)
+/* a + b without a's closing brace and b's opening one: two JSON objects merged as text */
+static char *merge_objects(const char *a, const char *b)
 {
-	json_t *a = j->args;
-	json_t *code = json_object_get(a, "code"), *in = json_object_get(a, "stdin");
-	json_t *to = json_object_get(a, "timeout_ms"), *inputs = json_object_get(a, "inputs");
-	char *inputs_json = inputs ? json_dumps(inputs, JSON_COMPACT) : NULL;
-	int r = mcp_program_build(json_string_value(code), json_string_length(code), inputs_json,
-				  &p->cat->bounds, prog);
-	free(inputs_json);
-	if (r < 0)
-		return refusal(GOVEX_STATUS_EXECUTION_FAILED, "internal_error",
-			       "mcp: out of memory");
-	if (r == 1) {
-		char msg[200];
-		snprintf(msg, sizeof(msg),
-			 "code: the snippet with its INPUTS exceeds limits.code_bytes (%llu)",
-			 (unsigned long long)p->cat->bounds.code_bytes);
-		return refusal(GOVEX_STATUS_INVALID_INPUT, "code_too_large", msg);
-	}
-	struct govex_request req;
-	memset(&req, 0, sizeof(req));
-	req.language = "python";
-	req.code = prog->code;
-	req.code_len = prog->len;
-	if (in) {
-		req.stdin_data = json_string_value(in);
-		req.stdin_len = json_string_length(in);
-	}
-	req.limits.wall_ms = json_is_integer(to) ? (uint64_t)json_integer_value(to) : 0;
-	req.metadata = md;
-	req.cancel = j->cancel;
-	govex_result *res = NULL;
-	struct govex_error ge = {0};
-	if (govex_runtime_run(p->rt, &req, &res, &ge) < 0) {
-		mcp_log("run: %s", ge.message);
-		return refusal(GOVEX_STATUS_EXECUTION_FAILED, "internal_error", ge.message);
-	}
-	return res;
+	size_t an = strlen(a), bn = strlen(b);
+	if (an < 2 || bn < 2 || a[an - 1] != '}' || b[0] != '{')
+		return NULL;
+	bool empty = bn == 2;
+	char *out = malloc(an + bn + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, a, an - 1);
+	size_t n = an - 1;
+	if (!empty)
+		out[n++] = ',';
+	memcpy(out + n, b + 1, bn - 1);
+	out[n + bn - 1] = '\0';
+	return out;
 }
 
-static govex_result *run_function(struct mcp_pool *p, struct job *j, const char *const *md)
+/*
+ * What the protocol version makes of the library's CallToolResult.  The text is kept as
+ * the library wrote it (re-encoding would change the document's numbers: jansson writes
+ * reals with 17 digits); the modern fields are merged in as text.  Only the old versions'
+ * extra text block is made by re-encoding the parsed result r.  Returns the text (out or
+ * a new one, out then freed), NULL on ENOMEM.
+ */
+static char *shape(char *out, json_t *r, const struct mcp_call_ctx *ctx)
 {
-	const struct mcp_module *m = j->tool->module;
-	char msg[600];
-	char *now = NULL;
-	size_t now_len = 0;
-	int r = mcp_read_source(m->path, &now, &now_len);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "module: cannot read it again: %s", strerror(-r));
-		return refusal(GOVEX_STATUS_SOURCE_MISMATCH, "source_unreadable", msg);
+	if (ctx->legacy_text_json) {
+		/* before 2025-06-18 a client has no structuredContent: the document also as
+		 * text, as the spec of 2025-06-18 recommends for compatibility */
+		char *js = json_dumps(json_object_get(r, "structuredContent"), JSON_COMPACT);
+		if (js)
+			json_array_append_new(json_object_get(r, "content"),
+					      json_pack("{s:s, s:s}", "type", "text", "text", js));
+		free(js);
+		free(out);
+		out = json_dumps(r, JSON_COMPACT);
 	}
-	char *args = json_dumps(j->args ? j->args : json_object(), JSON_COMPACT);
-	struct govex_call call;
-	memset(&call, 0, sizeof(call));
-	/* the plan binds the bytes read at start-up; the call re-reads the file, so a module
-	 * changed on disk since gives source_mismatch, never a silent reload */
-	call.source.data = m->data;
-	call.source.len = m->len;
-	call.source.path = m->path;
-	call.source.notebook = m->notebook;
-	call.function = j->tool->function;
-	call.args = args;
-	call.args_len = args ? strlen(args) : 0;
-	call.metadata = md;
-	call.cancel = j->cancel;
-	govex_plan *plan = NULL;
-	govex_result *res = NULL;
-	struct govex_error ge = {0};
-	if (govex_runtime_plan_call(p->rt, &call, &plan, &res, &ge) < 0) {
-		mcp_log("plan call: %s", ge.message);
-		res = refusal(GOVEX_STATUS_EXECUTION_FAILED, "internal_error", ge.message);
-	} else if (plan) {
-		call.source.data = now;
-		call.source.len = now_len;
-		if (govex_runtime_call(p->rt, plan, &call, &res, &ge) < 0) {
-			mcp_log("call: %s", ge.message);
-			res = refusal(GOVEX_STATUS_EXECUTION_FAILED, "internal_error", ge.message);
-		}
+	if (out && ctx->modern) {
+		json_t *stamp = json_object();
+		mcp_stamp_modern(stamp);
+		char *st = json_dumps(stamp, JSON_COMPACT);
+		json_decref(stamp);
+		char *merged = st ? merge_objects(st, out) : NULL;
+		free(st);
+		free(out);
+		out = merged;
 	}
-	govex_plan_free(plan);
-	free(args);
-	free(now);
-	return res;
+	return out;
 }
 
-static json_t *run_job(struct mcp_pool *p, struct job *j)
+/* Runs a job: *ret_text is the result's JSON text, or *ret_error the error object. */
+static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t **ret_error)
 {
 	char *idtext = json_dumps(j->id, JSON_COMPACT | JSON_ENCODE_ANY);
 	char *md_tool = NULL, *md_id = NULL, *md_client = NULL;
-	if (asprintf(&md_tool, "mcp.tool=%s", j->tool->name) < 0)
+	if (asprintf(&md_tool, "mcp.tool=%s", j->tool) < 0)
 		md_tool = NULL;
 	if (asprintf(&md_id, "mcp.request_id=%.200s", idtext ? idtext : "?") < 0)
 		md_id = NULL;
@@ -342,35 +260,74 @@ static json_t *run_job(struct mcp_pool *p, struct job *j)
 	if (!md_tool || !md_id || !md_client)
 		md[0] = NULL;
 
-	struct mcp_program prog;
-	memset(&prog, 0, sizeof(prog));
-	govex_result *res = j->tool->kind == MCP_TOOL_SNIPPET ? run_snippet(p, j, md, &prog)
-							      : run_function(p, j, md);
+	struct govex_invoke inv = {.cancel = j->cancel, .metadata = md};
+	if (j->ctx.log_level >= 0) {
+		inv.on_output = on_output;
+		inv.output_userdata = j;
+	}
+	char *args = json_dumps(j->args, JSON_COMPACT);
+	char *out = NULL;
+	struct govex_error ge = {0};
+	int r = args ? govex_toolset_invoke(p->ts, j->tool, args, strlen(args), &inv, &out, &ge)
+		     : -ENOMEM;
+	flush_output(j);
+	free(args);
 	free(md_tool);
 	free(md_id);
 	free(md_client);
-	json_t *doc = NULL;
-	if (res) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		json_error_t e;
-		doc = json_loadb(js, n, 0, &e);
-		govex_result_free(res);
+	json_error_t e;
+	json_t *res = r == 0 ? json_loads(out, 0, &e) : NULL;
+	if (!res) {
+		mcp_log("tools/call %s: %s", j->tool, r < 0 ? ge.message : "out of memory");
+		free(out);
+		*ret_error = json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR, "message",
+				       "internal error: no result");
+		return;
 	}
-	if (!doc) {
-		mcp_program_free(&prog);
-		return NULL;
+	const char *bad = j->ctx.args_rpc_error ? argument_error(res) : NULL;
+	if (bad) {
+		char msg[800];
+		snprintf(msg, sizeof(msg), "tool '%s': invalid arguments: %s", j->tool, bad);
+		*ret_error = json_pack("{s:i, s:s}", "code", RPC_INVALID_PARAMS, "message", msg);
+		json_decref(res);
+		free(out);
+		return;
 	}
-	mcp_program_extract_value(&prog, doc);
-	mcp_program_free(&prog);
+	json_t *doc = json_object_get(res, "structuredContent");
 	if (j->ctx.log_level >= 0) {
 		const char *st = json_string_value(json_object_get(doc, "status"));
 		bool ok = st && strcmp(st, "success") == 0;
-		mcp_notify_log(p->srv, j->ctx.log_level, ok ? "info" : "warning",
-			       json_pack("{s:s, s:s, s:O?}", "tool", j->tool->name, "status",
+		mcp_notify_log(p->srv, j->ctx.log_level, ok ? "info" : "warning", "govex",
+			       json_pack("{s:s, s:s, s:O?}", "tool", j->tool, "status",
 					 st ? st : "?", "usage", json_object_get(doc, "usage")));
 	}
-	return tool_result(doc, &j->ctx);
+	*ret_text = shape(out, res, &j->ctx);
+	json_decref(res);
+}
+
+/* The reply line: {"jsonrpc":"2.0","id":ID,"result":TEXT} or an error. */
+static void send_reply(struct mcp_pool *p, json_t *id, char *text, json_t *error)
+{
+	if (!text) {
+		mcp_send(p->srv,
+			 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "error",
+				   error ? error
+					 : json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR,
+						     "message", "internal error: out of memory")));
+		return;
+	}
+	json_decref(error);
+	char *idtext = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *line = NULL;
+	if (!idtext ||
+	    asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", idtext, text) < 0)
+		line = NULL;
+	free(idtext);
+	free(text);
+	if (line)
+		mcp_send_text(p->srv, line);
+	else
+		mcp_log("cannot encode a reply (out of memory)");
 }
 
 static void send_progress(struct mcp_pool *p, struct job *j, const char *message)
@@ -402,22 +359,20 @@ static void *worker(void *arg)
 			send_progress(p, j, "started");
 		pthread_mutex_unlock(&p->lock);
 
-		json_t *result = run_job(p, j);
+		char *text = NULL;
+		json_t *error = NULL;
+		run_job(p, j, &text, &error);
 
 		pthread_mutex_lock(&p->lock);
 		inflight_remove(p, j);
 		bool cancelled = j->cancelled;
 		pthread_mutex_unlock(&p->lock);
 		if (!cancelled) {
-			json_t *msg =
-			    result ? json_pack("{s:s, s:O, s:O}", "jsonrpc", "2.0", "id", j->id,
-					       "result", result)
-				   : json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-					       j->id, "error", "code", RPC_INTERNAL_ERROR,
-					       "message", "internal error: no result");
-			mcp_send(p->srv, msg);
+			send_reply(p, j->id, text, error);
+		} else {
+			free(text);
+			json_decref(error);
 		}
-		json_decref(result);
 		job_free(j);
 		pthread_mutex_lock(&p->lock);
 	}
@@ -444,15 +399,15 @@ static void *ticker(void *arg)
 	return NULL;
 }
 
-int mcp_pool_new(struct mcp_server *srv, govex_runtime *rt, const struct mcp_catalog *cat,
+int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
 		 unsigned max_concurrent, struct mcp_pool **ret)
 {
 	struct mcp_pool *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->srv = srv;
-	p->rt = rt;
-	p->cat = cat;
+	p->ts = ts;
+	p->wall_ms = wall_ms;
 	p->threads = calloc(max_concurrent, sizeof(*p->threads));
 	if (!p->threads) {
 		free(p);
@@ -491,25 +446,31 @@ int mcp_pool_new(struct mcp_server *srv, govex_runtime *rt, const struct mcp_cat
 	return 0;
 }
 
-int mcp_pool_submit(struct mcp_pool *p, json_t *id, const struct mcp_tool *tool, json_t *args,
+int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *args,
 		    struct mcp_call_ctx *ctx)
 {
 	struct job *j = calloc(1, sizeof(*j));
-	if (!j || govex_cancel_new(&j->cancel) < 0) {
+	if (j)
+		j->tool = strdup(tool);
+	if (!j || !j->tool || govex_cancel_new(&j->cancel) < 0) {
+		if (j)
+			free(j->tool);
 		free(j);
 		json_decref(args);
 		json_decref(ctx->progress_token);
 		return -ENOMEM;
 	}
 	j->id = id;
-	j->tool = tool;
+	j->srv = p->srv;
 	j->args = args;
 	j->ctx = *ctx;
 	j->client_name = ctx->client_name ? strdup(ctx->client_name) : NULL;
 	j->ctx.client_name = NULL;
-	json_t *to = tool->kind == MCP_TOOL_SNIPPET ? json_object_get(args, "timeout_ms") : NULL;
-	j->limit_ms =
-	    json_is_integer(to) ? (uint64_t)json_integer_value(to) : p->cat->bounds.wall_ms;
+	json_t *to = json_object_get(args, "timeout_ms");
+	j->limit_ms = json_is_integer(to) && json_integer_value(to) > 0 &&
+			      (uint64_t)json_integer_value(to) < p->wall_ms
+			  ? (uint64_t)json_integer_value(to)
+			  : p->wall_ms;
 
 	pthread_mutex_lock(&p->lock);
 	int r = 0;

@@ -52,7 +52,8 @@ struct mcp_server {
 	bool out_broken;
 	const govex_policy *policy;
 	govex_runtime *rt;
-	struct mcp_catalog cat;
+	govex_toolset *ts;
+	json_t *tools; /* govex_toolset_list(), parsed once: the list never changes */
 	struct mcp_pool *pool;
 	char *instructions;
 	/* the legacy session (main thread only) */
@@ -88,6 +89,11 @@ void mcp_send(struct mcp_server *srv, json_t *msg)
 		mcp_log("cannot encode a message");
 		return;
 	}
+	mcp_send_text(srv, s);
+}
+
+void mcp_send_text(struct mcp_server *srv, char *s)
+{
 	size_t n = strlen(s);
 	s[n] = '\n'; /* the NUL goes; length is kept below */
 	pthread_mutex_lock(&srv->out_lock);
@@ -117,15 +123,16 @@ int mcp_log_level(const char *name)
 	return -1;
 }
 
-void mcp_notify_log(struct mcp_server *srv, int request_level, const char *level, json_t *data)
+void mcp_notify_log(struct mcp_server *srv, int request_level, const char *level,
+		    const char *logger, json_t *data)
 {
 	if (request_level < 0 || mcp_log_level(level) < request_level) {
 		json_decref(data);
 		return;
 	}
 	mcp_send(srv, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "jsonrpc", "2.0", "method",
-				"notifications/message", "params", "level", level, "logger",
-				"govex", "data", data ? data : json_null()));
+				"notifications/message", "params", "level", level, "logger", logger,
+				"data", data ? data : json_null()));
 }
 
 static json_t *server_info(void)
@@ -252,10 +259,7 @@ static void do_tools_list(struct mcp_server *srv, struct request *rq)
 			    "tools/list: invalid cursor (the list has one page)", NULL);
 		return;
 	}
-	json_t *tools = json_array();
-	for (size_t i = 0; i < srv->cat.n_tools; i++)
-		json_array_append(tools, srv->cat.tools[i].def);
-	json_t *r = json_pack("{s:o}", "tools", tools);
+	json_t *r = json_pack("{s:O}", "tools", srv->tools);
 	if (rq->modern) {
 		/* the list is fixed for the life of the process (modules are bound at start) */
 		json_object_set_new(r, "ttlMs", json_integer(LIST_TTL_MS));
@@ -263,6 +267,19 @@ static void do_tools_list(struct mcp_server *srv, struct request *rq)
 		mcp_stamp_modern(r);
 	}
 	reply(srv, rq->id, r);
+}
+
+static bool find_tool(struct mcp_server *srv, const char *name)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(srv->tools, i, t)
+	{
+		const char *n = json_string_value(json_object_get(t, "name"));
+		if (n && strcmp(n, name) == 0)
+			return true;
+	}
+	return false;
 }
 
 static void do_tools_call(struct mcp_server *srv, struct request *rq)
@@ -273,8 +290,7 @@ static void do_tools_call(struct mcp_server *srv, struct request *rq)
 			    "tools/call: params.name must be a string", NULL);
 		return;
 	}
-	const struct mcp_tool *tool = mcp_catalog_find(&srv->cat, name);
-	if (!tool) {
+	if (!find_tool(srv, name)) {
 		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS, "unknown tool '%.200s'", name);
 		return;
 	}
@@ -284,12 +300,6 @@ static void do_tools_call(struct mcp_server *srv, struct request *rq)
 	if (args && !json_is_object(args)) {
 		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS,
 			     "tool '%s': arguments must be an object", name);
-		return;
-	}
-	char err[600];
-	if (mcp_check_arguments(&srv->cat, tool, args, err, sizeof(err)) < 0) {
-		reply_errorf(srv, rq->id, RPC_INVALID_PARAMS, "tool '%s': invalid arguments: %s",
-			     name, err);
 		return;
 	}
 	struct mcp_call_ctx ctx = {.modern = rq->modern, .log_level = -1};
@@ -305,10 +315,13 @@ static void do_tools_call(struct mcp_server *srv, struct request *rq)
 		ctx.log_level = srv->log_level;
 		ctx.client_name = srv->client_name;
 		ctx.legacy_text_json = srv->initialized && strcmp(srv->version, "2025-06-18") < 0;
+		/* 2025-11-25 made invalid arguments a tool error the model can read; the
+		 * versions before keep -32602 */
+		ctx.args_rpc_error = srv->initialized && strcmp(srv->version, "2025-11-25") < 0;
 	}
 	json_t *id = json_incref(rq->id);
 	int r =
-	    mcp_pool_submit(srv->pool, id, tool, args ? json_incref(args) : json_object(), &ctx);
+	    mcp_pool_submit(srv->pool, id, name, args ? json_incref(args) : json_object(), &ctx);
 	if (r == -EEXIST)
 		reply_error(srv, rq->id, RPC_INVALID_REQUEST,
 			    "tools/call: a request with this id is still in flight", NULL);
@@ -628,9 +641,7 @@ static int serve(struct mcp_server *srv)
 
 static char *make_instructions(struct mcp_server *srv)
 {
-	size_t nf = 0;
-	for (size_t i = 0; i < srv->cat.n_tools; i++)
-		nf += srv->cat.tools[i].kind == MCP_TOOL_FUNCTION;
+	size_t nf = json_array_size(srv->tools) - 1; /* run_python_snippet and the functions */
 	char *s = NULL;
 	if (asprintf(&s,
 		     "govex runs Python under an enforced policy (%s). run_python_snippet runs "
@@ -645,35 +656,49 @@ static char *make_instructions(struct mcp_server *srv)
 	return s;
 }
 
-/* The catalogue: run_python_snippet, each module's functions, the hints; -1 logged. */
-static int build_catalog(struct mcp_server *srv, const struct mcp_serve_options *o)
+/* The tools: the library's tool provider over the runtime; -1 logged. */
+static int build_tools(struct mcp_server *srv, const struct mcp_serve_options *o)
 {
-	char err[600];
-	if (mcp_bounds_from_policy(srv->policy, &srv->cat.bounds) < 0) {
-		mcp_log("policy: cannot read its limits");
-		return -1;
-	}
-	if (mcp_catalog_add_snippet(&srv->cat) < 0) {
+	const char **mods = calloc(o->n_modules + 1, sizeof(*mods));
+	if (!mods) {
 		mcp_log("out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < o->n_modules; i++)
-		if (mcp_catalog_add_module(&srv->cat, srv->rt, o->modules[i], err, sizeof(err)) <
-		    0) {
-			mcp_log("%s", err);
-			return -1;
-		}
-	if (mcp_catalog_finish(&srv->cat, err, sizeof(err)) < 0) {
-		mcp_log("%s", err);
+		mods[i] = o->modules[i];
+	struct govex_toolset_options to = {.modules = mods};
+	struct govex_error ge = {0};
+	int r = govex_toolset_new(srv->rt, &to, &srv->ts, &ge);
+	free(mods);
+	if (r < 0) {
+		mcp_log("%s", ge.message[0] ? ge.message : govex_strerror(r));
 		return -1;
 	}
-	mcp_catalog_annotate(&srv->cat, srv->policy);
-	srv->instructions = make_instructions(srv);
+	char *list = govex_toolset_list(srv->ts);
+	json_error_t e;
+	srv->tools = list ? json_loads(list, 0, &e) : NULL;
+	free(list);
+	srv->instructions = srv->tools ? make_instructions(srv) : NULL;
 	if (!srv->instructions) {
 		mcp_log("out of memory");
 		return -1;
 	}
 	return 0;
+}
+
+/* The policy's wall-time limit: the total of a call's progress. */
+static uint64_t policy_wall_ms(const govex_policy *policy)
+{
+	size_t len;
+	const char *canon = govex_policy_canonical(policy, &len);
+	json_error_t e;
+	json_t *doc = canon ? json_loadb(canon, len, 0, &e) : NULL;
+	json_t *w = json_object_get(json_object_get(doc, "limits"), "wall_ms");
+	uint64_t ms = json_is_integer(w) && json_integer_value(w) > 0
+			  ? (uint64_t)json_integer_value(w)
+			  : 5000;
+	json_decref(doc);
+	return ms;
 }
 
 /* A client that goes away must not kill us with SIGPIPE mid-reply; SIGTERM, SIGINT and
@@ -704,15 +729,16 @@ int mcp_serve(const struct mcp_serve_options *o)
 	srv.rt = o->rt;
 	pthread_mutex_init(&srv.out_lock, NULL);
 	int rc = 1, r;
-	if (build_catalog(&srv, o) < 0 || catch_signals() < 0)
+	if (build_tools(&srv, o) < 0 || catch_signals() < 0)
 		goto out;
-	if ((r = mcp_pool_new(&srv, srv.rt, &srv.cat, o->max_concurrent, &srv.pool)) < 0) {
+	if ((r = mcp_pool_new(&srv, srv.ts, policy_wall_ms(srv.policy), o->max_concurrent,
+			      &srv.pool)) < 0) {
 		mcp_log("threads: %s", strerror(-r));
 		goto out;
 	}
-	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", srv.cat.n_tools,
-		srv.cat.n_tools == 1 ? "" : "s", govex_policy_digest(srv.policy),
-		o->max_concurrent);
+	size_t nt = json_array_size(srv.tools);
+	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", nt,
+		nt == 1 ? "" : "s", govex_policy_digest(srv.policy), o->max_concurrent);
 	int sig = serve(&srv);
 	/* the end of input, or a signal: cancel what runs, join, leave */
 	mcp_pool_free(srv.pool);
@@ -720,7 +746,8 @@ int mcp_serve(const struct mcp_serve_options *o)
 	rc = sig ? 128 + sig : 0;
 out:
 	mcp_pool_free(srv.pool);
-	mcp_catalog_free(&srv.cat);
+	json_decref(srv.tools);
+	govex_toolset_free(srv.ts);
 	for (int i = 0; i < 2; i++)
 		if (sig_pipe[i] >= 0) {
 			close(sig_pipe[i]);

@@ -245,6 +245,19 @@ def result_doc(call_result):
     return doc
 
 
+def argument_error(call_result, what):
+    """A tools/call refused for its arguments, as protocol 2025-11-25 and later want it: a
+    tool result with isError, status invalid_input and a diagnostic invalid_argument whose
+    message names the argument, also in the text for the model.  Returns the message."""
+    doc = result_doc(call_result)
+    eq(call_result["result"].get("isError"), True, "%s: isError" % what)
+    eq(doc["status"], "invalid_input", "%s: status" % what)
+    d = doc["diagnostics"][0]
+    eq(d["code"], "invalid_argument", "%s: diagnostic" % what)
+    check(d["message"] in text_of(call_result), "%s: message in the text" % what)
+    return d["message"]
+
+
 def text_of(call_result):
     return call_result["result"]["content"][0]["text"]
 
@@ -259,13 +272,15 @@ def write(t, name, data):
 # ---------------------------------------------------------------- npm clients
 
 NODE_DIR = os.path.join(HERE, "node")
+CONFORMANCE_DIR = os.path.join(HERE, "conformance")
 NPM_TIMEOUT = 300
-_npm_state = {}
+_npm_states = {}
 
 
-def need_node_modules():
-    """Installs the committed package.json's clients once (npm install --prefix
-    tests/mcp/node); raises Skip("feature:npm ...") only when npm cannot be used."""
+def need_node_modules(NODE_DIR=NODE_DIR):
+    """Installs the committed package.json's packages of NODE_DIR once (npm install
+    --prefix NODE_DIR); raises Skip("feature:npm ...") only when npm cannot be used."""
+    _npm_state = _npm_states.setdefault(NODE_DIR, {})
     if "error" in _npm_state:
         raise Skip(_npm_state["error"])
     if "failed" in _npm_state:

@@ -41,7 +41,7 @@ TESTS = [
     ("sdk v1: run_python_snippet prints 42 and returns a value", v1("snippet")),
     ("sdk v1: a module function is a tool and runs in call mode", v1("module", True)),
     ("sdk v1: failing runs are isError with valid structured content", v1("failing")),
-    ("sdk v1: arguments outside the schema are -32602", v1("badargs")),
+    ("sdk v1: arguments outside the schema are isError results naming them", v1("badargs")),
     ("sdk v1: an unknown tool is -32602", v1("unknown")),
     ("sdk v1: AbortSignal cancels the run quickly; the server keeps serving", v1("cancel")),
     ("sdk v1: four 1 s calls overlap (well under 4 s)", v1("concurrent")),

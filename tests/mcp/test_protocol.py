@@ -26,6 +26,8 @@ ARGS = ["--preset", "trusted", "--max-concurrent", "2"]
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MS = re.compile(r"\b\d+ ms\)")
+# the host's interpreter, named in the tools' descriptions
+PYTHON = re.compile(r"Python \d+\.\d+\.\d+\S* \([^)]*\)")
 
 
 def mask(v, key=None):
@@ -49,6 +51,7 @@ def mask(v, key=None):
     if isinstance(v, list):
         return [mask(x, key) for x in v]
     if isinstance(v, str):
+        v = PYTHON.sub("Python <version> (<interpreter>)", v)
         return MS.sub("<n> ms)", DIGEST.sub("sha256:<digest>", v))
     return v
 

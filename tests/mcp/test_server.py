@@ -3,8 +3,10 @@
 module tools in call mode, concurrency, cancellation, shutdown, approval, audit, hostile
 runs."""
 import json
+import re
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -128,7 +130,8 @@ def test_inputs(t):
                                            "filesystem": {"read": ["/"], "write": ["/"]}}))
     s2 = m.Server(["--policy", pol], cwd=t)
     r = s2.call("run_python_snippet", {"code": "1", "inputs": {"x": "y" * 200}})
-    m.eq(r.get("error", {}).get("code"), -32602, "inputs over call_input_bytes")
+    msg = m.argument_error(r, "inputs over call_input_bytes")
+    m.check(msg.startswith("inputs: "), "names the argument: " + msg)
 
 
 def test_large_code_runs_unwrapped(t):
@@ -143,7 +146,8 @@ def test_large_code_runs_unwrapped(t):
     m.eq(d["status"], "invalid_input", "wrapped program over code_bytes")
     m.eq(d["diagnostics"][0]["code"], "code_too_large", "diagnostic")
     r = s.call("run_python_snippet", {"code": "x" * 65537})
-    m.eq(r.get("error", {}).get("code"), -32602, "code over code_bytes")
+    msg = m.argument_error(r, "code over code_bytes")
+    m.check(msg.startswith("code: "), "names the argument: " + msg)
 
 
 def test_stdin_and_truncation(t):
@@ -281,9 +285,183 @@ def test_module_tools(t):
     d = m.result_doc(r)
     m.check(r["result"]["isError"] and d["status"] != "success", "a raising function: %s"
             % d["status"])
-    for args in ({}, {"a": "x"}, {"a": 1, "c": 2}, {"a": 1.5}):
-        e = s.call("add", args)
-        m.eq(e.get("error", {}).get("code"), -32602, "bad arguments %r" % (args,))
+    for args, name in (({}, "'a'"), ({"a": "x"}, "a"), ({"a": 1, "c": 2}, "'c'"),
+                       ({"a": 1.5}, "a"), ({"a": True}, "a")):
+        msg = m.argument_error(s.call("add", args), "bad arguments %r" % (args,))
+        m.check(name in msg, "%r names the argument %s: %s" % (args, name, msg))
+
+
+def test_argument_errors_by_version(t):
+    """2025-11-25 and the 2026-07-28 era: invalid arguments are a tool result (isError)
+    naming the argument; the versions before keep JSON-RPC -32602."""
+    mod = m.write(t, "funcs.py", MODULE)
+    for version in m.LEGACY_VERSIONS:
+        s = m.Server(TRUSTED + ["--module", mod], cwd=t)
+        s.initialize(version)
+        for name, args in (("add", {"a": "x"}), ("run_python_snippet", {"code": 1}),
+                           ("run_python_snippet", {"code": "1", "timeout_ms": 10 ** 9})):
+            r = s.call(name, args)
+            if version >= "2025-11-25":
+                m.argument_error(r, "%s %s %r" % (version, name, args))
+            else:
+                m.eq(r.get("error", {}).get("code"), -32602, "%s %s %r" % (version, name,
+                                                                          args))
+                m.check("invalid arguments" in r["error"]["message"], r["error"]["message"])
+        r = s.call("no_such_tool", {})
+        m.eq(r.get("error", {}).get("code"), -32602, "%s: an unknown tool" % version)
+        s.close()
+    s = m.Server(TRUSTED + ["--module", mod], cwd=t)
+    r = s.call("add", {"a": "x"}, meta=m.meta())
+    msg = m.argument_error(r, "modern add")
+    m.eq(r["result"].get("resultType"), "complete", "modern result")
+    m.check(msg.startswith("a: "), "names the argument: " + msg)
+
+
+def test_descriptions_follow_the_policy(t):
+    """run_python_snippet says which Python, what the policy denies and its limits; a
+    module function's description says the same after its docstring."""
+    mod = m.write(t, "funcs.py", MODULE)
+    descs = {}
+    for preset in ("strict", "trusted"):
+        s = m.Server(["--preset", preset, "--module", mod], cwd=t)
+        s.initialize()
+        tools = {x["name"]: x for x in s.result("tools/list")["tools"]}
+        descs[preset] = tools["run_python_snippet"]["description"]
+        m.check(re.search(r"Python 3\.\d+\.\d+ \(", descs[preset]), "which Python: "
+                + descs[preset])
+        m.check("DENIED" in tools["add"]["description"] if preset == "strict"
+                else "allowed" in tools["add"]["description"], "add: " +
+                tools["add"]["description"])
+        s.close()
+    strict, trusted = descs["strict"], descs["trusted"]
+    for text in ("Network access is DENIED", "starting subprocesses is DENIED",
+                 "only the standard library", "5000 ms of wall time", "512 MiB of memory",
+                 "INPUTS", "await", "GOVEX_OUTPUT_DIR", "stdin"):
+        m.check(text in strict, "strict says %r: %s" % (text, strict))
+    m.check("Network access is allowed" in trusted and "of memory" not in trusted,
+            "trusted: " + trusted)
+    m.check(strict != trusted, "the descriptions differ by policy")
+
+
+def test_exception_is_readable(t):
+    """An exception's type, message and the user's own frames are in the text."""
+    s = server(t)
+    r = s.call("run_python_snippet", {"code": "def f(x):\n    return 1 / x\n\nf(0)\n"})
+    d = m.result_doc(r)
+    text = m.text_of(r)
+    m.eq(d["status"], "execution_failed", "status")
+    m.check("ZeroDivisionError: division by zero" in text, "type and message: " + text)
+    m.check('File "<snippet>", line 2, in f' in text, "the user's frame: " + text)
+    m.check("govex" not in text.split("status:", 1)[1].split("\n", 1)[1],
+            "no govex frames: " + text)
+    m.eq(text.count("ZeroDivisionError: division by zero"),
+         1 + (1 if any(x["code"] == "exception" for x in d["diagnostics"]) else 0),
+         "the traceback is shown once (plus the diagnostic's one-line message): " + text)
+
+
+def live_lines(notes, logger):
+    return [n["params"]["data"] for n in notes if n.get("method") == "notifications/message"
+            and n["params"].get("logger") == logger]
+
+
+def test_live_output(t):
+    """While a call runs, its output lines are notifications/message (stdout at info,
+    stderr at warning), only when the client set a level that admits them, all before
+    the reply."""
+    s = server(t)
+    code = ("import sys, time\nprint('one', flush=True)\nprint('err', file=sys.stderr, "
+            "flush=True)\ntime.sleep(0.3)\nprint('two')\nprint('x' * 5000)\n"
+            "print('no newline', end='')")
+    notes = []
+    s.call("run_python_snippet", {"code": code}, notes=notes)
+    m.eq(live_lines(notes, "stdout") + live_lines(notes, "stderr"), [], "no level: no lines")
+    s.result("logging/setLevel", {"level": "info"})
+    notes = []
+    s.call("run_python_snippet", {"code": code}, notes=notes)
+    if not live_lines(notes, "stdout"):
+        raise m.Skip("feature:live-output this build does not stream output (contract "
+                     "section 3)")
+    m.eq(live_lines(notes, "stdout"), ["one", "two", "x" * 4096, "x" * (5000 - 4096),
+                                       "no newline"], "stdout lines")
+    m.eq(live_lines(notes, "stderr"), ["err"], "stderr lines")
+    levels = {n["params"]["logger"]: n["params"]["level"] for n in notes
+              if n.get("method") == "notifications/message"}
+    m.eq((levels["stdout"], levels["stderr"]), ("info", "warning"), "levels")
+    s.result("logging/setLevel", {"level": "warning"})
+    notes = []
+    s.call("run_python_snippet", {"code": code}, notes=notes)
+    m.eq((live_lines(notes, "stdout"), live_lines(notes, "stderr")), ([], ["err"]),
+         "level warning: stderr only")
+    # modern: the request's own log level
+    notes = []
+    s.call("run_python_snippet", {"code": "print('m')"}, notes=notes,
+           meta=m.meta(**{"io.modelcontextprotocol/logLevel": "info"}))
+    m.eq(live_lines(notes, "stdout"), ["m"], "modern logLevel")
+
+
+PNG_B64 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJ"
+           "RU5ErkJggg==")
+
+
+def test_files_in_and_out(t):
+    """files in (text, base64) are read-only in the working directory; what the run
+    leaves in GOVEX_OUTPUT_DIR comes back: images as image content, other files as
+    embedded resources."""
+    s = server(t)
+    code = ("import os, base64\nout = os.environ['GOVEX_OUTPUT_DIR']\n"
+            "open(os.path.join(out, 'plot.png'), 'wb').write(open('in.png', 'rb').read())\n"
+            "open(os.path.join(out, 'table.csv'), 'w').write(open('data.csv').read().upper())\n"
+            "open('data.csv').read()")
+    r = s.call("run_python_snippet", {"code": code, "files": [
+        {"name": "data.csv", "text": "a,b\n1,2\n"}, {"name": "in.png", "base64": PNG_B64}]})
+    d = m.result_doc(r)
+    if "files" not in d:
+        raise m.Skip("feature:files this build has no files in and out (contract section 4)")
+    m.eq(d["value"], "a,b\n1,2\n", "the text file in")
+    m.eq(sorted(f["name"] for f in d["files"]), ["plot.png", "table.csv"], "files listed")
+    content = r["result"]["content"]
+    img = [c for c in content if c["type"] == "image"]
+    res = [c for c in content if c["type"] == "resource"]
+    m.eq((len(img), img[0]["mimeType"], img[0]["data"]), (1, "image/png", PNG_B64), "image")
+    m.eq((res[0]["resource"]["uri"], res[0]["resource"]["mimeType"],
+          res[0]["resource"]["text"]), ("govex://output/table.csv", "text/csv",
+                                        "A,B\n1,2\n"), "resource")
+    r = s.call("run_python_snippet", {"code": "open('data.csv', 'w').write('x')",
+                                      "files": [{"name": "data.csv", "text": "a"}]})
+    m.eq(r["result"]["isError"], True, "a file in is read-only")
+
+
+def test_numbers_are_the_librarys_bytes(t):
+    """structuredContent carries the result document's own bytes: the adapter does not
+    write its numbers again (jansson would print 0.1 as 0.10000000000000001)."""
+    mod = m.write(t, "fl.py", "def f():\n    return [0.1, 2.5, 1e-07]\n")
+    cli = subprocess.run([m.GOVEX, "call", "--preset", "trusted", "--json", mod + ":f"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=t, timeout=60)
+    want = re.search(rb'"value":(\[[^]]*\])', cli.stdout)
+    m.check(want, "govex call --json: %r" % cli.stdout[:300])
+    s = server(t, "--module", mod)
+    r = s.call("f", {})
+    m.eq(m.result_doc(r)["value"], [0.1, 2.5, 1e-07], "value")
+    line = [x for x in s.raw if b'"structuredContent"' in x][-1]
+    got = re.search(rb'"value":(\[[^]]*\])', line)
+    m.eq(got and got.group(1), want.group(1), "the value's bytes as the library wrote them")
+    if want.group(1) != b"[0.1,2.5,1e-07]":
+        raise m.Skip("feature:short-floats the library writes %s (contract section 7)"
+                     % want.group(1).decode())
+
+
+def test_top_level_await(t):
+    """Top-level await works in a snippet; the value may be awaited; an exception in a
+    coroutine shows only the user's frames."""
+    s = server(t)
+    _, d = run(s, "import asyncio\nawait asyncio.sleep(0.01)\nx = 20\n"
+                  "await asyncio.sleep(0, x + 22)")
+    m.eq((d["status"], d["value"]), ("success", 42), "awaited value")
+    r, d = run(s, "import asyncio\nasync def f():\n    raise ValueError('boom')\nawait f()")
+    text = m.text_of(r)
+    m.check("ValueError: boom" in text and 'File "<snippet>", line 3, in f' in text, text)
+    m.check("asyncio" not in d["stderr"].split("Traceback", 1)[1].split("ValueError")[0]
+            .replace("import asyncio", ""), "no asyncio frames: " + d["stderr"])
 
 
 def test_module_changed_on_disk(t):
@@ -455,12 +633,23 @@ TESTS = [
     ("final expression value, REPL-style; stdout without the value line", test_value),
     ("tracebacks and syntax errors keep the user's line numbers", test_tracebacks_keep_line_numbers),
     ("inputs: read-only INPUTS, bounded by call_input_bytes", test_inputs),
-    ("code too large to wrap runs as is; over code_bytes is -32602", test_large_code_runs_unwrapped),
+    ("code too large to wrap runs as is; over code_bytes is an argument error", test_large_code_runs_unwrapped),
     ("stdin; truncated output is said in the text", test_stdin_and_truncation),
     ("refusals are isError results with a valid document", test_refusals_are_tool_errors),
     ("--approver: exit 0 approves with the plan on stdin, else refused", test_approver),
     ("--audit appends govex.audit/v1 lines for every call", test_audit),
     ("module functions become tools with schemas from annotations", test_module_tools),
+    ("invalid arguments: isError from 2025-11-25 on, -32602 before",
+     test_argument_errors_by_version),
+    ("descriptions say which Python, what the policy denies, the limits",
+     test_descriptions_follow_the_policy),
+    ("an exception's type, message and the user's frames are in the text",
+     test_exception_is_readable),
+    ("live output: lines as notifications/message by level", test_live_output),
+    ("files in and out: images and embedded resources", test_files_in_and_out),
+    ("structuredContent keeps the library's bytes (numbers not re-encoded)",
+     test_numbers_are_the_librarys_bytes),
+    ("top-level await in a snippet", test_top_level_await),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),

@@ -89,21 +89,17 @@ async function run(client) {
       break;
     }
     case 'badargs': {
-      let err = null;
-      try {
-        await client.callTool({ name: 'run_python_snippet', arguments: { code: 5 } });
-      } catch (e) {
-        err = e;
-      }
-      assert(err && err.code === -32602, 'expected -32602, got ' + (err && err.code));
-      err = null;
-      try {
-        await client.callTool(snippet('1', { timeout_ms: 10 ** 9 }));
-      } catch (e) {
-        err = e;
-      }
-      assert(err && err.code === -32602, 'timeout bound: ' + (err && err.code));
-      info.message = String(err.message);
+      // the SDK negotiates 2025-11-25: invalid arguments are a tool result the model can
+      // read (isError, naming the argument), no longer JSON-RPC -32602
+      const r = await client.callTool({ name: 'run_python_snippet', arguments: { code: 5 } });
+      assert(r.isError === true && r.structuredContent.status === 'invalid_input',
+        'bad code: ' + JSON.stringify(r).slice(0, 300));
+      assert(r.structuredContent.diagnostics[0].code === 'invalid_argument', 'diagnostic');
+      assert(r.content[0].text.includes('code: must be a string'), 'text names the argument');
+      const r2 = await client.callTool(snippet('1', { timeout_ms: 10 ** 9 }));
+      assert(r2.isError === true && r2.content[0].text.includes('timeout_ms: must be at most'),
+        'timeout bound: ' + r2.content[0].text);
+      info.message = r2.content[0].text;
       break;
     }
     case 'unknown': {
