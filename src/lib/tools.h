@@ -73,10 +73,5 @@ json_t *govex__tool_param_schema(json_t *param);
 /* Checks value against schema; 0 valid, 1 invalid with a message naming path in err. */
 int govex__tool_schema_check(json_t *schema, json_t *value, const char *path, char *err,
 			     size_t errlen);
-/* Runs a snippet REPL-style: code, inputs (JSON text or NULL), the rest of req.  Returns
- * the result document (new reference) or NULL on ENOMEM, with *ret_res the result (for
- * its files) when one was made. */
-json_t *govex__tool_run_snippet(govex_toolset *ts, struct govex_request *req, const char *code,
-				size_t code_len, const char *inputs, govex_result **ret_res);
 
 #endif

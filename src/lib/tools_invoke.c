@@ -223,7 +223,8 @@ static json_t *doc_of(govex_result *res)
 	size_t n;
 	const char *js = govex_result_json(res, &n);
 	json_error_t e;
-	return json_loadb(js, n, 0, &e);
+	/* output may hold NUL bytes (escaped as \u0000 in the document) */
+	return json_loadb(js, n, JSON_ALLOW_NUL, &e);
 }
 
 static json_t *refusal_doc(enum govex_status st, const char *code, const char *msg)
@@ -257,8 +258,20 @@ static json_t *run_snippet(govex_toolset *ts, json_t *args, const struct govex_i
 	req.files = files->n ? files->v : NULL;
 	req.n_files = files->n;
 	req.outputs = 1;
-	return govex__tool_run_snippet(ts, &req, json_string_value(code), json_string_length(code),
-				       inputs_json, ret_res);
+	/* REPL-style in govex's worker: the value comes back in the result, INPUTS is the
+	 * inputs object (repl.c) */
+	req.repl = 1;
+	req.code = json_string_value(code);
+	req.code_len = json_string_length(code);
+	req.inputs_json = inputs_json;
+	req.inputs_len = inputs_json ? strlen(inputs_json) : 0;
+	govex_result *res = NULL;
+	struct govex_error ge = {0};
+	if (govex_runtime_run(ts->rt, &req, &res, &ge) < 0)
+		return refusal_doc(GOVEX_STATUS_EXECUTION_FAILED, "internal_error", ge.message);
+	json_t *doc = doc_of(res);
+	*ret_res = res;
+	return doc;
 }
 
 static json_t *run_function(govex_toolset *ts, const struct govex__tool *t, json_t *args,
@@ -274,9 +287,14 @@ static json_t *run_function(govex_toolset *ts, const struct govex__tool *t, json
 		snprintf(msg, sizeof(msg), "module: cannot read it again: %s", ge.message);
 		return refusal_doc(GOVEX_STATUS_SOURCE_MISMATCH, "source_unreadable", msg);
 	}
+	/* the function's own arguments: without "files" unless it takes a parameter of that
+	 * name (a shallow copy: files borrows the strings of args' "files") */
+	_cleanup_json_ json_t *fargs = json_copy(args);
+	if (!fargs)
+		return NULL;
 	if (!t->own_files)
-		json_object_del(args, "files");
-	_cleanup_free_ char *js = json_dumps(args, JSON_COMPACT);
+		json_object_del(fargs, "files");
+	_cleanup_free_ char *js = json_dumps(fargs, JSON_COMPACT);
 	if (!js)
 		return NULL;
 	/* the plan binds the bytes read when the toolset was made; the call re-reads the
@@ -333,13 +351,11 @@ static char *invoke(govex_toolset *ts, const struct govex__tool *t, const char *
 	json_t *doc = t->snippet ? run_snippet(ts, args, inv, &files, &res)
 				 : run_function(ts, t, args, inv, &files, &res);
 	files_in_free(&files);
-	/* structuredContent is the result's own bytes; the snippet fallback
-	 * (tools_fallback.c) edits the document, so it is written again there until REPL
-	 * runs land */
+	/* structuredContent is the result's own bytes (numbers as the library wrote them) */
 	size_t len = 0;
 	_cleanup_free_ char *dumped = NULL;
 	const char *text = NULL;
-	if (res && !t->snippet) {
+	if (res) {
 		text = govex_result_json(res, &len);
 	} else if (doc) {
 		dumped = json_dumps(doc, JSON_COMPACT);

@@ -350,7 +350,7 @@ char *govex__tool_refusal(enum govex_status status, const char *code, const char
 	size_t n;
 	const char *js = govex_result_json(r, &n);
 	json_error_t e;
-	json_t *doc = json_loadb(js, n, 0, &e);
+	json_t *doc = json_loadb(js, n, JSON_ALLOW_NUL, &e);
 	char *out = doc ? govex__tool_result(doc, js, n, NULL) : NULL;
 	govex_result_free(r);
 	return out;
