@@ -202,9 +202,11 @@ def _exit(t, b):
     eq(doc["exit_code"], 3, "exit_code")
     eq(doc["stdout"], "bye\n", "stdout")
     check(all(d["code"] != "exception" for d in doc["diagnostics"]), "%r" % doc["diagnostics"])
-    doc = repl(t, "import sys\nsys.exit(0)\n", preset=b)
-    # exit 0 without a frame: the worker did not answer
-    status(doc, "worker_failed")
+    doc = repl(t, "print('done')\nimport sys\nsys.exit(0)\n1\n", preset=b)
+    # exit 0 without a frame: the code ended the process itself, as plain Python would
+    # (sys.exit(0), exit(), os._exit(0)): a success without a value
+    status(doc, "success")
+    eq((doc["exit_code"], doc["stdout"], doc["value"]), (0, "done\n", None), "sys.exit(0)")
 
 
 @both("a shared-reference value is refused in well under 2 s: snippet and call")
