@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "values.h"
 
 #define REQUEST_FRAME_MAX (64ULL << 20)
 #define INSPECTION_FRAME_MAX (16ULL << 20)
@@ -872,8 +873,9 @@ static govex_result *check_args(govex_runtime *rt, json_t *fn, json_t *args,
 	size_t len = 0;
 	if (!json_is_object(args))
 		return invalid(rt, "invalid_arguments", "args: %s", "must be a JSON object");
-	/* canonical bytes of the arguments; floats are allowed here, so dump directly */
-	char *js = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	/* canonical bytes of the arguments (reals in their shortest form, as the worker
+	 * counts them) */
+	char *js = govex__json_dumps(args, JSON_SORT_KEYS);
 	if (!js)
 		return NULL;
 	len = strlen(js) + 1;
@@ -922,6 +924,10 @@ static govex_result *check_args(govex_runtime *rt, json_t *fn, json_t *args,
 			return invalid(rt, "missing_argument", "args.%s: required and missing",
 				       name);
 	}
+	/* the values against the annotations' JSON Schema (schema.c, shared with MCP) */
+	char why[300];
+	if (govex__schema_check_args(fn, args, why, sizeof(why)) != 0)
+		return invalid(rt, "invalid_argument", "%s", why);
 	return NULL;
 }
 
@@ -1017,9 +1023,16 @@ GOVEX_API int govex_runtime_call(govex_runtime *rt, const govex_plan *given,
 		goto done;
 	/* success: the parent checks the value's size again */
 	json_t *value = json_object_get(resp, "value");
-	char *vj = value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
-			 : NULL;
-	if (!vj) {
+	/* bounded in nodes like the worker's values, and counted on the canonical bytes the
+	 * worker counted (shortest reals) */
+	bool bounded = govex__json_within(value, GOVEX_VALUE_NODES_MAX, GOVEX_VALUE_DEPTH_MAX);
+	char *vj = bounded ? govex__json_dumps(value, JSON_SORT_KEYS) : NULL;
+	if (value && !bounded) {
+		govex__result_set_status(res, GOVEX_STATUS_WORKER_FAILED,
+					 govex_result_view(res)->termination);
+		govex__result_diag(res, "worker_failed", NULL,
+				   "the response's value exceeds the node or depth budget");
+	} else if (!vj) {
 		govex__result_set_status(res, GOVEX_STATUS_WORKER_FAILED,
 					 govex_result_view(res)->termination);
 		govex__result_diag(res, "worker_failed", NULL, "the response has no value");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "values.h"
 
 struct govex_result {
 	struct govex_result_view view;
@@ -117,9 +118,8 @@ void govex__result_set_value(govex_result *r, json_t *value)
 	free(r->value_text);
 	r->value = value;
 	/* DEL and C1 as \u escapes: the same value, but nothing a terminal acts on */
-	r->value_text = value ? govex__json_escape_controls(json_dumps(
-					value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY))
-			      : NULL;
+	r->value_text =
+	    value ? govex__json_escape_controls(govex__json_dumps(value, JSON_SORT_KEYS)) : NULL;
 	r->view.value = r->value_text;
 }
 
@@ -203,7 +203,8 @@ int govex__result_finish(govex_result *r)
 		r->plan_digest ? json_string(r->plan_digest) : json_null());
 	if (!doc)
 		return -ENOMEM;
-	char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	/* reals (a value's) in their shortest form; otherwise jansson's bytes */
+	char *s = govex__json_dumps(doc, JSON_SORT_KEYS);
 	json_decref(doc);
 	if (s) /* DEL and C1 as \u escapes: safe to print on a terminal */
 		s = govex__json_escape_controls(s);
