@@ -11,6 +11,8 @@
 #include "runtime.h"
 #include "run.h"
 
+#include "values.h"
+
 enum govex_status govex__status_of(const struct govex__outcome *o)
 {
 	switch (o->term) {
@@ -57,6 +59,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_close_ int workdir_lock = -1;
 	bool host_workdir = false;
+	char **env = NULL;
 	int r;
 	memset(o, 0, sizeof(*o));
 	*ret_result = NULL;
@@ -91,6 +94,9 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (!workdir)
 		goto fail;
 	host_workdir = !d->workdir && !priv;
+	/* HOME and a locale as platform defaults, not in the plan (platform.c) */
+	if (govex__env_platform(d->env, workdir, &env) < 0)
+		goto fail;
 	struct govex__launch l = {
 		.policy = rt->policy,
 		.interp = &rt->interp,
@@ -110,6 +116,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 		.extra_ro = extra_ro,
 	};
+	l.envp = env;
 	govex__audit(&rt->audit, run_id, "launch",
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
 			       b->version, "plan_digest", plan->digest));
@@ -121,8 +128,12 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		if (r < 0)
 			o->workdir_cleanup_errno = -r;
 	}
+	govex__strv_free(env);
 	return 0;
 fail:
+	govex__strv_free(env);
+	if (host_workdir) /* made, then no memory for its environment */
+		govex__rm_rf(workdir);
 	if (extra_fd >= 0)
 		close(extra_fd);
 	if (frame_fd >= 0)

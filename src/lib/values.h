@@ -48,3 +48,9 @@ int govex__schema_check(json_t *schema, json_t *value, const char *path, char *e
 /* A call's arguments (a JSON object) against the "input_schema" of its function's
  * inspection entry fn; 0 when fn has none.  As govex__schema_check, path "args". */
 int govex__schema_check_args(json_t *fn, json_t *args, char *err, size_t errlen);
+
+/* env (NAME=VALUE strings, NULL-terminated) with the platform defaults added (a new
+ * vector the caller frees with govex__strv_free): HOME=workdir unless HOME is set;
+ * LANG=C.UTF-8 and LC_ALL=C.UTF-8 unless LANG or an LC_* variable is set.  Not in the
+ * plan (platform.c says why). */
+int govex__env_platform(char *const *env, const char *workdir, char ***ret);

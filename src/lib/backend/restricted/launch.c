@@ -765,6 +765,7 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	workdir_opts(c->uid, c->gid, l->limits, wd_opts, sizeof(wd_opts));
 	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
 			       l->extra_ro, &c->plan)) < 0 ||
+	    (r = rplan_add_identity(&c->plan, c->uid, c->gid, l->workdir, l->policy->shell)) < 0 ||
 	    (r = rscratch_alloc(&c->scr, c->plan.n)) < 0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PLAN, -r, NULL);
 	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed

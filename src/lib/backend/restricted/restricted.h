@@ -56,6 +56,7 @@ enum rmount_kind {
 	RM_LANDLOCK,  /* no mount: a Landlock rule only (a file inside a bind that needs more
 		       * rights than the bind, e.g. EXECUTE on the interpreter) */
 	RM_PROC_MASK, /* a host-wide file of /proc: hidden when proc has no subset=pid */
+	RM_FILE,      /* a small read-only file written in the new root; opts = its text */
 };
 
 struct rmount {
@@ -83,6 +84,11 @@ int rplan_build(const struct govex_policy *p, const struct govex__interp *in, st
 int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
 		  const char *argv0, char *const *extra_ro, struct rplan *ret);
 void rplan_free(struct rplan *p);
+/* Adds /etc/passwd and /etc/group to a run's plan (after rplan_for_run): root, the run's
+ * identity ("govex", uid/gid as seen inside, home = the workdir, shell /bin/sh when the
+ * policy allows a shell, else /usr/sbin/nologin) and nobody/nogroup; nothing of the
+ * host's.  Not when the policy binds the host's /etc (or the files) itself. */
+int rplan_add_identity(struct rplan *pl, uid_t uid, gid_t gid, const char *home, bool shell);
 
 /* Landlock rights. */
 #define LL_FS_EXECUTE	       (1ULL << 0)
