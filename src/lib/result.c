@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,6 +124,31 @@ void govex__result_set_value(govex_result *r, json_t *value)
 	r->view.value = r->value_text;
 }
 
+/* Denials the sandbox counted (contract section 6): they come from the shim's report,
+ * never from the run's output or frames, so a run cannot forge or hide them. */
+static void denials(govex_result *r, const struct govex__outcome *o)
+{
+	static const struct {
+		size_t off;
+		const char *control, *what;
+	} kinds[] = {
+	    {offsetof(struct govex__outcome, net_denied), "network_deny", "network access"},
+	    {offsetof(struct govex__outcome, exec_denied), "subprocess_deny", "starting programs"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		uint64_t n;
+		memcpy(&n, (const char *)o + kinds[i].off, sizeof(n));
+		if (!n)
+			continue;
+		govex__result_diag(r, "denied_by_policy",
+				   json_pack("{s:[s], s:I}", "controls", kinds[i].control,
+					     "attempts", (json_int_t)n),
+				   "the policy denies %s (%s%llu attempt%s refused)", kinds[i].what,
+				   n >= GOVEX_DENIALS_COUNTED_MAX ? "at least " : "",
+				   (unsigned long long)n, n == 1 ? "" : "s");
+	}
+}
+
 /* Takes the outcome's buffers. */
 void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 {
@@ -145,6 +171,7 @@ void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 	if (o->term == GOVEX_TERM_SIGNALED || o->term == GOVEX_TERM_CPU_LIMIT ||
 	    o->term == GOVEX_TERM_MEMORY_LIMIT)
 		r->view.signal = o->signal;
+	denials(r, o);
 }
 
 static json_t *text_json(govex_result *r, const char *stream, const char *data, size_t len,
