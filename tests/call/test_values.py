@@ -52,6 +52,27 @@ def _reals_text(t):
     eq(json.dumps(doc["value"], sort_keys=True, separators=(",", ":")), want, "value")
 
 
+@S.test("5000 random doubles (every magnitude): the result's text of each is Python's repr")
+def _random_reals(t):
+    m = C.module(t, "m.py", """
+        import math, random, struct
+        def floats(seed: int, n: int):
+            rnd = random.Random(seed)
+            out = []
+            while len(out) < n:
+                d = struct.unpack("<d", struct.pack("<Q", rnd.getrandbits(64)))[0]
+                if math.isfinite(d):
+                    out.append(d)
+                    out.append(rnd.random() * 10 ** rnd.randint(-8, 20))
+            return out
+        """)
+    r = C.call(t, m + ":floats", {"seed": 11, "n": 5000}, opts=["--preset", "trusted"])
+    doc = C.check_result(t, r, "success")
+    text = r.stdout.decode()
+    want = json.dumps(doc["value"], separators=(",", ":"))
+    check('"value":' + want in text, "the value's text differs from Python's json.dumps")
+
+
 @S.test("call_input_bytes counts arguments' reals in their shortest form")
 def _input_bound(t):
     m = C.module(t, "m.py", """
