@@ -94,9 +94,10 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (!workdir)
 		goto fail;
 	host_workdir = !d->workdir && !priv;
-	/* HOME and a locale as platform defaults, not in the plan (platform.c) */
+	/* HOME and a locale as platform defaults, not in the plan (platform.c); out of
+	 * memory for them, the run gets the planned environment alone */
 	if (govex__env_platform(d->env, workdir, &env) < 0)
-		goto fail;
+		env = NULL;
 	struct govex__launch l = {
 		.policy = rt->policy,
 		.interp = &rt->interp,
@@ -116,7 +117,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 		.extra_ro = extra_ro,
 	};
-	l.envp = env;
+	if (env)
+		l.envp = env;
 	govex__audit(&rt->audit, run_id, "launch",
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
 			       b->version, "plan_digest", plan->digest));
@@ -131,9 +133,6 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	govex__strv_free(env);
 	return 0;
 fail:
-	govex__strv_free(env);
-	if (host_workdir) /* made, then no memory for its environment */
-		govex__rm_rf(workdir);
 	if (extra_fd >= 0)
 		close(extra_fd);
 	if (frame_fd >= 0)
