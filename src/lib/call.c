@@ -13,6 +13,7 @@
 
 #include "call.h"
 #include "runtime.h"
+#include "values.h"
 
 struct call_job {
 	const struct govex_call *call;
@@ -237,9 +238,16 @@ static int call_finish(struct govex__job *j, struct govex__outcome *o, govex_res
 	if (!resp)
 		return 0;
 	json_t *value = json_object_get(resp, "value");
-	char *vj =
-	    value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-	if (!vj) {
+	/* bounded in nodes like the worker's values, and counted on the canonical bytes the
+	 * worker counted (shortest reals) */
+	bool bounded = govex__json_within(value, GOVEX_VALUE_NODES_MAX, GOVEX_VALUE_DEPTH_MAX);
+	char *vj = bounded ? govex__json_dumps(value, JSON_SORT_KEYS) : NULL;
+	if (value && !bounded) {
+		govex__result_set_status(res, GOVEX_STATUS_WORKER_FAILED,
+					 govex_result_view(res)->termination);
+		govex__result_diag(res, "worker_failed", NULL,
+				   "the response's value exceeds the node or depth budget");
+	} else if (!vj) {
 		govex__result_set_status(res, GOVEX_STATUS_WORKER_FAILED,
 					 govex_result_view(res)->termination);
 		govex__result_diag(res, "worker_failed", NULL, "the response has no value");

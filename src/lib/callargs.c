@@ -7,6 +7,7 @@
 
 #include "call.h"
 #include "runtime.h"
+#include "values.h"
 
 /* Annotations that do not admit None (explicit null is then invalid input). */
 static bool annotation_rejects_null(const char *a)
@@ -41,8 +42,9 @@ govex_result *govex__call_check_args(govex_runtime *rt, json_t *fn, json_t *args
 	if (!json_is_object(args))
 		return govex__call_invalid(rt, "invalid_arguments", "args: %s",
 					   "must be a JSON object");
-	/* canonical bytes of the arguments; floats are allowed here, so dump directly */
-	char *js = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	/* canonical bytes of the arguments (reals in their shortest form, as the worker
+	 * counts them) */
+	char *js = govex__json_dumps(args, JSON_SORT_KEYS);
 	if (!js)
 		return NULL;
 	len = strlen(js) + 1;
@@ -91,5 +93,9 @@ govex_result *govex__call_check_args(govex_runtime *rt, json_t *fn, json_t *args
 			return govex__call_invalid(rt, "missing_argument",
 						   "args.%s: required and missing", name);
 	}
+	/* the values against the annotations' JSON Schema (schema.c, shared with MCP) */
+	char why[300];
+	if (govex__schema_check_args(fn, args, why, sizeof(why)) != 0)
+		return govex__call_invalid(rt, "invalid_argument", "%s", why);
 	return NULL;
 }

@@ -364,6 +364,9 @@ struct govex__outcome {
 	int workdir_cleanup_errno;
 	/* the run's cgroup could not be removed after the run (errno), else 0 */
 	int cgroup_cleanup_errno;
+	/* attempts the sandbox refused and counted (from the shim's report, never from
+	 * the run's output): network_deny, subprocess_deny */
+	uint64_t net_denied, exec_denied;
 };
 void govex__outcome_release(struct govex__outcome *o);
 
@@ -411,7 +414,12 @@ struct govex__shim_report {
 	int64_t cpu_us;   /* user+sys of every reaped descendant */
 	int64_t max_rss_kb;
 	int cgroup_oom;   /* restricted: the cgroup saw an OOM kill */
+	/* restricted: attempts the sandbox refused and counted (execonce.c): socket() under
+	 * network: deny, a second execve under subprocess: deny */
+	uint32_t net_denied, exec_denied;
 };
+/* the shim stops counting (and answering) refusals past this many */
+#define GOVEX_DENIALS_COUNTED_MAX 4096
 
 /*
  * Every step of a launch that can fail, in launch order: the host's preparation, the

@@ -3,10 +3,12 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
+#include "values.h"
 
 struct govex_result {
 	struct govex_result_view view;
@@ -117,10 +119,34 @@ void govex__result_set_value(govex_result *r, json_t *value)
 	free(r->value_text);
 	r->value = value;
 	/* DEL and C1 as \u escapes: the same value, but nothing a terminal acts on */
-	r->value_text = value ? govex__json_escape_controls(json_dumps(
-					value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY))
-			      : NULL;
+	r->value_text =
+	    value ? govex__json_escape_controls(govex__json_dumps(value, JSON_SORT_KEYS)) : NULL;
 	r->view.value = r->value_text;
+}
+
+/* Denials the sandbox counted (contract section 6): they come from the shim's report,
+ * never from the run's output or frames, so a run cannot forge or hide them. */
+static void denials(govex_result *r, const struct govex__outcome *o)
+{
+	static const struct {
+		size_t off;
+		const char *control, *what;
+	} kinds[] = {
+	    {offsetof(struct govex__outcome, net_denied), "network_deny", "network access"},
+	    {offsetof(struct govex__outcome, exec_denied), "subprocess_deny", "starting programs"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		uint64_t n;
+		memcpy(&n, (const char *)o + kinds[i].off, sizeof(n));
+		if (!n)
+			continue;
+		govex__result_diag(r, "denied_by_policy",
+				   json_pack("{s:[s], s:I}", "controls", kinds[i].control,
+					     "attempts", (json_int_t)n),
+				   "the policy denies %s (%s%llu attempt%s refused)", kinds[i].what,
+				   n >= GOVEX_DENIALS_COUNTED_MAX ? "at least " : "",
+				   (unsigned long long)n, n == 1 ? "" : "s");
+	}
 }
 
 /* Takes the outcome's buffers. */
@@ -145,6 +171,7 @@ void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 	if (o->term == GOVEX_TERM_SIGNALED || o->term == GOVEX_TERM_CPU_LIMIT ||
 	    o->term == GOVEX_TERM_MEMORY_LIMIT)
 		r->view.signal = o->signal;
+	denials(r, o);
 }
 
 static json_t *text_json(govex_result *r, const char *stream, const char *data, size_t len,
@@ -203,7 +230,8 @@ int govex__result_finish(govex_result *r)
 		r->plan_digest ? json_string(r->plan_digest) : json_null());
 	if (!doc)
 		return -ENOMEM;
-	char *s = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	/* reals (a value's) in their shortest form; otherwise jansson's bytes */
+	char *s = govex__json_dumps(doc, JSON_SORT_KEYS);
 	json_decref(doc);
 	if (s) /* DEL and C1 as \u escapes: safe to print on a terminal */
 		s = govex__json_escape_controls(s);

@@ -14,6 +14,8 @@
 #include "run.h"
 #include "runtime.h"
 
+#include "values.h"
+
 enum govex_status govex__status_of(const struct govex__outcome *o)
 {
 	switch (o->term) {
@@ -60,6 +62,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_close_ int workdir_lock = -1;
 	bool host_workdir = false;
+	char **env = NULL;
 	int r;
 	memset(o, 0, sizeof(*o));
 	*ret_result = NULL;
@@ -94,6 +97,10 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (!workdir)
 		goto fail;
 	host_workdir = !d->workdir && !priv;
+	/* HOME and a locale as platform defaults, not in the plan (platform.c); out of
+	 * memory for them, the run gets the planned environment alone */
+	if (govex__env_platform(d->env, workdir, &env) < 0)
+		env = NULL;
 	struct govex__launch l = {
 		.policy = rt->policy,
 		.interp = &rt->interp,
@@ -113,6 +120,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 		.extra_ro = extra_ro,
 	};
+	if (env)
+		l.envp = env;
 	govex__audit(&rt->audit, run_id, "launch",
 		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
 			       b->version, "plan_digest", plan->digest));
@@ -124,6 +133,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		if (r < 0)
 			o->workdir_cleanup_errno = -r;
 	}
+	govex__strv_free(env);
 	return 0;
 fail:
 	if (extra_fd >= 0)

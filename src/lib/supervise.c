@@ -410,6 +410,8 @@ void govex__outcome_from_report(struct govex__outcome *o, const struct govex__li
 	if (got_report) {
 		o->cpu_ms = (uint64_t)(rep->cpu_us / 1000);
 		o->max_rss_bytes = (uint64_t)rep->max_rss_kb * 1024ULL;
+		o->net_denied = rep->net_denied;
+		o->exec_denied = rep->exec_denied;
 	}
 	if (o->term != GOVEX_TERM_NONE)
 		return;

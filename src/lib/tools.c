@@ -281,6 +281,14 @@ static json_t *snippet_input_schema(const struct govex__tool_facts *f)
 	    "additionalProperties", 0);
 }
 
+/* A parameter's JSON Schema: the inspection's (from the annotation's ast; any JSON when
+ * it has none).  New reference. */
+static json_t *param_schema(json_t *param)
+{
+	json_t *given = json_object_get(param, "schema");
+	return json_is_object(given) ? json_deep_copy(given) : json_object();
+}
+
 static json_t *function_input_schema(json_t *fn, bool *ret_own_files)
 {
 	json_t *given = json_object_get(fn, "input_schema");
@@ -297,7 +305,7 @@ static json_t *function_input_schema(json_t *fn, bool *ret_own_files)
 			const char *pname = json_string_value(json_object_get(p, "name"));
 			if (!pname)
 				continue;
-			json_object_set_new(props, pname, govex__tool_param_schema(p));
+			json_object_set_new(props, pname, param_schema(p));
 			if (!json_is_true(json_object_get(p, "has_default")))
 				json_array_append_new(req, json_string(pname));
 		}

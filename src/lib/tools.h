@@ -7,8 +7,8 @@
  *   tools_invoke.c   govex_toolset_invoke: arguments checked, the run or call made
  *   tools_result.c   the CallToolResult: the text for the model, images and resources,
  *                    structuredContent and isError
- *   tools_fallback.c what other branches of this round replace (REPL runs, schemas from
- *                    the inspection, the library's schema validator); see that file
+ * A snippet is a REPL run (repl.c); schemas are the inspection's; arguments are checked
+ * by the library's one validator (schema.c).
  */
 #ifndef GOVEX_TOOLS_H
 #define GOVEX_TOOLS_H
@@ -64,14 +64,5 @@ char *govex__tool_result(json_t *doc, const char *doc_text, size_t doc_len,
 char *govex__tool_refusal(enum govex_status status, const char *code, const char *msg);
 /* The JSON Schema of a govex.result/v1 document.  New reference. */
 json_t *govex__tool_result_schema(void);
-
-/* ---- tools_fallback.c: replaced at the round's merge ---------------------------------- */
-
-/* The JSON Schema of a parameter of an inspection's function (its "schema" when the
- * inspection gives one, else derived from the annotation text).  New reference. */
-json_t *govex__tool_param_schema(json_t *param);
-/* Checks value against schema; 0 valid, 1 invalid with a message naming path in err. */
-int govex__tool_schema_check(json_t *schema, json_t *value, const char *path, char *err,
-			     size_t errlen);
 
 #endif

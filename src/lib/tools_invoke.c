@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tools.h"
+#include "values.h"
 
 #define FILES_MAX 64
 
@@ -211,8 +212,10 @@ static int arguments(const govex_toolset *ts, const struct govex__tool *t, const
 		snprintf(err, errlen, "arguments: must be a JSON object");
 		return 1;
 	}
-	if (govex__tool_schema_check(t->input_schema, args, "", err, errlen) != 0 ||
-	    check_bounds(ts, t, args, err, errlen) != 0)
+	int r = govex__schema_check(t->input_schema, args, "args", err, errlen);
+	if (r < 0)
+		return r;
+	if (r > 0 || check_bounds(ts, t, args, err, errlen) != 0)
 		return 1;
 	*ret = TAKE_PTR(args);
 	return 0;

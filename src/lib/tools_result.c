@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "tools.h"
+#include "values.h"
 
 /* Files out come from another branch of this round (H5: govex_result_file*); until it
  * lands these are undefined and weak, so a result simply has no files. */
@@ -221,7 +222,7 @@ static char *summary_text(json_t *doc)
 	}
 	json_t *v = json_object_get(doc, "value");
 	if (v && !json_is_null(v)) {
-		_cleanup_free_ char *vs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		_cleanup_free_ char *vs = govex__json_dumps(v, 0); /* shortest reals */
 		size_t vn = vs ? strlen(vs) : 0;
 		if (vn > TEXT_VALUE_MAX)
 			fprintf(f, "value: %.*s [... %zu more bytes in structuredContent]\n",

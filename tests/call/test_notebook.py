@@ -85,6 +85,61 @@ def _magics(t, b):
     C.check_result(t, r, "invalid_input", "invalid_notebook", rc=125)
 
 
+# Python that has % or ! at the start of a physical line but not of a logical one:
+# IPython does not take these for magics (issue 11), and neither may govex.  (name,
+# cell source, the value of f() or "magic" when it must still be refused)
+NOT_MAGIC = [
+    ("triple-quoted string", 'DOC = """usage:\n%prog [options]\n!important\n"""\n'
+                             'def f():\n    return DOC.count("%") + DOC.count("!")\n', 2),
+    ("single-quote triple string", "T = '''\n  %d items\n'''\n"
+                                   "def f():\n    return T.strip() % 3\n", "3 items"),
+    ("continuation in parentheses", "X = (10\n% 3)\ndef f():\n    return X\n", 1),
+    ("continuation in a dict", "Y = {True:\n!False}\ndef f():\n    return 0\n", None),
+    ("backslash continuation", "Z = 17 \\\n    % 5\ndef f():\n    return Z\n", 2),
+    ("string with an escaped quote", "S = 'it\\'s ('\nW = 7\n"
+                                     "def f():\n    return S + str(W)\n", "it's (7"),
+    ("a bracket in a comment", "V = 4  # (\n%time V\n", "magic"),
+]
+
+REAL_MAGICS = ['S = """a\nb"""\n%time x = 1\n', "T = (1,\n2)\n!ls\n",
+               "# a comment (\n%matplotlib inline\n", "U = 'x'  # '''\n  !echo hi\n",
+               "%%bash\necho\n", "V = r'\\'\n!ls\n"]
+
+
+def one_cell(t, name, src):
+    return t.write(name, json.dumps({
+        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                   "execution_count": None, "source": src}]}))
+
+
+@S.test("% and ! that IPython does not take for magics (in strings, continuation lines) "
+        "are Python; real magics after a closed string or bracket are still refused")
+def _not_magics(t):
+    for i, (name, src, want) in enumerate(NOT_MAGIC):
+        nb = one_cell(t, "nm%d.ipynb" % i, src)
+        r = C.call(t, nb + ":f", {}, opts=["--preset", "strict"])
+        try:
+            if want == "magic":
+                C.check_result(t, r, "invalid_input", "invalid_notebook", rc=125)
+            elif want is None:
+                # {True: !False} is a SyntaxError for Python, but not a magic for IPython
+                check("magic" not in json.dumps(r.result()["diagnostics"]),
+                      "refused as a magic: %r" % r.result()["diagnostics"])
+            else:
+                eq(C.value_of(t, r), want, "value")
+        except C.Failure as e:
+            raise C.Failure("%s: %s" % (name, e))
+    for i, src in enumerate(REAL_MAGICS):
+        nb = one_cell(t, "m%d.ipynb" % i, src)
+        r = C.call(t, nb + ":f", {}, opts=["--preset", "strict"])
+        try:
+            doc = C.check_result(t, r, "invalid_input", "invalid_notebook", rc=125)
+            check("magic" in json.dumps(doc["diagnostics"]), "not refused as a magic")
+        except C.Failure as e:
+            raise C.Failure("%r: %s" % (src, e))
+
+
 @S.test("not a notebook: malformed JSON, no cells, a cell source that is not text")
 def _broken(t):
     cases = {

@@ -138,6 +138,20 @@ def denied(res, label, errno_name):
         raise g.Failure("%s: expected denial with %s, got %r" % (label, errno_name, got))
 
 
+# The sandbox's own /etc/passwd (contract section 5): root, the run's identity, nobody.
+OWN_PASSWD_NAMES = {"root", "govex", "nobody"}
+
+
+def own_passwd(res, label):
+    """LABEL read the sandbox's own /etc/passwd (its first 64 bytes: root, then govex),
+    not the host's."""
+    v = allowed(res, label)
+    names = [ln.split(":", 1)[0] for ln in v.split("\n")[:-1]]
+    if not v.startswith("root:x:0:0:root:/root:/bin/sh\ngovex:x:") or \
+            not set(names) <= OWN_PASSWD_NAMES:
+        raise g.Failure("%s: not the sandbox's own /etc/passwd: %r" % (label, v))
+
+
 def allowed(res, label):
     got = res.get(label)
     if not got or not got.get("ok"):

@@ -515,12 +515,25 @@ def op_pipe_hog(n=100, size=1 << 20):
     return [len(got), big]
 
 
+def _host_passwd():
+    """True when /etc/passwd exists and is not the sandbox's own (root, govex, nobody:
+    contract section 5): a host's /etc shows through."""
+    try:
+        with open("/etc/passwd") as f:
+            names = {ln.split(":", 1)[0] for ln in f.read(65536).splitlines() if ln}
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return not names <= {"root", "govex", "nobody"}
+
+
 def op_canary_proof(host_pidns):
     """Proof, from inside, that this is a sandbox: own PID namespace, no_new_privs,
     seccomp filter mode, no host /etc."""
     st = op_status()
     out = {"pidns": os.readlink("/proc/self/ns/pid"), "NoNewPrivs": st.get("NoNewPrivs"),
-           "Seccomp": st.get("Seccomp"), "etc_passwd": os.path.exists("/etc/passwd"),
+           "Seccomp": st.get("Seccomp"), "etc_passwd": _host_passwd(),
            "etc": os.path.exists("/etc/hostname") or os.path.exists("/etc/shadow")}
     out["proven"] = (out["pidns"] != host_pidns and out["NoNewPrivs"] == "1" and
                      out["Seccomp"] == "2" and not out["etc_passwd"] and not out["etc"])
@@ -601,7 +614,7 @@ def op_canary():
         pass
     return {"pid": os.getpid(), "pidns": os.readlink("/proc/self/ns/pid"),
             "nnp": st.get("NoNewPrivs"), "seccomp": st.get("Seccomp"), "etc": etc,
-            "shadow": os.path.exists("/etc/shadow") or os.path.exists("/etc/passwd")}
+            "shadow": os.path.exists("/etc/shadow") or _host_passwd()}
 
 
 _GUARD = {}

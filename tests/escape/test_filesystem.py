@@ -26,19 +26,21 @@ def test_host_secrets_invisible(t):
            ["read", homefile, {"as": "home"}],
            ["listdir", "/home", {"as": "homes"}],
            ["read", t.write("mine", "x"), {"as": "caller_tmp"}],
-           ["listdir", "/", {"as": "root"}]]
+           ["listdir", "/", {"as": "root"}],
+           ["listdir", "/etc", {"as": "etc"}]]
     _, doc, res = e.run_probe(t, ops)
     e.denied(res, "shadow", "ENOENT")
-    e.denied(res, "passwd", "ENOENT")
+    e.own_passwd(res, "passwd")  # the sandbox's own (contract section 5)
     e.denied(res, "home", "ENOENT")
     e.denied(res, "homes", "ENOENT")
     e.denied(res, "caller_tmp", "ENOENT")
     top = set(e.allowed(res, "root"))
     # /govex: where the fresh workdir (a tmpfs) is mounted
     g.check(top <= {"dev", "proc", "tmp", "usr", "lib", "lib64", "root", "opt", "bin", "home",
-                    "govex"},
+                    "govex", "etc"},
             "unexpected top-level entries in the sandbox root: %r" % sorted(top))
-    g.check("etc" not in top, "/etc is visible: %r" % sorted(top))
+    # /etc holds only the sandbox's own identity files
+    g.eq(sorted(e.allowed(res, "etc")), ["group", "passwd"], "/etc in the sandbox")
 
 
 def test_writes_outside_denied(t):
@@ -93,8 +95,12 @@ def test_symlinks_out_of_workdir(t):
            ["read", os.path.join(ro, "to-secret"), {"as": "ro_secret"}],
            ["read", os.path.join(ro, "up-secret"), {"as": "ro_up"}]]
     _, doc, res = e.run_probe(t, ops, pol=pol)
-    for label in ("wd_shadow", "wd_secret", "wd_dotdot", "ro_passwd", "ro_secret", "ro_up"):
+    for label in ("wd_shadow", "wd_secret", "ro_secret", "ro_up"):
         e.denied(res, label, "ENOENT")
+    # /etc/passwd inside is the sandbox's own (contract section 5): a link to it reads
+    # that one, never the host's
+    for label in ("wd_dotdot", "ro_passwd"):
+        e.own_passwd(res, label)
 
 
 def test_write_root_ownership(t):

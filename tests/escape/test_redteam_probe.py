@@ -495,9 +495,9 @@ def test_planted_stdlib_etc(t):
     """FINDING: system_tree() keeps a prefix of /etc from being bound, but not a stdlib:
     an answer with prefix = stdlib = /etc (valid: an existing directory, stdlib under
     prefix) binds all of the host's /etc into every run of the policy (what issue 9
-    item 1 did through the cache, now through a wrapper).  Expected: /etc/passwd and
-    /etc/hostname absent (ENOENT).  (Plain reads: run_probe, since the canary itself
-    refuses a sandbox that shows /etc.)"""
+    item 1 did through the cache, now through a wrapper).  Expected: /etc holds only the
+    sandbox's own passwd and group (contract section 5), not the host's.  (Plain reads:
+    run_probe, since the canary itself refuses a sandbox that shows /etc.)"""
     e.need_restricted("fs_read_allowlist")
     base = _base(t)
     ans = _genuine()
@@ -509,7 +509,8 @@ def test_planted_stdlib_etc(t):
     env, _ = e.cache_env(t)
     _, doc, res = e.run_probe(t, [["read", "/etc/passwd", {"as": "passwd"}],
                                   ["listdir", "/etc", {"as": "etc"}]], pol=pol, env=env)
-    e.denied(res, "passwd", "ENOENT")
+    e.own_passwd(res, "passwd")
+    g.eq(sorted(e.allowed(res, "etc")), ["group", "passwd"], "/etc in the sandbox")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One execve, then none: how `subprocess: deny` keeps the run to the interpreter.
+ * One execve, then none: how `subprocess: deny` keeps the run to the interpreter; and
+ * the refusals the sandbox counts so that a result can name the control that refused
+ * (network_deny, subprocess_deny) without reading anything the run wrote.
  *
  * Denying fork and clone leaves execve: Python could replace itself with /bin/sh, with
  * the ELF loader running any readable binary, or with a file it wrote (through
@@ -15,6 +17,15 @@
  * once with ENOSYS, costing the shim nothing (a flood of them cannot spend CPU outside
  * the run's cgroup).  The answer does not depend on the arguments, so there is nothing for a
  * racing thread to change between the check and the use.
+ *
+ * Denials named (contract section 6): the shim keeps the listener after the first
+ * execve and answers each later one with ENOSYS itself (what the kernel answers without
+ * a listener), counting it; under network: deny the guard also notifies socket() of
+ * every family but AF_UNIX, which the allowlist then lets through to it, and the shim
+ * answers EAFNOSUPPORT (what the allowlist answers where nobody counts) and counts.
+ * The counts reach the host in the shim's report, never through anything the run can
+ * write.  At most RDENIALS_ANSWERED_MAX refusals are answered; then the listener is
+ * closed and the kernel refuses the rest (ENOSYS) at no cost to the shim.
  *
  * Everything here after prepare is a raw syscall on memory allocated before the clone
  * (async-signal-safe).
@@ -98,7 +109,7 @@ int rexec_receive(int sock)
  * rexec_answer() checks the kernel's own sizes against it. */
 #define NOTIF_BUF 512
 
-int rexec_answer(int listener, unsigned *count)
+int rexec_answer(int listener, bool exec_once, struct rdenials *d)
 {
 	struct seccomp_notif_sizes sz;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
@@ -120,12 +131,22 @@ int rexec_answer(int listener, unsigned *count)
 		return errno == ENOENT || errno == EINTR ? 0 : -errno; /* the caller went away */
 	memset(&resp, 0, sizeof(resp));
 	resp.r.id = req.n.id;
-	if ((*count)++ == 0) {
+	/* the guard notifies only these, on the native architecture (the allowlist kills
+	 * any other) */
+	int nr = req.n.data.nr;
+	if (nr == SYS_socket) {
+		resp.r.error = -EAFNOSUPPORT; /* what the filter answers where nobody counts */
+		if (d->net_denied < UINT32_MAX)
+			d->net_denied++;
+	} else if ((nr == SYS_execve || nr == SYS_execveat) && exec_once && d->execs++ == 0) {
 		resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE; /* the interpreter's start */
 	} else {
-		resp.r.error = -EPERM;
+		/* a later execve: ENOSYS, as the kernel answers once the listener is gone */
+		resp.r.error = -ENOSYS;
+		if (nr == SYS_execve || nr == SYS_execveat)
+			d->exec_denied += d->exec_denied < UINT32_MAX;
 	}
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		return -errno;
-	return 0;
+	return (uint64_t)d->net_denied + d->exec_denied >= RDENIALS_ANSWERED_MAX ? 1 : 0;
 }

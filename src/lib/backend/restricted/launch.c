@@ -219,9 +219,10 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 		    strcmp(st->plan.m[i].path, "/") == 0)
 			st->root_bind = true;
 	if (r >= 0)
-		r = rfilter_build(st->deny_net, st->deny_subprocess, &st->filter, err);
-	if (r >= 0)
-		r = rguard_build(st->deny_subprocess, &st->guard, err);
+		r = rfilter_build(st->deny_net, st->deny_subprocess, st->deny_net, &st->filter,
+				  err);
+	if (r >= 0) /* network: deny: socket() refused and counted by the shim (execonce.c) */
+		r = rguard_build(st->deny_subprocess, st->deny_net, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);
 		return r;
@@ -512,7 +513,8 @@ struct shim_wait {
 	/* subprocess: deny: the child's execve listener arrives on xsock, then its
 	 * notifications on listener */
 	int xsock, listener;
-	unsigned execs;
+	bool exec_once;
+	struct rdenials den;		    /* what the listener answered and refused */
 	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
 	bool done;
 	int status;
@@ -548,10 +550,11 @@ static bool shim_exec_events(struct shim_wait *w, short xrev, short lrev)
 		w->xsock = -1;
 	}
 	if (lrev & POLLIN) {
-		if (rexec_answer(w->listener, &w->execs) < 0)
+		int r = rexec_answer(w->listener, w->exec_once, &w->den);
+		if (r < 0)
 			return false;
-		if (w->execs > 0) {
-			/* the interpreter started: no listener, no later execve */
+		if (r > 0) {
+			/* enough refusals counted: the kernel refuses the rest (ENOSYS) */
 			close(w->listener);
 			w->listener = -1;
 		}
@@ -654,9 +657,12 @@ static __attribute__((noreturn)) void shim(void *ctx)
 					 ? (int64_t)l->limits->cpu_ms * 1000000
 					 : -1,
 	};
+	w.exec_once = c->st->deny_subprocess;
 	shim_wait(c, &w, &rep);
 	shim_kill_all(&w);
 	rep.wait_status = w.status;
+	rep.net_denied = w.den.net_denied;
+	rep.exec_denied = w.den.exec_denied;
 	govex__shim_report(f->rep[1], &rep);
 }
 
@@ -765,6 +771,7 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	workdir_opts(c->uid, c->gid, l->limits, wd_opts, sizeof(wd_opts));
 	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
 			       l->extra_ro, &c->plan)) < 0 ||
+	    (r = rplan_add_identity(&c->plan, c->uid, c->gid, l->workdir, l->policy->shell)) < 0 ||
 	    (r = rscratch_alloc(&c->scr, c->plan.n)) < 0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PLAN, -r, NULL);
 	/* As root the program runs as the slot's user: a fresh workdir (ours) is handed
@@ -782,7 +789,7 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	} else if (l->aggregate) {
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
 	}
-	if (st->deny_subprocess &&
+	if ((st->deny_subprocess || st->deny_net) &&
 	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
 		0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);

@@ -332,6 +332,9 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 		}
 		for (size_t i = 0; in->libs && in->libs[i]; i++)
 			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], ro, err));
+		/* the C.UTF-8 locale (LANG's platform default, platform.c): glibc >= 2.35
+		 * loads it from here; left out where the host has none */
+		TRY(add_bind(&pl, RM_BIND_RO, "/usr/lib/locale/C.utf8", ro, err));
 		if (pol->network) {
 			/* name resolution and TLS trust, as far as a networked program needs */
 			static const char *const netfiles[] = {
@@ -498,6 +501,61 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 	pl.n = w;
 	*ret = pl;
 	pl = (struct rplan){0}; /* taken */
+	return 0;
+}
+
+/* ---- the identity files -------------------------------------------------------------- */
+
+/* true when a bind of the plan shows the host's path (or a directory above it) */
+static bool bound_from_host(const struct rplan *pl, const char *path)
+{
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct rmount *m = &pl->m[i];
+		if ((is_bind(m->kind) || m->kind == RM_LANDLOCK) &&
+		    govex__path_under(path, m->path))
+			return true;
+	}
+	return false;
+}
+
+int rplan_add_identity(struct rplan *pl, uid_t uid, gid_t gid, const char *home, bool shell)
+{
+	/* a name and home without ':' or a newline (a workdir may hold any byte) */
+	for (const char *c = home; *c; c++)
+		if (*c == ':' || *c == '\n')
+			return 0;
+	char *passwd = NULL, *group = NULL;
+	if (asprintf(&passwd,
+		     "root:x:0:0:root:/root:/bin/sh\n"
+		     "govex:x:%u:%u:govex:%s:%s\n"
+		     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		     (unsigned)uid, (unsigned)gid, home,
+		     shell ? "/bin/sh" : "/usr/sbin/nologin") < 0)
+		return -ENOMEM;
+	if (asprintf(&group, "root:x:0:\ngovex:x:%u:\nnogroup:x:65534:\n", (unsigned)gid) < 0) {
+		free(passwd);
+		return -ENOMEM;
+	}
+	struct rmount *nm = realloc(pl->m, (pl->n + 2) * sizeof(*pl->m));
+	if (!nm) {
+		free(passwd);
+		free(group);
+		return -ENOMEM;
+	}
+	pl->m = nm;
+	const char *paths[] = {"/etc/passwd", "/etc/group"};
+	char *texts[] = {passwd, group};
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		char *path = bound_from_host(pl, paths[i]) ? NULL : strdup(paths[i]);
+		if (!path) {
+			free(texts[i]);
+			continue; /* the policy shows the host's (or no memory: none) */
+		}
+		pl->m[pl->n++] = (struct rmount){
+		    .kind = RM_FILE, .path = path, .opts = texts[i], .ll_access = LL_FS_READ_FILE};
+	}
+	/* in path order, before the read-only flips */
+	qsort(pl->m, pl->n, sizeof(*pl->m), mount_cmp);
 	return 0;
 }
 
@@ -703,6 +761,30 @@ static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool p
 	}
 	case RM_LANDLOCK:
 		break; /* a Landlock rule only */
+	case RM_FILE: {
+		/* in the root tmpfs, before it turns read-only; owned by root, 0644 */
+		*ret_step = GOVEX_STEP_MOUNTPOINT;
+		r = mkdir_parents(m->path, false);
+		if (r < 0)
+			return r;
+		int fd = open(m->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -errno;
+		size_t len = strlen(m->opts), off = 0;
+		while (off < len) {
+			ssize_t w = write(fd, m->opts + off, len - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				r = w < 0 ? -errno : -EIO;
+				close(fd);
+				return r;
+			}
+			off += (size_t)w;
+		}
+		close(fd);
+		break;
+	}
 	case RM_SYMLINK:
 		*ret_step = GOVEX_STEP_MOUNTPOINT;
 		r = mkdir_parents(m->path, false);

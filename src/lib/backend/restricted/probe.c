@@ -464,7 +464,7 @@ static int pctx_prepare(struct pctx *c, struct govex_error *err)
 			c->cg.procs_fd[i] = -1;
 	}
 	struct govex_error fe;
-	if ((r = rfilter_build(true, false, &c->filter, &fe)) < 0)
+	if ((r = rfilter_build(true, false, false, &c->filter, &fe)) < 0)
 		return govex__err(err, GOVEX_EINTERP, -r, "interpreter probe: %s", fe.message);
 	return 0;
 }

@@ -56,6 +56,7 @@ enum rmount_kind {
 	RM_LANDLOCK,  /* no mount: a Landlock rule only (a file inside a bind that needs more
 		       * rights than the bind, e.g. EXECUTE on the interpreter) */
 	RM_PROC_MASK, /* a host-wide file of /proc: hidden when proc has no subset=pid */
+	RM_FILE,      /* a small read-only file written in the new root; opts = its text */
 };
 
 struct rmount {
@@ -83,6 +84,11 @@ int rplan_build(const struct govex_policy *p, const struct govex__interp *in, st
 int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
 		  const char *argv0, char *const *extra_ro, struct rplan *ret);
 void rplan_free(struct rplan *p);
+/* Adds /etc/passwd and /etc/group to a run's plan (after rplan_for_run): root, the run's
+ * identity ("govex", uid/gid as seen inside, home = the workdir, shell /bin/sh when the
+ * policy allows a shell, else /usr/sbin/nologin) and nobody/nogroup; nothing of the
+ * host's.  Not when the policy binds the host's /etc (or the files) itself. */
+int rplan_add_identity(struct rplan *pl, uid_t uid, gid_t gid, const char *home, bool shell);
 
 /* Landlock rights. */
 #define LL_FS_EXECUTE	       (1ULL << 0)
@@ -148,11 +154,15 @@ struct rfilter {
 	unsigned short len;
 };
 /* Builds the filter for a policy with libseccomp and exports it as BPF. */
-int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret,
+/* net_notified: under deny_net, socket() of a family other than AF_UNIX is left to the
+ * guard's listener (which refuses and counts it); the caller installs that guard.
+ * Otherwise the filter refuses it itself. */
+int rfilter_build(bool deny_net, bool deny_subprocess, bool net_notified, struct rfilter *ret,
 		  struct govex_error *err);
 /* The guard stacked on it: ioctl TIOCSTI/TIOCLINUX refused; with exec_once, execve and
- * execveat sent to a user-notification listener (execonce.c). */
-int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err);
+ * execveat sent to a user-notification listener (execonce.c); with notify_net, socket()
+ * of any family but AF_UNIX too. */
+int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err);
 /* Exports a libseccomp filter as BPF (the caller releases ctx). */
 typedef void *scmp_filter_ctx;
 int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error *err);
@@ -167,10 +177,21 @@ int rfilter_load(const struct rfilter *f);
 int rexec_install(const struct rfilter *guard, int sock);
 /* Shim: receives the listener from sock; -ECHILD when the child closed sock first. */
 int rexec_receive(int sock);
-/* Shim: answers one notification on listener: the first execve continues (the shim
- * then closes the listener, so that the kernel fails every later one with ENOSYS);
- * should another arrive first, it fails with EPERM.  *count counts them. */
-int rexec_answer(int listener, unsigned *count);
+/* What the shim's listener has answered: execve/execveat notifications (the first
+ * continued), and the attempts it refused, per control. */
+struct rdenials {
+	unsigned execs;	      /* execve notifications answered */
+	uint32_t exec_denied; /* a later execve refused (subprocess: deny) */
+	uint32_t net_denied;  /* a socket() refused (network: deny) */
+};
+/* After this many refusals the shim stops answering (closes the listener: the kernel
+ * then fails every later one with ENOSYS at no cost to the shim); the counts saturate. */
+#define RDENIALS_ANSWERED_MAX GOVEX_DENIALS_COUNTED_MAX
+/* Shim: answers one notification on listener: with exec_once the first execve
+ * continues, a later one fails with ENOSYS (as with no listener); a socket() fails with
+ * EAFNOSUPPORT, as the filter itself answers where nobody counts.  Returns 1 when the
+ * listener should close (the counts are full), 0 to go on, -errno. */
+int rexec_answer(int listener, bool exec_once, struct rdenials *d);
 
 /* ---- cgroups (cgroup.c) ------------------------------------------------------------- */
 

@@ -299,7 +299,7 @@ static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *na
 	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |        \
 	 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
-static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess)
+static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool net_notified)
 {
 	int r;
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -351,7 +351,18 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess)
 		 * reachable.  socketpair() stays for AF_UNIX streams and seqpackets
 		 * (asyncio, multiprocessing): a datagram pair could send to a pathname
 		 * socket by address (sendto, sendmsg), a stream or seqpacket cannot. */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 0);
+		if (net_notified) {
+			/* a family other than AF_UNIX goes on to the guard, which notifies the
+			 * shim: refused there (EAFNOSUPPORT) and counted (execonce.c) */
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+			if (r == 0)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+						     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+		} else {
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket),
+					     0);
+		}
 		if (r < 0)
 			return r;
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
@@ -436,7 +447,8 @@ int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error 
 	return 0;
 }
 
-int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, struct govex_error *err)
+int rfilter_build(bool deny_net, bool deny_subprocess, bool net_notified, struct rfilter *ret,
+		  struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
 	if (!ctx)
@@ -451,7 +463,7 @@ int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, stru
 	if (r == 0) /* a binary tree of syscall numbers rather than a linear chain */
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r == 0)
-		r = build(ctx, deny_net, deny_subprocess);
+		r = build(ctx, deny_net, deny_subprocess, net_notified);
 	if (r == 0)
 		r = rfilter_export(ctx, ret, err);
 	else
@@ -468,7 +480,7 @@ int rfilter_build(bool deny_net, bool deny_subprocess, struct rfilter *ret, stru
  * exec_once it turns execve and execveat into user notifications answered by the shim
  * (execonce.c).
  */
-int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
+int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -550,6 +562,9 @@ int rguard_build(bool exec_once, struct rfilter *ret, struct govex_error *err)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
 	if (r == 0 && exec_once)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0);
+	if (r == 0 && notify_net)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
 	if (r == 0)
 		r = rfilter_export(ctx, ret, err);
 	else
