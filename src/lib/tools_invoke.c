@@ -87,7 +87,7 @@ static int files_decode(json_t *files, struct files_in *f, char *err, size_t err
 	size_t i;
 	json_t *x;
 	if (json_array_size(files) > FILES_MAX) {
-		snprintf(err, errlen, "files: at most %d files", FILES_MAX);
+		snprintf(err, errlen, "args.files: at most %d files", FILES_MAX);
 		return 1;
 	}
 	json_array_foreach(files, i, x)
@@ -95,7 +95,8 @@ static int files_decode(json_t *files, struct files_in *f, char *err, size_t err
 		const char *name = json_string_value(json_object_get(x, "name"));
 		json_t *text = json_object_get(x, "text"), *b64 = json_object_get(x, "base64");
 		if (!!text == !!b64) {
-			snprintf(err, errlen, "files[%zu]: give exactly one of text and base64", i);
+			snprintf(err, errlen,
+				 "args.files[%zu]: give exactly one of text and base64", i);
 			return 1;
 		}
 		size_t nl = strlen(name);
@@ -104,15 +105,15 @@ static int files_decode(json_t *files, struct files_in *f, char *err, size_t err
 			ok = isalnum((unsigned char)name[k]) || strchr("._-", name[k]);
 		if (!ok) {
 			snprintf(err, errlen,
-				 "files[%zu].name: a plain file name of 1 to 128 characters "
+				 "args.files[%zu].name: a plain file name of 1 to 128 characters "
 				 "[A-Za-z0-9._-], not starting with '.'",
 				 i);
 			return 1;
 		}
 		for (size_t k = 0; k < f->n; k++)
 			if (strcmp(f->v[k].name, name) == 0) {
-				snprintf(err, errlen, "files[%zu].name: '%s' is given twice", i,
-					 name);
+				snprintf(err, errlen, "args.files[%zu].name: '%s' is given twice",
+					 i, name);
 				return 1;
 			}
 		struct govex_file *g = &f->v[f->n];
@@ -129,7 +130,7 @@ static int files_decode(json_t *files, struct files_in *f, char *err, size_t err
 		if (r == -ENOMEM)
 			return -ENOMEM;
 		if (r < 0) {
-			snprintf(err, errlen, "files[%zu].base64: not valid base64", i);
+			snprintf(err, errlen, "args.files[%zu].base64: not valid base64", i);
 			return 1;
 		}
 		g->data = data;
@@ -167,22 +168,23 @@ static int check_bounds(const govex_toolset *ts, const struct govex__tool *t, js
 	json_t *code = json_object_get(args, "code"), *in = json_object_get(args, "stdin");
 	json_t *inputs = json_object_get(args, "inputs");
 	if (json_string_length(code) > b->code_bytes) {
-		snprintf(err, errlen, "code: %zu bytes exceeds the limit of %llu bytes",
+		snprintf(err, errlen, "args.code: %zu bytes exceeds the limit of %llu bytes",
 			 json_string_length(code), (unsigned long long)b->code_bytes);
 		return 1;
 	}
 	if (in && json_string_length(in) > b->stdin_bytes) {
-		snprintf(err, errlen, "stdin: %zu bytes exceeds the limit of %llu bytes",
+		snprintf(err, errlen, "args.stdin: %zu bytes exceeds the limit of %llu bytes",
 			 json_string_length(in), (unsigned long long)b->stdin_bytes);
 		return 1;
 	}
 	if (inputs && compact_size(inputs) > b->call_input_bytes) {
-		snprintf(err, errlen, "inputs: %zu bytes of JSON exceeds the limit of %llu bytes",
+		snprintf(err, errlen,
+			 "args.inputs: %zu bytes of JSON exceeds the limit of %llu bytes",
 			 compact_size(inputs), (unsigned long long)b->call_input_bytes);
 		return 1;
 	}
 	if (memchr(json_string_value(code), '\0', json_string_length(code))) {
-		snprintf(err, errlen, "code: contains a NUL character");
+		snprintf(err, errlen, "args.code: contains a NUL character");
 		return 1;
 	}
 	return 0;
@@ -196,7 +198,7 @@ static int arguments(const govex_toolset *ts, const struct govex__tool *t, const
 	if (js && len) {
 		struct govex_error ge = {0};
 		if (govex__json_parse(js, len, 0, &args, &ge) < 0) {
-			snprintf(err, errlen, "arguments: %s", ge.message);
+			snprintf(err, errlen, "args: %s", ge.message);
 			return 1;
 		}
 	} else {
@@ -209,7 +211,7 @@ static int arguments(const govex_toolset *ts, const struct govex__tool *t, const
 		args = json_object();
 	}
 	if (!json_is_object(args)) {
-		snprintf(err, errlen, "arguments: must be a JSON object");
+		snprintf(err, errlen, "args: must be a JSON object");
 		return 1;
 	}
 	int r = govex__schema_check(t->input_schema, args, "args", err, errlen);

@@ -133,7 +133,7 @@ def test_inputs(t):
     s2 = m.Server(["--policy", pol], cwd=t)
     r = s2.call("run_python_snippet", {"code": "1", "inputs": {"x": "y" * 200}})
     msg = m.argument_error(r, "inputs over call_input_bytes")
-    m.check(msg.startswith("inputs: "), "names the argument: " + msg)
+    m.check(msg.startswith("args.inputs: "), "names the argument: " + msg)
 
 
 def test_large_code_runs_unwrapped(t):
@@ -149,7 +149,7 @@ def test_large_code_runs_unwrapped(t):
     m.eq((d["status"], d["value"]), ("success", 9300), "with inputs")
     r = s.call("run_python_snippet", {"code": "x" * 65537})
     msg = m.argument_error(r, "code over code_bytes")
-    m.check(msg.startswith("code: "), "names the argument: " + msg)
+    m.check(msg.startswith("args.code: "), "names the argument: " + msg)
 
 
 def test_stdin_and_truncation(t):
@@ -287,7 +287,7 @@ def test_module_tools(t):
     d = m.result_doc(r)
     m.check(r["result"]["isError"] and d["status"] != "success", "a raising function: %s"
             % d["status"])
-    for args, name in (({}, "'a'"), ({"a": "x"}, "a"), ({"a": 1, "c": 2}, "'c'"),
+    for args, name in (({}, "args.a"), ({"a": "x"}, "args.a"), ({"a": 1, "c": 2}, "args.c"),
                        ({"a": 1.5}, "a"), ({"a": True}, "a")):
         msg = m.argument_error(s.call("add", args), "bad arguments %r" % (args,))
         m.check(name in msg, "%r names the argument %s: %s" % (args, name, msg))
@@ -316,7 +316,7 @@ def test_argument_errors_by_version(t):
     r = s.call("add", {"a": "x"}, meta=m.meta())
     msg = m.argument_error(r, "modern add")
     m.eq(r["result"].get("resultType"), "complete", "modern result")
-    m.check(msg.startswith("a: "), "names the argument: " + msg)
+    m.check(msg.startswith("args.a: "), "names the argument: " + msg)
 
 
 def test_descriptions_follow_the_policy(t):

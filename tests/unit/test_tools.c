@@ -246,26 +246,26 @@ START_TEST(test_bad_arguments_are_tool_errors)
 {
 	govex_runtime *rt;
 	govex_toolset *ts = toolset_for("trusted", true, &rt);
-	assert_argument_error(ts, "add", "{}", "'a'");
-	assert_argument_error(ts, "add", "{\"a\":\"x\"}", "a:");
-	assert_argument_error(ts, "add", "{\"a\":1.5}", "a:");
-	assert_argument_error(ts, "add", "{\"a\":true}", "a:");
-	assert_argument_error(ts, "add", "{\"a\":1,\"c\":2}", "'c'");
-	assert_argument_error(ts, "add", "[1]", "arguments");
-	assert_argument_error(ts, "add", "{\"a\":", "arguments");
-	assert_argument_error(ts, "run_python_snippet", "{\"code\":5}", "code:");
+	assert_argument_error(ts, "add", "{}", "args.a");
+	assert_argument_error(ts, "add", "{\"a\":\"x\"}", "args.a:");
+	assert_argument_error(ts, "add", "{\"a\":1.5}", "args.a:");
+	assert_argument_error(ts, "add", "{\"a\":true}", "args.a:");
+	assert_argument_error(ts, "add", "{\"a\":1,\"c\":2}", "args.c");
+	assert_argument_error(ts, "add", "[1]", "args");
+	assert_argument_error(ts, "add", "{\"a\":", "args");
+	assert_argument_error(ts, "run_python_snippet", "{\"code\":5}", "args.code:");
 	assert_argument_error(ts, "run_python_snippet", "{\"code\":\"1\",\"timeout_ms\":999999}",
-			      "timeout_ms:");
+			      "args.timeout_ms:");
 	assert_argument_error(ts, "run_python_snippet",
 			      "{\"code\":\"1\",\"files\":[{\"name\":\"../x\",\"text\":\"\"}]}",
-			      "files[0].name");
+			      "args.files[0].name");
 	assert_argument_error(ts, "run_python_snippet",
 			      "{\"code\":\"1\",\"files\":[{\"name\":\"a\",\"base64\":\"%%\"}]}",
-			      "files[0].base64");
+			      "args.files[0].base64");
 	assert_argument_error(ts, "run_python_snippet",
 			      "{\"code\":\"1\",\"files\":[{\"name\":\"a\",\"text\":\"\"},{\"name\":"
 			      "\"a\",\"text\":\"\"}]}",
-			      "files[1].name");
+			      "args.files[1].name");
 	govex_toolset_free(ts);
 	govex_runtime_free(rt);
 }

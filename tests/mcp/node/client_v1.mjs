@@ -95,7 +95,7 @@ async function run(client) {
       assert(r.isError === true && r.structuredContent.status === 'invalid_input',
         'bad code: ' + JSON.stringify(r).slice(0, 300));
       assert(r.structuredContent.diagnostics[0].code === 'invalid_argument', 'diagnostic');
-      assert(r.content[0].text.includes('code: must be a string'), 'text names the argument');
+      assert(r.content[0].text.includes('args.code: expected string'), 'text names the argument');
       const r2 = await client.callTool(snippet('1', { timeout_ms: 10 ** 9 }));
       assert(r2.isError === true && r2.content[0].text.includes('timeout_ms: must be at most'),
         'timeout bound: ' + r2.content[0].text);
