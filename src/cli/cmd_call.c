@@ -261,6 +261,8 @@ static int call_or_plan(struct cli_session *s, govex_plan *plan, struct govex_ca
 	}
 	print_result(res, s->opts->json);
 	rc = call_exit_status(res);
+	if (!plan_only && cli_output_dir_write(s->opts, res) != 0)
+		rc = EXIT_REFUSED;
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);
@@ -289,10 +291,17 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	struct cli_session s;
 	struct call_input in = {0};
 	struct govex_call call;
+	struct cli_files files;
 	memset(&call, 0, sizeof(call));
+	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
-	if ((rc = read_call_input(&a, &in, &call)) != 0)
+	if ((rc = read_call_input(&a, &in, &call)) != 0 || (rc = cli_files_read(&a, &files)) != 0 ||
+	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
 		goto out;
+	call.files = files.n ? files.files : NULL;
+	call.n_files = files.n;
+	call.outputs = a.output_dir != NULL;
+	call.on_output = plan_only ? NULL : cli_live_output(&a);
 	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
 		rc = cli_session_refuse(&s);
 		goto out;
@@ -300,6 +309,7 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	rc = call_or_plan(&s, in.plan, &call, plan_only);
 out:
 	call_input_free(&in);
+	cli_files_free(&files);
 	cli_session_close(&s);
 	return rc;
 }

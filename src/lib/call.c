@@ -801,6 +801,12 @@ static int plan_call_internal(govex_runtime *rt, const char *run_id, const struc
 	json_decref(unknown);
 
 	struct govex_request req = worker_request(call);
+	/* files in and out, live output: the call's (not the inspection's) */
+	req.files = call->files;
+	req.n_files = call->n_files;
+	req.outputs = call->outputs;
+	req.on_output = call->on_output;
+	req.output_userdata = call->output_userdata;
 	json_t *job = json_pack("{s:s, s:o, s:O, s:s, s:{s:o, s:O}}", "kind", "call", "source",
 				source_json(s), "function", fn, "inspection_digest", in->digest,
 				"effects", "require_known",

@@ -197,6 +197,10 @@ struct govex__limits {
 	uint64_t stderr_bytes;
 	uint64_t call_input_bytes;
 	uint64_t call_output_bytes;
+	/* files in and out (files.c); omitted from canonical bytes at their defaults */
+	uint64_t files_in_bytes;
+	uint64_t files_out_bytes;
+	uint64_t files_out_count;
 };
 
 #define GOVEX_WALL_MS_MAX 3600000ULL
@@ -332,6 +336,16 @@ struct govex__launch {
 	/* files the run needs to read besides the runtime's (govex exec: the executable,
 	 * its loader and libraries); a sandbox binds them read-only.  NULL = none. */
 	char *const *extra_ro;
+	/* files in (placed read-only in the workdir by the backend when the workdir is
+	 * its private one; by govex__launch otherwise), and outputs: out_fd >= 0 is the
+	 * host's memfd where the backend collects the output directory (files.c) */
+	const struct govex_file *files;
+	size_t n_files;
+	bool outputs;
+	int out_fd;
+	/* live output (supervise.c) */
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 struct govex__buf {
@@ -364,6 +378,9 @@ struct govex__outcome {
 	int workdir_cleanup_errno;
 	/* the run's cgroup could not be removed after the run (errno), else 0 */
 	int cgroup_cleanup_errno;
+	/* outputs were requested: what came back (files.h), NULL when none could be read */
+	bool outputs;
+	struct govex__outfiles *outfiles;
 };
 void govex__outcome_release(struct govex__outcome *o);
 

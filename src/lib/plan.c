@@ -16,6 +16,8 @@
 #include "request.h"
 #include "approval.h"
 
+#include "files.h"
+
 /* ---- the plan object -------------------------------------------------------------------- */
 
 void govex__decision_release(struct decision *d)
@@ -94,11 +96,14 @@ struct plan_field {
 };
 
 static const char *const pf_backend[] = {"name", "version", NULL};
+/* clang-format off */
 static const char *const pf_limits[] = {
 	"wall_ms",	"cpu_ms",	"memory_bytes",	    "processes",
 	"open_files",	"file_size_bytes", "code_bytes",    "stdin_bytes",
 	"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
-	NULL};
+	"files_in_bytes", "files_out_bytes", "files_out_count", NULL};
+/* clang-format on */
+static const char *const pf_outputs[] = {"max_files", "max_bytes", NULL};
 static const char *const pf_environment[] = {"names", NULL};
 static const char *const pf_workdir[] = {"mode", "path", NULL};
 static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
@@ -111,12 +116,15 @@ static const char *const pf_source[] = {"digest", "bytes", "path", "notebook_dig
 static const char *const pf_effects[] = {"require_known", "observed", NULL};
 static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
 
+/* clang-format off */
 #define PF_COMMON                                                                          \
 	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},  \
 		{"environment", pf_environment}, {"workdir", pf_workdir},                  \
 		{"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},    \
 		{"shell", NULL}, {"needs", NULL}, {"approval", NULL},                      \
-		{"controls", pf_controls}, {"policy_digest", NULL }
+		{"controls", pf_controls}, {"policy_digest", NULL }, {"files", NULL},       \
+		{"outputs", pf_outputs}
+/* clang-format on */
 static const struct plan_field pf_run[] = {
 	PF_COMMON, {"code", pf_code}, {"stdin", pf_stdin}, {"interpreter", pf_interpreter},
 	{"request_digest", NULL}, {NULL, NULL}};
@@ -355,6 +363,20 @@ static int plan_host_limits(struct planning *pl)
 	return 0;
 }
 
+/* files in and outputs (files.c): names, bounds, a fresh workdir */
+static int plan_files(struct planning *pl)
+{
+	int r = govex__files_check(pl->rt, pl->req, pl->d.workdir != NULL, &pl->res);
+	if (r != 0)
+		return r;
+	pl->d.files = pl->req->files;
+	pl->d.n_files = pl->req->n_files;
+	pl->d.outputs = pl->req->outputs != 0;
+	pl->d.on_output = pl->req->on_output;
+	pl->d.output_userdata = pl->req->output_userdata;
+	return 0;
+}
+
 /* declared needs and shell intent, the workdir, metadata */
 static int plan_needs_workdir_metadata(struct planning *pl)
 {
@@ -363,7 +385,7 @@ static int plan_needs_workdir_metadata(struct planning *pl)
 	    (r = govex__request_workdir(pl->rt, pl->req, &pl->d.workdir, &pl->res)) != 0 ||
 	    (r = govex__request_metadata(pl->rt, pl->req, &pl->meta, &pl->res)) != 0)
 		return r;
-	return 0;
+	return plan_files(pl);
 }
 
 /* the environment the run gets */
@@ -371,6 +393,8 @@ static int plan_environment(struct planning *pl)
 {
 	int r = govex__build_env(pl->p, pl->req, &pl->d.env, &pl->res, pl->rt);
 	if (r < 0)
+		return r;
+	if (!pl->res && pl->d.outputs && (r = govex__files_env(&pl->d.env)) < 0)
 		return r;
 	return pl->res ? 1 : 0;
 }
@@ -584,6 +608,10 @@ static int plan_documents(struct planning *pl)
 		if (pl->exec)
 			json_object_del(doc, "interpreter");
 		json_object_update(doc, pl->job);
+	}
+	if (govex__files_plan_members(doc, req, &d->limits) < 0) {
+		json_decref(doc);
+		return -ENOMEM;
 	}
 	if (!(pl->plan = govex__plan_from_doc(doc)))
 		return -ENOMEM;

@@ -22,6 +22,12 @@ struct decision {
 	char **env;	  /* NAME=VALUE, final */
 	char *workdir;	  /* NULL = fresh */
 	unsigned approve; /* permissions needing approval */
+	/* borrowed from the request: files in, outputs, live output (files.c, supervise.c) */
+	const struct govex_file *files;
+	size_t n_files;
+	bool outputs;
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 void govex__decision_release(struct decision *d);

@@ -13,6 +13,8 @@
 
 #include "internal.h"
 
+#include "files.h"
+
 #define POLICY_FILE_MAX (1u << 20)
 
 struct limit_desc {
@@ -20,9 +22,12 @@ struct limit_desc {
 	size_t off;
 	bool nullable;
 	uint64_t min, max, def;
+	bool omit_default; /* left out of canonical bytes at its default (newer fields:
+			    * every older policy keeps its digest) */
 };
 
 #define LIM(f) offsetof(struct govex__limits, f)
+/* clang-format off */
 static const struct limit_desc limit_table[] = {
 	{"wall_ms", LIM(wall_ms), false, 1, GOVEX_WALL_MS_MAX, 5000},
 	{"cpu_ms", LIM(cpu_ms), true, 1, 24ULL * GOVEX_WALL_MS_MAX, 0},
@@ -37,7 +42,14 @@ static const struct limit_desc limit_table[] = {
 	{"call_input_bytes", LIM(call_input_bytes), false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20},
 	{"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
 	 GOVEX_CALL_BYTES_MAX, 1ULL << 20},
+	{"files_in_bytes", LIM(files_in_bytes), false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT,
+	 true},
+	{"files_out_bytes", LIM(files_out_bytes), false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT,
+	 true},
+	{"files_out_count", LIM(files_out_count), false, 0, GOVEX__FILES_COUNT_MAX,
+	 GOVEX__FILES_COUNT_DEFAULT, true},
 };
+/* clang-format on */
 #undef LIM
 
 static uint64_t *limit_ptr(struct govex__limits *l, const struct limit_desc *d)
@@ -241,11 +253,13 @@ static int get_paths(const json_t *v, const char *path, char ***ret, struct gove
 
 static int parse_limits(const json_t *v, struct govex__limits *l, struct govex_error *err)
 {
+	/* clang-format off */
 	static const char *const keys[] = {
 		"wall_ms",      "cpu_ms",       "memory_bytes",     "processes",
 		"open_files",   "file_size_bytes", "code_bytes",    "stdin_bytes",
 		"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
-		NULL};
+		"files_in_bytes", "files_out_bytes", "files_out_count", NULL};
+	/* clang-format on */
 	int r = want_type(v, JSON_OBJECT, "limits", "an object", err);
 	if (r < 0 || (r = check_keys(v, "limits", keys, err)) < 0)
 		return r;
@@ -361,6 +375,8 @@ json_t *govex__limits_json(const struct govex__limits *l)
 	for (size_t i = 0; i < ARRAY_SIZE(limit_table); i++) {
 		const struct limit_desc *d = &limit_table[i];
 		uint64_t v = *limit_ptr((struct govex__limits *)l, d);
+		if (d->omit_default && v == d->def)
+			continue;
 		json_object_set_new(o, d->name,
 				    (d->nullable && v == 0) ? json_null()
 							    : json_integer((json_int_t)v));
