@@ -85,9 +85,9 @@ struct cli_files {
 	char *data[CLI_FILES_MAX];
 	size_t n;
 };
-/* Reads each --file NAME=PATH (regular files only, never blocking on a FIFO); 0, or
- * the refusal emitted and 125. */
-int cli_files_read(const struct cli_opts *a, struct cli_files *f);
+/* Reads each --file NAME=PATH (regular files only, never blocking on a FIFO, nothing
+ * read past the policy's limits.files_in_bytes); 0, or the refusal emitted and 125. */
+int cli_files_read(const struct cli_opts *a, const govex_policy *policy, struct cli_files *f);
 void cli_files_free(struct cli_files *f);
 /* --output-dir DIR exists and is a directory: 0, or the refusal emitted and 125. */
 int cli_output_dir_check(const struct cli_opts *a);

@@ -295,17 +295,19 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	memset(&call, 0, sizeof(call));
 	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
-	if ((rc = read_call_input(&a, &in, &call)) != 0 || (rc = cli_files_read(&a, &files)) != 0 ||
-	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+	if ((rc = read_call_input(&a, &in, &call)) != 0)
 		goto out;
-	call.files = files.n ? files.files : NULL;
-	call.n_files = files.n;
 	call.outputs = a.output_dir != NULL;
 	call.on_output = plan_only ? NULL : cli_live_output(&a);
 	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
+	call.files = files.n ? files.files : NULL;
+	call.n_files = files.n;
 	rc = call_or_plan(&s, in.plan, &call, plan_only);
 out:
 	call_input_free(&in);

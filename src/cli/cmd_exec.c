@@ -81,10 +81,7 @@ int cmd_exec(int argc, char **argv)
 	struct cli_files files;
 	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
-	if ((rc = cli_files_read(&a, &files)) != 0 ||
-	    (!a.plan_only && (rc = cli_output_dir_check(&a)) != 0))
-		goto out;
-	rc = EXIT_REFUSED;
+
 	if (a.stdin_file) {
 		int r = cli_read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len);
 		if (r < 0) {
@@ -98,6 +95,9 @@ int cmd_exec(int argc, char **argv)
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!a.plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
 	struct govex_exec x = {
 	    .argv = a.shell ? NULL : (const char *const *)a.operands,
 	    .shell = a.shell,

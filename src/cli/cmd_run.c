@@ -172,13 +172,15 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
-	if ((rc = read_run_input(&a, file, &in)) != 0 || (rc = cli_files_read(&a, &files)) != 0 ||
-	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+	if ((rc = read_run_input(&a, file, &in)) != 0)
 		goto out;
 	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
 	struct govex_request req = {
 	    .language = "python",
 	    .code = in.code,

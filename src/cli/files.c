@@ -12,10 +12,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 
-/* a file handed to a run, read whole; the library refuses it past the policy's bound */
-#define FILE_READ_MAX ((size_t)4 << 30)
+/* limits.files_in_bytes of the policy (its default when the canonical bytes omit it) */
+static uint64_t files_in_bound(const govex_policy *p)
+{
+	uint64_t bound = 64ULL << 20;
+	size_t n;
+	const char *c = p ? govex_policy_canonical(p, &n) : NULL;
+	json_t *doc = c ? json_loadb(c, n, 0, NULL) : NULL;
+	json_t *v = json_object_get(json_object_get(doc, "limits"), "files_in_bytes");
+	if (json_is_integer(v) && json_integer_value(v) >= 0)
+		bound = (uint64_t)json_integer_value(v);
+	json_decref(doc);
+	return bound;
+}
 
 void cli_files_free(struct cli_files *f)
 {
@@ -26,32 +39,95 @@ void cli_files_free(struct cli_files *f)
 	memset(f, 0, sizeof(*f));
 }
 
-int cli_files_read(const struct cli_opts *a, struct cli_files *f)
+/* Opens PATH for reading without blocking (a FIFO nobody writes), checks that it is a
+ * regular file and returns its size; the fd or -errno (-CLI_ENOTREG). */
+static int open_regular(const char *path, uint64_t *ret_size)
+{
+	struct stat st;
+	if (strcmp(path, "-") == 0)
+		return -CLI_ENOTREG; /* standard input is not a file */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int r = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -CLI_ENOTREG;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*ret_size = (uint64_t)st.st_size;
+	return fd;
+}
+
+/* Reads exactly size bytes (a file that changed meanwhile is refused: -EIO). */
+static int read_exact(int fd, uint64_t size, char **ret)
+{
+	char *buf = malloc(size + 1);
+	if (!buf)
+		return -ENOMEM;
+	uint64_t done = 0;
+	char extra;
+	while (done < size) {
+		ssize_t k = read(fd, buf + done, size - done > (1u << 20) ? (1u << 20) : size - done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			free(buf);
+			return k < 0 ? -errno : -EIO;
+		}
+		done += (uint64_t)k;
+	}
+	if (read(fd, &extra, 1) > 0) {
+		free(buf);
+		return -EIO;
+	}
+	buf[size] = '\0';
+	*ret = buf;
+	return 0;
+}
+
+int cli_files_read(const struct cli_opts *a, const govex_policy *policy, struct cli_files *f)
 {
 	char msg[600];
+	uint64_t bound = files_in_bound(policy), total = 0;
 	memset(f, 0, sizeof(*f));
 	for (size_t i = 0; i < a->n_files; i++) {
 		const char *eq = strchr(a->files[i], '=');
 		const char *path = eq + 1;
-		size_t len = 0;
-		int r = cli_read_regular(path, FILE_READ_MAX, &f->data[i], &len);
-		if (r == 0 && strcmp(path, "-") == 0)
-			r = -CLI_ENOTREG; /* standard input is not a file */
+		int nl = (int)(eq - a->files[i]);
+		uint64_t size = 0;
+		int r = open_regular(path, &size);
+		if (r >= 0 && size > bound - total) {
+			close(r);
+			snprintf(msg, sizeof(msg),
+				 "--file %.*s: '%s': the files' %llu bytes exceed "
+				 "limits.files_in_bytes (%llu)",
+				 nl, a->files[i], path, (unsigned long long)(total + size),
+				 (unsigned long long)bound);
+			cli_files_free(f);
+			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+						"files_too_large", msg);
+		}
+		if (r >= 0) {
+			int fd = r;
+			r = read_exact(fd, size, &f->data[i]);
+			close(fd);
+		}
 		if (r < 0) {
-			snprintf(msg, sizeof(msg), "--file %.*s: '%s': %s", (int)(eq - a->files[i]),
-				 a->files[i], path,
-				 r == -EFBIG ? "larger than 4 GiB" : cli_read_error(r));
+			snprintf(msg, sizeof(msg), "--file %.*s: '%s': %s", nl, a->files[i], path,
+				 r == -EIO ? "it changed while read" : cli_read_error(r));
 			cli_files_free(f);
 			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
 						"unreadable_file", msg);
 		}
-		f->names[i] = strndup(a->files[i], (size_t)(eq - a->files[i]));
+		total += size;
+		f->names[i] = strndup(a->files[i], (size_t)nl);
 		if (!f->names[i]) {
+			free(f->data[i]);
 			cli_files_free(f);
 			cli_error("out of memory");
 			return EXIT_REFUSED;
 		}
-		f->files[i] = (struct govex_file){f->names[i], f->data[i], len};
+		f->files[i] = (struct govex_file){f->names[i], f->data[i], (size_t)size};
 		f->n = i + 1;
 	}
 	return 0;

@@ -128,7 +128,7 @@ static int take(int id, const char *arg, struct cli_opts *o, struct cli_opt_erro
 			snprintf(err->msg, sizeof(err->msg), "--file: at most %d", CLI_FILES_MAX);
 			return bad(err, CLI_OPTERR_TOO_MANY, id, arg);
 		}
-		if (!eq || eq == arg || !eq[1]) {
+		if (!eq) { /* the name is the library's to check (invalid_input) */
 			snprintf(err->msg, sizeof(err->msg), "--file: '%s' is not NAME=PATH", arg);
 			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
 		}

@@ -85,15 +85,18 @@ int govex__files_check(govex_runtime *rt, const struct govex_request *req, bool 
 		       GOVEX__FILES_COUNT_MAX);
 	for (size_t i = 0; i < req->n_files; i++) {
 		const struct govex_file *f = &req->files[i];
+		/* shown whole up to one byte past the rule (129), cut after that */
 		char shown[GOVEX__FILE_NAME_MAX + 8];
-		size_t nl = f->name ? strnlen(f->name, GOVEX__FILE_NAME_MAX + 1) : 0;
-		shown_name(f->name ? f->name : "", nl > 64 ? 64 : nl, shown, sizeof(shown));
+		size_t nl = f->name ? strnlen(f->name, GOVEX__FILE_NAME_MAX + 2) : 0;
+		bool cut = nl > GOVEX__FILE_NAME_MAX + 1;
+		shown_name(f->name ? f->name : "", cut ? GOVEX__FILE_NAME_MAX + 1 : nl, shown,
+			   sizeof(shown));
 		if (!govex__file_name_ok(f->name, nl))
 			REFUSE("invalid_file_name",
 			       json_pack("{s:s, s:I}", "name", shown, "index", (json_int_t)i),
 			       "files[%zu]: '%s%s' is not a valid file name: [A-Za-z0-9._-], 1 to "
 			       "128 characters, no leading '.'",
-			       i, shown, nl > 64 ? "..." : "");
+			       i, shown, cut ? "..." : "");
 		if (!f->data && f->len)
 			REFUSE("invalid_file", json_pack("{s:s}", "name", shown),
 			       "files[%zu] '%s': no data", i, shown);
