@@ -67,7 +67,8 @@ static int read_exact(int fd, uint64_t size, char **ret)
 	uint64_t done = 0;
 	char extra;
 	while (done < size) {
-		ssize_t k = read(fd, buf + done, size - done > (1u << 20) ? (1u << 20) : size - done);
+		ssize_t k =
+		    read(fd, buf + done, size - done > (1u << 20) ? (1u << 20) : size - done);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -122,7 +123,7 @@ int cli_files_read(const struct cli_opts *a, const govex_policy *policy, struct 
 		total += size;
 		f->names[i] = strndup(a->files[i], (size_t)nl);
 		if (!f->names[i]) {
-			free(f->data[i]);
+			f->n = i + 1; /* data[i] is freed with the others */
 			cli_files_free(f);
 			cli_error("out of memory");
 			return EXIT_REFUSED;

@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -91,7 +90,7 @@ int govex__files_check(govex_runtime *rt, const struct govex_request *req, bool 
 		bool cut = nl > GOVEX__FILE_NAME_MAX + 1;
 		shown_name(f->name ? f->name : "", cut ? GOVEX__FILE_NAME_MAX + 1 : nl, shown,
 			   sizeof(shown));
-		if (!govex__file_name_ok(f->name, nl))
+		if (!f->name || !govex__file_name_ok(f->name, nl))
 			REFUSE("invalid_file_name",
 			       json_pack("{s:s, s:I}", "name", shown, "index", (json_int_t)i),
 			       "files[%zu]: '%s%s' is not a valid file name: [A-Za-z0-9._-], 1 to "
@@ -101,7 +100,7 @@ int govex__files_check(govex_runtime *rt, const struct govex_request *req, bool 
 			REFUSE("invalid_file", json_pack("{s:s}", "name", shown),
 			       "files[%zu] '%s': no data", i, shown);
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(req->files[j].name, f->name) == 0)
+			if (req->files[j].name && strcmp(req->files[j].name, f->name) == 0)
 				REFUSE("duplicate_file_name", json_pack("{s:s}", "name", shown),
 				       "files[%zu]: '%s' is given twice", i, shown);
 	}
@@ -176,32 +175,35 @@ char **govex__files_launch_env(char *const *env, const char *workdir)
 
 static int name_cmp(const void *a, const void *b)
 {
-	const struct govex_file *x = *(const struct govex_file *const *)a;
-	const struct govex_file *y = *(const struct govex_file *const *)b;
+	const struct govex_file *x = a, *y = b;
 	return strcmp(x->name, y->name);
 }
 
 json_t *govex__files_plan_json(const struct govex_file *files, size_t n)
 {
-	_cleanup_free_ const struct govex_file **v = calloc(n ? n : 1, sizeof(*v));
+	/* shallow copies, sorted by name (the bytes stay the caller's) */
+	struct govex_file *v = calloc(n ? n : 1, sizeof(struct govex_file));
 	json_t *a = json_array();
 	if (!v || !a) {
+		free(v);
 		json_decref(a);
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		v[i] = &files[i];
-	qsort(v, n, sizeof(*v), name_cmp);
+	if (n)
+		memcpy(v, files, n * sizeof(struct govex_file));
+	qsort(v, n, sizeof(struct govex_file), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		char digest[72];
-		govex__sha256_digest(v[i]->data ? v[i]->data : "", v[i]->len, digest);
+		govex__sha256_digest(v[i].data ? v[i].data : "", v[i].len, digest);
 		if (json_array_append_new(a,
-					  json_pack("{s:s, s:I, s:s}", "name", v[i]->name, "bytes",
-						    (json_int_t)v[i]->len, "digest", digest)) < 0) {
+					  json_pack("{s:s, s:I, s:s}", "name", v[i].name, "bytes",
+						    (json_int_t)v[i].len, "digest", digest)) < 0) {
+			free(v);
 			json_decref(a);
 			return NULL;
 		}
 	}
+	free(v);
 	return a;
 }
 
@@ -232,6 +234,8 @@ static int place_one(int wdfd, const char *wdpath, const struct govex_file *f, b
 	close(fd);
 	if (r < 0 || !bind_ro)
 		return r;
+	if (!wdpath)
+		return -EINVAL;
 	char path[PATH_MAX];
 	size_t wl = strlen(wdpath), nl = strlen(f->name);
 	if (wl + 1 + nl + 1 > sizeof(path))
@@ -473,21 +477,21 @@ static void shown_name(const char *nm, size_t nl, char *out, size_t cap)
 	out[o] = '\0';
 }
 
-static void diag(struct govex__outfiles *o, const char *code, const char *name, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
-static void diag(struct govex__outfiles *o, const char *code, const char *name, const char *fmt,
-		 ...)
+static void diag_msg(struct govex__outfiles *o, const char *code, const char *name, const char *msg)
 {
-	char msg[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	json_t *d = json_pack("{s:s, s:s}", "code", code, "message", msg);
 	if (d && name)
 		json_object_set_new(d, "name", json_string(name));
 	json_array_append_new(o->diags, d);
 }
+
+/* a diagnostic with a formatted message (no va_list: the analyzers misread them) */
+#define diag(o, code, name, ...)                                                                   \
+	do {                                                                                       \
+		char msg_[400];                                                                    \
+		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
+		diag_msg(o, code, name, msg_);                                                     \
+	} while (0)
 
 static const char *type_name(uint64_t mode)
 {

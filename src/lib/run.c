@@ -92,12 +92,13 @@ static void files_collect(const struct decision *d, const char *workdir, bool ho
 	if (out_fd < 0)
 		return;
 	if (host_workdir) {
-		_cleanup_free_ char *scratch = malloc(GOVEX__COLLECT_SCRATCH);
+		char *scratch = malloc(GOVEX__COLLECT_SCRATCH);
 		_cleanup_close_ int wdfd =
 		    open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (scratch && wdfd >= 0)
 			govex__files_collect(wdfd, out_fd, d->limits.files_out_count,
 					     d->limits.files_out_bytes, scratch);
+		free(scratch);
 	}
 	o->outfiles = govex__files_parse(out_fd);
 }
@@ -149,8 +150,11 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (!workdir)
 		goto fail;
 	host_workdir = !d->workdir && !priv;
-	if ((r = files_prepare(rt, plan, d, workdir, host_workdir, &out_fd, &envp, ret_result)) < 0)
+	if (files_prepare(rt, plan, d, workdir, host_workdir, &out_fd, &envp, ret_result) < 0) {
+		if (host_workdir) /* made above for this run: nothing ran in it */
+			govex__rm_rf(workdir);
 		goto fail;
+	}
 	struct govex__launch l = {
 	    .policy = rt->policy,
 	    .interp = &rt->interp,
@@ -194,6 +198,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	return 0;
 fail:
 	govex__strv_free(envp);
+	free(TAKE_PTR(workdir)); /* explicit: the analyzers do not follow the cleanup */
 	if (extra_fd >= 0)
 		close(extra_fd);
 	if (frame_fd >= 0)

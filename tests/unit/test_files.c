@@ -133,7 +133,8 @@ START_TEST(test_collect_regular_only)
 	ck_assert_str_eq(o->f[1].name, "b.txt");
 	ck_assert_uint_eq(o->f[1].len, 3);
 	ck_assert_int_eq(memcmp(o->f[1].data, "bee", 3), 0);
-	ck_assert_str_eq(o->f[1].sha256, "sha256:62cb81b5904a262ffaeed02abef36bfc540b09f964b8b0b636662f77ffce6714");
+	ck_assert_str_eq(o->f[1].sha256,
+			 "sha256:62cb81b5904a262ffaeed02abef36bfc540b09f964b8b0b636662f77ffce6714");
 	const char *skipped[] = {"orig", "hard", "link", "fifo", "sub", ".hidden", "sock"};
 	for (size_t i = 0; i < ARRAY_SIZE(skipped); i++)
 		ck_assert_msg(has_diag(o, "output_skipped", skipped[i]), "%s", skipped[i]);
