@@ -512,6 +512,9 @@ static const char *type_name(uint64_t mode)
 	}
 }
 
+/* skipped entries named one by one, at most (a run may leave thousands) */
+#define DIAGS_MAX 32
+
 static void skipped(struct govex__outfiles *o, const struct rec *h, const char *nm,
 		    uint64_t *over_count)
 {
@@ -594,7 +597,7 @@ struct govex__outfiles *govex__files_parse(int fd)
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return o;
-	uint64_t over_count = 0;
+	uint64_t over_count = 0, more = 0;
 	off_t at = 0;
 	while (at + (off_t)sizeof(struct rec) <= st.st_size) {
 		struct rec h;
@@ -609,10 +612,17 @@ struct govex__outfiles *govex__files_parse(int fd)
 			if (add_file(o, nm, h.name_len, fd, at, (size_t)h.data_len) < 0)
 				return govex__outfiles_free(o);
 		} else {
-			skipped(o, &h, nm, &over_count);
+			if (h.kind == REC_OVER_COUNT || h.kind == REC_TOO_MANY ||
+			    h.kind == REC_NO_DIR || json_array_size(o->diags) < DIAGS_MAX)
+				skipped(o, &h, nm, &over_count);
+			else
+				more++;
 		}
 		at += (off_t)h.data_len;
 	}
+	if (more)
+		diag(o, "output_skipped", NULL, "%llu more output entries skipped (not listed)",
+		     (unsigned long long)more);
 	if (over_count)
 		diag(o, "output_truncated", NULL,
 		     "%llu output files skipped: over limits.files_out_count",
