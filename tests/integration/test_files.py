@@ -3,10 +3,12 @@
 caller's file), GOVEX_OUTPUT_DIR collected after the run (regular files only, bounded,
 never following a link or blocking on a FIFO), --output-dir never overwriting; policy
 digests unchanged by the new limits."""
+import errno
 import hashlib
 import json
 import os
 import stat
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True     # keep the source tree clean
@@ -359,6 +361,49 @@ def test_exec_and_call(t):
         g.eq(f.read(), "exec inputexec input", "call output file")
 
 
+def test_unprivileged_restricted(t):
+    """Without root the sandbox is a user namespace: the run has the shim's own uid, so
+    only the read-only bind keeps it from chmodding or removing a file in."""
+    g.need_python()
+    if os.geteuid() != 0:
+        raise g.Skip("needs root to become nobody")
+    os.chmod(t.tmp, 0o755)
+    t.write("in.txt", "abc")
+    os.chmod(t.path("in.txt"), 0o644)
+    out = t.path("out")
+    os.mkdir(out)
+    os.chmod(out, 0o777)
+    pol = g.preset("strict")
+    pol["limits"].update(memory_bytes=None, cpu_ms=None, processes=None)
+    path = t.write_json("p.json", pol)
+    os.chmod(path, 0o644)
+    code = ("import os\nres = [open('in.txt').read()]\n"
+            "for op in (lambda: os.chmod('in.txt', 0o666), lambda: os.unlink('in.txt'),\n"
+            "           lambda: open('in.txt', 'w')):\n"
+            "    try:\n        op()\n        res.append('done')\n"
+            "    except OSError as e:\n        res.append(e.errno)\n"
+            "print(res)\n"
+            "open(os.environ['GOVEX_OUTPUT_DIR'] + '/r.txt', 'w').write('x')\n")
+
+    def nobody():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    p = subprocess.run([g.GOVEX, "run", "--policy", path, "--backend", "restricted", "--json",
+                        "--file", "in.txt=in.txt", "--output-dir", out, "-c", code],
+                       cwd=t.tmp, env=dict(os.environ, HOME=t.tmp), preexec_fn=nobody,
+                       capture_output=True, timeout=60)
+    doc = json.loads(p.stdout)
+    if any(d["code"] == "missing_controls" for d in doc["diagnostics"]):
+        raise g.Skip("no unprivileged sandbox here: %r" % doc["diagnostics"])
+    g.eq(doc["status"], "success", "status: %r" % doc)
+    g.eq(doc["stdout"], "['abc', %d, %d, %d]\n" % (errno.EROFS, errno.EBUSY, errno.EROFS),
+         "a file in as nobody: read, chmod, unlink, write")
+    g.eq([f["name"] for f in doc["files"]], ["r.txt"], "outputs as nobody")
+    with open(os.path.join(out, "r.txt")) as f:
+        g.eq(f.read(), "x", "copied out")
+
+
 TESTS = [
     ("policy digests unchanged: new limits omitted at their defaults",
      test_policy_digests_unchanged),
@@ -379,6 +424,8 @@ TESTS = [
     ("--output-dir: must exist, never overwrites, never follows a symlink",
      test_output_dir_refusals),
     ("exec and call take --file and --output-dir", test_exec_and_call),
+    ("unprivileged restricted (user namespace): files in read-only, outputs collected",
+     test_unprivileged_restricted),
 ]
 
 if __name__ == "__main__":
