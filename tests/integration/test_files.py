@@ -7,7 +7,6 @@ import errno
 import hashlib
 import json
 import os
-import stat
 import subprocess
 import sys
 
