@@ -96,6 +96,11 @@ int govex__files_check(govex_runtime *rt, const struct govex_request *req, bool 
 			       "files[%zu]: '%s%s' is not a valid file name: [A-Za-z0-9._-], 1 to "
 			       "128 characters, no leading '.'",
 			       i, shown, cut ? "..." : "");
+		if (req->outputs && strcmp(f->name, GOVEX__OUTPUT_DIR) == 0)
+			REFUSE("invalid_file_name", json_pack("{s:s}", "name", shown),
+			       "files[%zu]: '%s' is the name of the output directory (outputs were "
+			       "requested): choose another name",
+			       i, shown);
 		if (!f->data && f->len)
 			REFUSE("invalid_file", json_pack("{s:s}", "name", shown),
 			       "files[%zu] '%s': no data", i, shown);

@@ -107,6 +107,16 @@ def test_invalid_names(t):
                "pass"])
     r.expect_rc(125)
     g.diag(r.result(), "duplicate_file_name")
+    # "output" names the output directory when outputs are requested
+    r = t.run(["run", "--preset", "trusted", "--json", "--file", "output=f", "--output-dir",
+               t.tmp, "-c", "pass"])
+    r.expect_rc(125)
+    g.check("output directory" in g.diag(r.result(), "invalid_file_name")["message"],
+            r.describe())
+    r = t.run(["run", "--preset", "trusted", "--json", "--file", "output=f", "-c",
+               "print(open('output').read())"])
+    r.expect_rc(0)
+    g.eq(r.result()["stdout"], "data\n", "a file named output without outputs")
 
 
 def test_files_too_large(t):
