@@ -101,6 +101,7 @@ static void print_result(govex_result *res, bool json)
 		return;
 	}
 	if (v->status == GOVEX_STATUS_SUCCESS && v->value) {
+		cli_live_end(1);
 		/* JSON text: DEL and C1 as \u escapes (the library writes them so too) */
 		char *t = cli_terminal_safe(v->value, true);
 		if (t) {
@@ -110,8 +111,10 @@ static void print_result(govex_result *res, bool json)
 		free(t);
 	}
 	/* the summary quotes a diagnostic, which may be a worker's (cleaned) text */
-	if (v->status != GOVEX_STATUS_SUCCESS)
+	if (v->status != GOVEX_STATUS_SUCCESS) {
+		cli_live_end(2);
 		cli_error_safe(govex_result_summary(res));
+	}
 }
 
 static int call_exit_status(govex_result *res)

@@ -256,8 +256,11 @@ int cli_print_run_result(govex_result *res, bool json, bool live)
 		cli_write_all(2, v->stderr_data, v->stderr_len);
 	}
 	if (v->status != GOVEX_STATUS_SUCCESS &&
-	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED))
+	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED)) {
+		if (live)
+			cli_live_end(2);
 		cli_error("%s", govex_result_summary(res));
+	}
 	int rc = govex_result_exit_status(res);
 	if (v->status == GOVEX_STATUS_CANCELLED && cli_caught_signal)
 		rc = 128 + cli_caught_signal;

@@ -194,11 +194,33 @@ int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 	return rc;
 }
 
-/* Live output: the run's bytes to our stdout and stderr as they arrive. */
+/* Live output: the run's bytes to our stdout and stderr as they arrive, unchanged (as
+ * they are printed at the end otherwise); the last byte shown, for cli_live_end(). */
+static bool live_wrote;
+static char live_last;
+
 static void live_write(void *ud, int stream, const char *data, size_t len)
 {
 	(void)ud;
+	if (!len)
+		return;
 	cli_write_all(stream == 2 ? 2 : 1, data, len);
+	live_wrote = true;
+	live_last = data[len - 1];
+}
+
+void cli_live_end(int fd)
+{
+	if (!live_wrote || !isatty(fd))
+		return;
+	/* what govex prints itself starts readable whatever the run left open on the
+	 * terminal: a string terminator (an unterminated OSC/DCS string), an SGR reset
+	 * (concealed text), and a line of its own */
+	static const char reset[] = "\x1b\\\x1b[0m";
+	cli_write_all(fd, reset, sizeof(reset) - 1);
+	if (live_last != '\n')
+		cli_write_all(fd, "\n", 1);
+	live_wrote = false;
 }
 
 govex_output_fn cli_live_output(const struct cli_opts *a)
