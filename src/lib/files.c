@@ -228,7 +228,37 @@ static int write_full(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static int place_one(int wdfd, const char *wdpath, const struct govex_file *f, bool bind_ro)
+/* The sandbox's own copy bound onto itself, read-only: writes and chmod give EROFS,
+ * unlink and rename over it EBUSY (a mount point). */
+static int bind_ro(const char *wdpath, const char *name)
+{
+	char path[PATH_MAX];
+	if (!wdpath)
+		return -EINVAL;
+	size_t wl = strlen(wdpath), nl = strlen(name);
+	if (wl + 1 + nl + 1 > sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, wdpath, wl);
+	path[wl] = '/';
+	memcpy(path + wl + 1, name, nl + 1);
+	if (mount(path, path, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	if (mount(NULL, path, NULL,
+		  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+int govex__files_bind_ro(const char *wdpath, const struct govex_file *files, size_t n)
+{
+	int r;
+	for (size_t i = 0; i < n; i++)
+		if ((r = bind_ro(wdpath, files[i].name)) < 0)
+			return r;
+	return 0;
+}
+
+static int place_one(int wdfd, const char *wdpath, const struct govex_file *f, bool bind)
 {
 	int fd = openat(wdfd, f->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0)
@@ -237,25 +267,9 @@ static int place_one(int wdfd, const char *wdpath, const struct govex_file *f, b
 	if (r == 0 && fchmod(fd, 0444) < 0)
 		r = -errno;
 	close(fd);
-	if (r < 0 || !bind_ro)
+	if (r < 0 || !bind)
 		return r;
-	if (!wdpath)
-		return -EINVAL;
-	char path[PATH_MAX];
-	size_t wl = strlen(wdpath), nl = strlen(f->name);
-	if (wl + 1 + nl + 1 > sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, wdpath, wl);
-	path[wl] = '/';
-	memcpy(path + wl + 1, f->name, nl + 1);
-	/* the sandbox's own copy bound onto itself, read-only: writes and chmod give
-	 * EROFS, unlink and rename over it EBUSY (a mount point) */
-	if (mount(path, path, NULL, MS_BIND, NULL) < 0)
-		return -errno;
-	if (mount(NULL, path, NULL,
-		  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		return -errno;
-	return 0;
+	return bind_ro(wdpath, f->name);
 }
 
 int govex__files_place(int wdfd, const char *wdpath, const struct govex_file *files, size_t n,

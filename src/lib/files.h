@@ -55,6 +55,10 @@ json_t *govex__files_plan_json(const struct govex_file *files, size_t n);
 int govex__files_place(int wdfd, const char *wdpath, const struct govex_file *files, size_t n,
 		       bool output, uid_t uid, gid_t gid, bool bind_ro);
 
+/* Binds each file (already in wdpath, written by govex for this run) read-only onto
+ * itself, in the caller's mount namespace (the sandbox's).  Async-signal-safe. */
+int govex__files_bind_ro(const char *wdpath, const struct govex_file *files, size_t n);
+
 /*
  * Collects the regular files of wdfd's "output" directory into out_fd as records (see
  * files.c), name-sorted, at most max_count files and max_bytes bytes in total; what is

@@ -337,7 +337,8 @@ struct govex__launch {
 	 * its loader and libraries); a sandbox binds them read-only.  NULL = none. */
 	char *const *extra_ro;
 	/* files in (placed read-only in the workdir by the backend when the workdir is
-	 * its private one; by govex__launch otherwise), and outputs: out_fd >= 0 is the
+	 * its private one; by govex__launch in a fresh host workdir, where a sandbox may
+	 * still bind them read-only), and outputs: out_fd >= 0 is the
 	 * host's memfd where the backend collects the output directory (files.c) */
 	const struct govex_file *files;
 	size_t n_files;

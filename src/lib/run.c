@@ -173,9 +173,10 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	    .aggregate = d->required &
 			 (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
 	    .extra_ro = extra_ro,
-	    /* a private workdir is made inside the sandbox: the backend places the files */
-	    .files = priv ? d->files : NULL,
-	    .n_files = priv ? d->n_files : 0,
+	    /* a private workdir is made inside the sandbox: the backend places the files;
+	     * in a fresh host workdir they are placed already (a sandbox may bind them) */
+	    .files = d->files,
+	    .n_files = d->n_files,
 	    .outputs = d->outputs,
 	    .out_fd = out_fd,
 	    .on_output = d->on_output,

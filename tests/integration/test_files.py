@@ -207,6 +207,39 @@ def test_files_in_read_only(t):
              "%s: the caller's file's metadata" % backend)
 
 
+def test_files_in_host_workdir_sandbox(t):
+    """A restricted run whose policy binds the host's "/" has a fresh HOST workdir (no
+    tmpfs can be mounted in that tree): the files are still read-only copies there,
+    bound onto themselves inside the sandbox."""
+    g.need_python()
+    if not g.backend_available("restricted"):
+        raise g.Skip("no restricted backend")
+    interp = os.path.realpath("/usr/bin/python3")
+    if not os.path.exists(interp):
+        raise g.Skip("no /usr/bin/python3 (an interpreter readable by the run's uid)")
+    data = b"bound copy\n"
+    host = t.write("in.txt", data)
+    before = os.stat(host)
+    pol = g.preset("strict")
+    pol["filesystem"]["read"] = ["/"]
+    pol["python"]["interpreter"] = interp
+    path = t.write_json("root.json", pol)
+    out = t.path("out")
+    os.mkdir(out)
+    r = t.run(["run", "--policy", path, "--backend", "restricted", "--json", "--file",
+               "in.txt=in.txt", "--output-dir", out, "-c",
+               TAMPER + "import os\nopen(os.environ['GOVEX_OUTPUT_DIR'] + '/o', 'w')\n"])
+    doc = r.result()
+    g.eq(doc["status"], "success", "status\n" + r.describe())
+    res = json.loads(doc["stdout"])
+    for op in ("write", "append", "chmod", "unlink", "rename_over", "rename_away", "truncate"):
+        g.check(res[op] != "done", "host workdir: %s of a file in succeeded: %r" % (op, res))
+    g.eq([f["name"] for f in doc["files"]], ["o"], "outputs from a host workdir")
+    with open(host, "rb") as f:
+        g.eq(f.read(), data, "the caller's file")
+    g.eq(os.stat(host).st_mtime_ns, before.st_mtime_ns, "the caller's file's mtime")
+
+
 OUTPUTS = r"""
 import os
 d = os.environ["GOVEX_OUTPUT_DIR"]
@@ -422,6 +455,8 @@ TESTS = [
     ("--file PATH must be a regular file, a FIFO does not block", test_cli_file_not_regular),
     ("files in are read-only copies; the caller's file is never touched",
      test_files_in_read_only),
+    ("files in a sandbox's fresh host workdir (policy binds /): read-only too",
+     test_files_in_host_workdir_sandbox),
     ("outputs: regular files only, sorted, sha256 and mime; links, FIFOs, dirs, hard links, "
      "sockets and bad names skipped", test_outputs_collected),
     ("outputs bounded by count and bytes; a sparse huge file is not read",

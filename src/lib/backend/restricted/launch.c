@@ -637,8 +637,11 @@ static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
 {
 	const struct govex__launch *l = c->l;
 	*ret_wdfd = -1;
-	if (!c->wd_tmpfs || (!l->n_files && !l->outputs))
+	if (!l->n_files && !l->outputs)
 		return 0;
+	if (!c->wd_tmpfs) /* a fresh host workdir: govex__launch placed the files there */
+		return l->workdir_fresh ? govex__files_bind_ro(l->workdir, l->files, l->n_files)
+					: 0;
 	int wdfd = open(WORKDIR_PATH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (wdfd < 0)
 		return -errno;
