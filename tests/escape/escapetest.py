@@ -565,7 +565,12 @@ class RcRuntime:
                         ("stdin_data", ct.c_char_p), ("stdin_len", ct.c_size_t),
                         ("workdir", ct.c_char_p), ("limits", ct.c_uint64 * 8),
                         ("env", ct.c_void_p), ("needs", ct.c_uint), ("shell", ct.c_int),
-                        ("metadata", ct.c_void_p), ("cancel", ct.c_void_p)]
+                        ("metadata", ct.c_void_p), ("cancel", ct.c_void_p),
+                        # appended in round 2 (repl runs, files, live output): zeroed
+                        ("repl", ct.c_int), ("inputs_json", ct.c_char_p),
+                        ("inputs_len", ct.c_size_t), ("files", ct.c_void_p),
+                        ("n_files", ct.c_size_t), ("outputs", ct.c_int),
+                        ("on_output", ct.c_void_p), ("output_userdata", ct.c_void_p)]
         src = code.encode()
         req = Req()
         req.code = src
