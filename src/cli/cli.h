@@ -96,8 +96,11 @@ int cli_output_dir_check(const struct cli_opts *a);
 int cli_output_dir_write(const struct cli_opts *a, const govex_result *res);
 /* The live output callback: on a terminal (stdout or stderr) without --json, else NULL. */
 govex_output_fn cli_live_output(const struct cli_opts *a);
-/* Before govex prints its own text on fd after live output on a terminal: ends what the
- * run's bytes may have left open (string terminator, SGR reset, a new line). */
+/* Once the run is over: waits until the live output queued is written. */
+void cli_live_finish(void);
+/* Before govex prints its own text on fd after live output on a terminal: the live
+ * output written (cli_live_finish), then ends what the run's bytes may have left open
+ * (string terminator, SGR reset, a new line). */
 void cli_live_end(int fd);
 int cmd_exec(int argc, char **argv);
 int cmd_mcp(int argc, char **argv); /* cmd_mcp.c */

@@ -94,6 +94,7 @@ static int read_source(const char *file, struct govex_source *src, char **ret_da
 static void print_result(govex_result *res, bool json)
 {
 	const struct govex_result_view *v = govex_result_view(res);
+	cli_live_finish();
 	if (json) {
 		size_t n;
 		const char *js = govex_result_json(res, &n);

@@ -247,6 +247,7 @@ char *cli_cache_dir(void)
 int cli_print_run_result(govex_result *res, bool json, bool live)
 {
 	const struct govex_result_view *v = govex_result_view(res);
+	cli_live_finish();
 	if (json) {
 		size_t n;
 		const char *js = govex_result_json(res, &n);

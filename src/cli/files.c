@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,38 +196,118 @@ int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 	return rc;
 }
 
-/* Live output: the run's bytes to our stdout and stderr as they arrive, unchanged (as
- * they are printed at the end otherwise); the last byte shown, for cli_live_end(). */
-static bool live_wrote;
-static char live_last;
+/*
+ * Live output: the run's bytes to our stdout and stderr as they arrive, unchanged (as
+ * they are printed at the end otherwise).  The library's callback runs on the thread
+ * that supervises the run and must not block: it only queues the bytes (at most the
+ * run's output bounds), and a writer thread writes them in order, so a terminal nobody
+ * reads never stops the wall time or a cancellation.  cli_live_finish() waits for the
+ * writer once the run is over.
+ */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	bool started, done;
+	char *buf; /* records: stream (1 byte), length (size_t), bytes */
+	size_t len, cap;
+	bool wrote;
+	char last; /* the last byte shown, for cli_live_end() */
+} live = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-static void live_write(void *ud, int stream, const char *data, size_t len)
+static void live_queue(void *ud, int stream, const char *data, size_t len)
 {
 	(void)ud;
 	if (!len)
 		return;
-	cli_write_all(stream == 2 ? 2 : 1, data, len);
-	live_wrote = true;
-	live_last = data[len - 1];
+	size_t need = 1 + sizeof(size_t) + len;
+	pthread_mutex_lock(&live.mu);
+	if (live.len + need > live.cap) {
+		size_t nc = live.cap ? live.cap : 65536;
+		while (nc < live.len + need)
+			nc *= 2;
+		char *nb = realloc(live.buf, nc);
+		if (!nb) { /* not shown live (the result keeps it) */
+			pthread_mutex_unlock(&live.mu);
+			return;
+		}
+		live.buf = nb;
+		live.cap = nc;
+	}
+	live.buf[live.len] = (char)stream;
+	memcpy(live.buf + live.len + 1, &len, sizeof(len));
+	memcpy(live.buf + live.len + 1 + sizeof(len), data, len);
+	live.len += need;
+	live.wrote = true;
+	live.last = data[len - 1];
+	pthread_cond_signal(&live.cv);
+	pthread_mutex_unlock(&live.mu);
+}
+
+static void *live_writer(void *arg)
+{
+	(void)arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's */
+	for (;;) {
+		pthread_mutex_lock(&live.mu);
+		while (!live.len && !live.done)
+			pthread_cond_wait(&live.cv, &live.mu);
+		char *b = live.buf;
+		size_t n = live.len;
+		bool done = live.done;
+		live.buf = NULL;
+		live.len = live.cap = 0;
+		pthread_mutex_unlock(&live.mu);
+		for (size_t off = 0; off < n;) {
+			size_t len;
+			memcpy(&len, b + off + 1, sizeof(len));
+			cli_write_all(b[off] == 2 ? 2 : 1, b + off + 1 + sizeof(len), len);
+			off += 1 + sizeof(len) + len;
+		}
+		free(b);
+		if (done && !n)
+			return NULL;
+	}
+}
+
+void cli_live_finish(void)
+{
+	if (!live.started)
+		return;
+	pthread_mutex_lock(&live.mu);
+	live.done = true;
+	pthread_cond_signal(&live.cv);
+	pthread_mutex_unlock(&live.mu);
+	pthread_join(live.th, NULL);
+	live.started = false;
 }
 
 void cli_live_end(int fd)
 {
-	if (!live_wrote || !isatty(fd))
+	cli_live_finish();
+	if (!live.wrote || !isatty(fd))
 		return;
 	/* what govex prints itself starts readable whatever the run left open on the
 	 * terminal: a string terminator (an unterminated OSC/DCS string), an SGR reset
 	 * (concealed text), and a line of its own */
 	static const char reset[] = "\x1b\\\x1b[0m";
 	cli_write_all(fd, reset, sizeof(reset) - 1);
-	if (live_last != '\n')
+	if (live.last != '\n')
 		cli_write_all(fd, "\n", 1);
-	live_wrote = false;
+	live.wrote = false;
 }
 
 govex_output_fn cli_live_output(const struct cli_opts *a)
 {
-	if (a->json)
+	if (a->json || !(isatty(1) || isatty(2)))
 		return NULL;
-	return isatty(1) || isatty(2) ? live_write : NULL;
+	if (!live.started) {
+		live.done = false;
+		if (pthread_create(&live.th, NULL, live_writer, NULL) != 0)
+			return NULL; /* no live output: the output is printed at the end */
+		live.started = true;
+	}
+	return live_queue;
 }
