@@ -92,8 +92,12 @@ void cli_files_free(struct cli_files *f);
 /* --output-dir DIR exists and is a directory: 0, or the refusal emitted and 125. */
 int cli_output_dir_check(const struct cli_opts *a);
 /* Copies the result's files into --output-dir as new entries (never overwriting, never
- * through a symlink); 0, or 125 after a message for each file refused. */
+ * through a symlink); 0, or 125 with each file refused recorded (see below). */
 int cli_output_dir_write(const struct cli_opts *a, const govex_result *res);
+/* The refused copies' messages on stderr (after the result is printed). */
+void cli_output_dir_messages(void);
+/* The result document on stdout, with the refused copies among its diagnostics. */
+void cli_result_json_write(const govex_result *res);
 /* The live output callback: on a terminal (stdout or stderr) without --json, else NULL. */
 govex_output_fn cli_live_output(const struct cli_opts *a);
 /* Once the run is over: waits until the live output queued is written. */

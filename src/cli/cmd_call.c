@@ -96,9 +96,7 @@ static void print_result(govex_result *res, bool json)
 	const struct govex_result_view *v = govex_result_view(res);
 	cli_live_finish();
 	if (json) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		cli_write_all(1, js, n);
+		cli_result_json_write(res);
 		return;
 	}
 	if (v->status == GOVEX_STATUS_SUCCESS && v->value) {
@@ -263,10 +261,10 @@ static int call_or_plan(struct cli_session *s, govex_plan *plan, struct govex_ca
 		cli_error("call: %s", ge.message);
 		goto out;
 	}
+	int copy_rc = plan_only ? 0 : cli_output_dir_write(s->opts, res);
 	print_result(res, s->opts->json);
-	rc = call_exit_status(res);
-	if (!plan_only && cli_output_dir_write(s->opts, res) != 0)
-		rc = EXIT_REFUSED;
+	cli_output_dir_messages();
+	rc = copy_rc ? copy_rc : call_exit_status(res);
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);

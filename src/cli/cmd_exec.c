@@ -35,9 +35,11 @@ static int exec_or_plan(struct cli_session *s, struct govex_exec *x)
 			goto out;
 		}
 	}
+	int copy_rc = s->opts->plan_only ? 0 : cli_output_dir_write(s->opts, res);
 	rc = cli_print_run_result(res, s->opts->json, x->on_output != NULL);
-	if (!s->opts->plan_only && cli_output_dir_write(s->opts, res) != 0)
-		rc = EXIT_REFUSED;
+	cli_output_dir_messages();
+	if (copy_rc)
+		rc = copy_rc;
 out:
 	govex_result_free(res);
 	govex_plan_free(plan);

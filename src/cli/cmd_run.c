@@ -129,9 +129,11 @@ static int run_or_plan(struct cli_session *s, struct run_input *in, struct govex
 			goto out;
 		}
 	}
+	int copy_rc = plan_only ? 0 : cli_output_dir_write(s->opts, res);
 	rc = cli_print_run_result(res, s->opts->json, req->on_output != NULL);
-	if (!plan_only && cli_output_dir_write(s->opts, res) != 0)
-		rc = EXIT_REFUSED;
+	cli_output_dir_messages();
+	if (copy_rc)
+		rc = copy_rc;
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);

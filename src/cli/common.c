@@ -249,9 +249,7 @@ int cli_print_run_result(govex_result *res, bool json, bool live)
 	const struct govex_result_view *v = govex_result_view(res);
 	cli_live_finish();
 	if (json) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		cli_write_all(1, js, n);
+		cli_result_json_write(res);
 	} else if (!live) {
 		cli_write_all(1, v->stdout_data, v->stdout_len);
 		cli_write_all(2, v->stderr_data, v->stderr_len);

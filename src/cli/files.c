@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,26 @@ static int write_new(int dfd, const char *name, const void *data, size_t len)
 	return r;
 }
 
+/* the copies refused, as diagnostics {code, name, message}: printed on stderr and, with
+ * --json, in the document too (a program reading it must not take them for copied) */
+static json_t *copy_refusals;
+
+static void copy_refused(const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void copy_refused(const char *name, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!copy_refusals)
+		copy_refusals = json_array();
+	json_array_append_new(copy_refusals,
+			      json_pack("{s:s, s:s?, s:s}", "code", "output_not_copied", "name",
+					name, "message", msg));
+}
+
 int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 {
 	if (!a->output_dir)
@@ -173,7 +194,8 @@ int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 	int rc = 0;
 	int dfd = open(a->output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		cli_error("--output-dir '%s': %s: no file copied", a->output_dir, strerror(errno));
+		copy_refused(NULL, "--output-dir '%s': %s: no file copied", a->output_dir,
+			     strerror(errno));
 		return EXIT_REFUSED;
 	}
 	for (size_t i = 0; i < govex_result_file_count(res); i++) {
@@ -186,14 +208,55 @@ int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 		 * entry of DIR itself, never a path */
 		int r = write_new(dfd, name, data, len);
 		if (r < 0) {
-			cli_error("--output-dir '%s': '%s': %s", a->output_dir, name,
-				  r == -EEXIST ? "an entry of that name exists: not overwritten"
-					       : strerror(-r));
+			copy_refused(name, "--output-dir '%s': '%s': %s", a->output_dir, name,
+				     r == -EEXIST ? "an entry of that name exists: not overwritten"
+						  : strerror(-r));
 			rc = EXIT_REFUSED;
 		}
 	}
 	close(dfd);
 	return rc;
+}
+
+void cli_output_dir_messages(void)
+{
+	size_t i;
+	json_t *d;
+	json_array_foreach(copy_refusals, i, d)
+	    cli_error("%s", json_string_value(json_object_get(d, "message")));
+	json_decref(copy_refusals);
+	copy_refusals = NULL;
+}
+
+void cli_result_json_write(const govex_result *res)
+{
+	size_t n;
+	const char *js = govex_result_json(res, &n);
+	/* the refused copies join the document's diagnostics: keys are sorted and only
+	 * "backend" (govex's own names) comes before "diagnostics", so its first
+	 * occurrence is the document's array */
+	static const char key[] = "\"diagnostics\":[";
+	const char *at = json_array_size(copy_refusals) ? strstr(js, key) : NULL;
+	if (!at) {
+		cli_write_all(1, js, n);
+		return;
+	}
+	at += sizeof(key) - 1;
+	cli_write_all(1, js, (size_t)(at - js));
+	size_t i;
+	json_t *d;
+	json_array_foreach(copy_refusals, i, d)
+	{
+		char *t = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+		if (i)
+			cli_write_all(1, ",", 1);
+		if (t)
+			cli_write_all(1, t, strlen(t));
+		free(t);
+	}
+	if (*at != ']')
+		cli_write_all(1, ",", 1);
+	cli_write_all(1, at, n - (size_t)(at - js));
 }
 
 /*

@@ -379,6 +379,12 @@ def test_output_dir_refusals(t):
     with open(target) as f:
         g.eq(f.read(), "keep", "the symlink's target")
     g.check(os.path.islink(os.path.join(out, "x.txt")), "the symlink was replaced")
+    # with --json the document says so too
+    r = t.run(["run", "--policy", path, "--backend", "controlled", "--json", "--output-dir",
+               out, "-c", code % marker_dir])
+    r.expect_rc(125)
+    d = g.diag(r.result(), "output_not_copied")
+    g.eq(d.get("name"), "x.txt", "the refused copy's name")
 
 
 def test_exec_and_call(t):
