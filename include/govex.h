@@ -426,6 +426,12 @@ struct govex_exec {
 	unsigned needs;         /* enum govex_need bits */
 	const char *const *metadata;
 	govex_cancel_token *cancel;
+	/* files in and out, live output: as struct govex_request */
+	const struct govex_file *files;
+	size_t n_files;
+	int outputs;
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 /* Plans an exec without running anything (as govex_runtime_plan()). */

@@ -74,9 +74,38 @@ int cli_session_refuse(const struct cli_session *s);
 /* From now on SIGINT, SIGTERM and SIGHUP cancel the session's runs. */
 void cli_session_cancel_on_signals(struct cli_session *s);
 void cli_session_close(struct cli_session *s);
-/* Prints a run's result (--json document, or the program's output) and returns the
- * exit status: the program's own, 124, 125 or 128+N. */
-int cli_print_run_result(govex_result *res, bool json);
+/* Prints a run's result (--json document, or the program's output unless live already
+ * showed it) and returns the exit status: the program's own, 124, 125 or 128+N. */
+int cli_print_run_result(govex_result *res, bool json, bool live);
+
+/* ---- files in and out, live output (files.c) ---- */
+struct cli_files {
+	struct govex_file files[CLI_FILES_MAX];
+	char *names[CLI_FILES_MAX];
+	char *data[CLI_FILES_MAX];
+	size_t n;
+};
+/* Reads each --file NAME=PATH (regular files only, never blocking on a FIFO, nothing
+ * read past the policy's limits.files_in_bytes); 0, or the refusal emitted and 125. */
+int cli_files_read(const struct cli_opts *a, const govex_policy *policy, struct cli_files *f);
+void cli_files_free(struct cli_files *f);
+/* --output-dir DIR exists and is a directory: 0, or the refusal emitted and 125. */
+int cli_output_dir_check(const struct cli_opts *a);
+/* Copies the result's files into --output-dir as new entries (never overwriting, never
+ * through a symlink); 0, or 125 with each file refused recorded (see below). */
+int cli_output_dir_write(const struct cli_opts *a, const govex_result *res);
+/* The refused copies' messages on stderr (after the result is printed). */
+void cli_output_dir_messages(void);
+/* The result document on stdout, with the refused copies among its diagnostics. */
+void cli_result_json_write(const govex_result *res);
+/* The live output callback: on a terminal (stdout or stderr) without --json, else NULL. */
+govex_output_fn cli_live_output(const struct cli_opts *a);
+/* Once the run is over: waits until the live output queued is written. */
+void cli_live_finish(void);
+/* Before govex prints its own text on fd after live output on a terminal: the live
+ * output written (cli_live_finish), then ends what the run's bytes may have left open
+ * (string terminator, SGR reset, a new line). */
+void cli_live_end(int fd);
 int cmd_exec(int argc, char **argv);
 int cmd_mcp(int argc, char **argv); /* cmd_mcp.c */
 

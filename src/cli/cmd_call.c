@@ -94,13 +94,13 @@ static int read_source(const char *file, struct govex_source *src, char **ret_da
 static void print_result(govex_result *res, bool json)
 {
 	const struct govex_result_view *v = govex_result_view(res);
+	cli_live_finish();
 	if (json) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		cli_write_all(1, js, n);
+		cli_result_json_write(res);
 		return;
 	}
 	if (v->status == GOVEX_STATUS_SUCCESS && v->value) {
+		cli_live_end(1);
 		/* JSON text: DEL and C1 as \u escapes (the library writes them so too) */
 		char *t = cli_terminal_safe(v->value, true);
 		if (t) {
@@ -110,8 +110,10 @@ static void print_result(govex_result *res, bool json)
 		free(t);
 	}
 	/* the summary quotes a diagnostic, which may be a worker's (cleaned) text */
-	if (v->status != GOVEX_STATUS_SUCCESS)
+	if (v->status != GOVEX_STATUS_SUCCESS) {
+		cli_live_end(2);
 		cli_error_safe(govex_result_summary(res));
+	}
 }
 
 static int call_exit_status(govex_result *res)
@@ -259,8 +261,10 @@ static int call_or_plan(struct cli_session *s, govex_plan *plan, struct govex_ca
 		cli_error("call: %s", ge.message);
 		goto out;
 	}
+	int copy_rc = plan_only ? 0 : cli_output_dir_write(s->opts, res);
 	print_result(res, s->opts->json);
-	rc = call_exit_status(res);
+	cli_output_dir_messages();
+	rc = copy_rc ? copy_rc : call_exit_status(res);
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);
@@ -289,17 +293,27 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	struct cli_session s;
 	struct call_input in = {0};
 	struct govex_call call;
+	struct cli_files files;
 	memset(&call, 0, sizeof(call));
+	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
 	if ((rc = read_call_input(&a, &in, &call)) != 0)
 		goto out;
+	call.outputs = a.output_dir != NULL;
+	call.on_output = plan_only ? NULL : cli_live_output(&a);
 	if (cli_session_start(&s, CLI_SESSION_CANCEL) < 0) {
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
+	call.files = files.n ? files.files : NULL;
+	call.n_files = files.n;
 	rc = call_or_plan(&s, in.plan, &call, plan_only);
 out:
 	call_input_free(&in);
+	cli_files_free(&files);
 	cli_session_close(&s);
 	return rc;
 }

@@ -35,7 +35,11 @@ static int exec_or_plan(struct cli_session *s, struct govex_exec *x)
 			goto out;
 		}
 	}
-	rc = cli_print_run_result(res, s->opts->json);
+	int copy_rc = s->opts->plan_only ? 0 : cli_output_dir_write(s->opts, res);
+	rc = cli_print_run_result(res, s->opts->json, x->on_output != NULL);
+	cli_output_dir_messages();
+	if (copy_rc)
+		rc = copy_rc;
 out:
 	govex_result_free(res);
 	govex_plan_free(plan);
@@ -76,7 +80,10 @@ int cmd_exec(int argc, char **argv)
 	struct cli_session s;
 	char *stdin_data = NULL;
 	size_t stdin_len = 0;
+	struct cli_files files;
+	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
+
 	if (a.stdin_file) {
 		int r = cli_read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len);
 		if (r < 0) {
@@ -90,18 +97,26 @@ int cmd_exec(int argc, char **argv)
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!a.plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
 	struct govex_exec x = {
-		.argv = a.shell ? NULL : (const char *const *)a.operands,
-		.shell = a.shell,
-		.stdin_data = stdin_data,
-		.stdin_len = stdin_len,
-		.env = a.n_env ? a.env : NULL,
-		.cancel = s.cancel,
+	    .argv = a.shell ? NULL : (const char *const *)a.operands,
+	    .shell = a.shell,
+	    .stdin_data = stdin_data,
+	    .stdin_len = stdin_len,
+	    .env = a.n_env ? a.env : NULL,
+	    .cancel = s.cancel,
+	    .files = files.n ? files.files : NULL,
+	    .n_files = files.n,
+	    .outputs = a.output_dir != NULL,
+	    .on_output = a.plan_only ? NULL : cli_live_output(&a),
 	};
 	x.limits.wall_ms = a.timeout_ms;
 	rc = exec_or_plan(&s, &x);
 out:
 	cli_session_close(&s);
+	cli_files_free(&files);
 	free(stdin_data);
 	return rc;
 }

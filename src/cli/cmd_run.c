@@ -129,7 +129,11 @@ static int run_or_plan(struct cli_session *s, struct run_input *in, struct govex
 			goto out;
 		}
 	}
-	rc = cli_print_run_result(res, s->opts->json);
+	int copy_rc = plan_only ? 0 : cli_output_dir_write(s->opts, res);
+	rc = cli_print_run_result(res, s->opts->json, req->on_output != NULL);
+	cli_output_dir_messages();
+	if (copy_rc)
+		rc = copy_rc;
 out:
 	govex_result_free(res);
 	govex_plan_free(fresh);
@@ -162,7 +166,9 @@ int cmd_run(int argc, char **argv, bool plan_only)
 
 	struct cli_session s;
 	struct run_input in = {0};
+	struct cli_files files;
 	int rc;
+	memset(&files, 0, sizeof(files));
 	cli_session_init(&s, &a);
 	if (cli_session_load_policy(&s) < 0) {
 		rc = cli_session_refuse(&s);
@@ -174,20 +180,28 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		rc = cli_session_refuse(&s);
 		goto out;
 	}
+	if ((rc = cli_files_read(&a, s.policy, &files)) != 0 ||
+	    (!plan_only && (rc = cli_output_dir_check(&a)) != 0))
+		goto out;
 	struct govex_request req = {
-		.language = "python",
-		.code = in.code,
-		.code_len = in.code_len,
-		.source_path = in.source_path,
-		.stdin_data = in.stdin_data,
-		.stdin_len = in.stdin_len,
-		.env = a.n_env ? a.env : NULL,
-		.cancel = s.cancel,
+	    .language = "python",
+	    .code = in.code,
+	    .code_len = in.code_len,
+	    .source_path = in.source_path,
+	    .stdin_data = in.stdin_data,
+	    .stdin_len = in.stdin_len,
+	    .env = a.n_env ? a.env : NULL,
+	    .cancel = s.cancel,
+	    .files = files.n ? files.files : NULL,
+	    .n_files = files.n,
+	    .outputs = a.output_dir != NULL,
+	    .on_output = plan_only ? NULL : cli_live_output(&a),
 	};
 	req.limits.wall_ms = a.timeout_ms;
 	rc = run_or_plan(&s, &in, &req, plan_only);
 out:
 	run_input_free(&in);
+	cli_files_free(&files);
 	cli_session_close(&s);
 	return rc;
 }

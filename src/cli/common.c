@@ -244,21 +244,22 @@ char *cli_cache_dir(void)
 	return d;
 }
 
-
-int cli_print_run_result(govex_result *res, bool json)
+int cli_print_run_result(govex_result *res, bool json, bool live)
 {
 	const struct govex_result_view *v = govex_result_view(res);
+	cli_live_finish();
 	if (json) {
-		size_t n;
-		const char *js = govex_result_json(res, &n);
-		cli_write_all(1, js, n);
-	} else {
+		cli_result_json_write(res);
+	} else if (!live) {
 		cli_write_all(1, v->stdout_data, v->stdout_len);
 		cli_write_all(2, v->stderr_data, v->stderr_len);
 	}
 	if (v->status != GOVEX_STATUS_SUCCESS &&
-	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED))
+	    !(v->status == GOVEX_STATUS_EXECUTION_FAILED && v->termination == GOVEX_TERM_EXITED)) {
+		if (live)
+			cli_live_end(2);
 		cli_error("%s", govex_result_summary(res));
+	}
 	int rc = govex_result_exit_status(res);
 	if (v->status == GOVEX_STATUS_CANCELLED && cli_caught_signal)
 		rc = 128 + cli_caught_signal;

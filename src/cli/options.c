@@ -20,7 +20,7 @@
 #define V	 CLI_STORE_CHECKED, 0
 
 const struct cli_option cli_options[CLI_OPT_COUNT] = {
-	/* clang-format off */
+    /* clang-format off */
 	[CLI_OPT_POLICY]	 = {"policy", 0, true, R | C | X | M, S(policy_file),
 				    "policy file (govex.policy/v1)"},
 	[CLI_OPT_PRESET]	 = {"preset", 0, true, R | C | X | M, S(preset), "built-in policy"},
@@ -47,7 +47,11 @@ const struct cli_option cli_options[CLI_OPT_COUNT] = {
 	[CLI_OPT_MODULE]	 = {"module", 0, true, M, V, "offer FILE's functions as tools"},
 	[CLI_OPT_MAX_CONCURRENT] = {"max-concurrent", 0, true, M, V, "calls running at once"},
 	[CLI_OPT_HELP]		 = {"help", 'h', false, R | C | X | M, F(help), "print the usage"},
-	/* clang-format on */
+	[CLI_OPT_FILE]		 = {"file", 0, true, R | CLI_CMD_CALL | X, V,
+				    "NAME=PATH: a file placed read-only in the workdir (repeatable)"},
+	[CLI_OPT_OUTPUT_DIR]	 = {"output-dir", 0, true, R | CLI_CMD_CALL | X, S(output_dir),
+				    "copy the files the run leaves in $GOVEX_OUTPUT_DIR to DIR"},
+    /* clang-format on */
 };
 
 #undef S
@@ -118,6 +122,19 @@ static int take(int id, const char *arg, struct cli_opts *o, struct cli_opt_erro
 		}
 		o->env[o->n_env++] = arg;
 		break;
+	case CLI_OPT_FILE: {
+		const char *eq = strchr(arg, '=');
+		if (o->n_files >= CLI_FILES_MAX) {
+			snprintf(err->msg, sizeof(err->msg), "--file: at most %d", CLI_FILES_MAX);
+			return bad(err, CLI_OPTERR_TOO_MANY, id, arg);
+		}
+		if (!eq) { /* the name is the library's to check (invalid_input) */
+			snprintf(err->msg, sizeof(err->msg), "--file: '%s' is not NAME=PATH", arg);
+			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
+		}
+		o->files[o->n_files++] = arg;
+		break;
+	}
 	case CLI_OPT_MODULE:
 		if (o->n_modules == CLI_MODULES_MAX) {
 			snprintf(err->msg, sizeof(err->msg), "at most %d --module options",
@@ -204,6 +221,7 @@ const char cli_usage_run[] =
     "usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
     "                 [--stdin FILE] [--backend NAME] [--env NAME=VALUE]...\n"
     "                 [--audit FILE] [--approver COMMAND] [--ask]\n"
+    "                 [--file NAME=PATH]... [--output-dir DIR]\n"
     "                 (-c CODE | FILE | - | --plan PLAN [FILE])\n"
     "\n"
     "%s\n"
@@ -220,13 +238,19 @@ const char cli_usage_run[] =
     "                      requires approval; exit 0 approves\n"
     "  --ask               ask on the terminal when the policy requires approval\n"
     "  --plan PLAN         execute exactly the plan made earlier by govex plan\n"
+    "  --file NAME=PATH    place a copy of the regular file PATH, read-only, in the run's\n"
+    "                      workdir as NAME ([A-Za-z0-9._-]; repeatable)\n"
+    "  --output-dir DIR    give the run $GOVEX_OUTPUT_DIR and copy the files it leaves\n"
+    "                      there into DIR (which must exist; nothing is overwritten)\n"
     "\n"
+    "On a terminal and without --json, the program's output is shown as it arrives.\n"
     "exit status: the program's own; 124 timeout; 125 refused, invalid or not started;\n"
     "128+N killed by signal N (or cancelled by signal N to govex)\n";
 
 const char cli_usage_call[] =
     "usage: govex %s [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
     "                  [--backend NAME] [--audit FILE] [--approver COMMAND] [--ask]\n"
+    "                  [--file NAME=PATH]... [--output-dir DIR]\n"
     "                  (FILE:FUNCTION | --plan PLAN [FILE:FUNCTION])%s\n"
     "\n"
     "%s\n"
@@ -254,6 +278,7 @@ const char cli_usage_exec[] =
     "usage: govex exec [--policy FILE | --preset NAME] [--json] [--timeout-ms N]\n"
     "                  [--stdin FILE] [--backend NAME] [--env NAME=VALUE]...\n"
     "                  [--audit FILE] [--approver COMMAND] [--ask] [--plan-only]\n"
+    "                  [--file NAME=PATH]... [--output-dir DIR]\n"
     "                  (--shell STRING | -- ARGV...)\n"
     "\n"
     "Run an executable, argv first, under the policy, with the same limits, result and\n"

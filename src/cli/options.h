@@ -41,6 +41,8 @@ enum cli_option_id {
 	CLI_OPT_MODULE,
 	CLI_OPT_MAX_CONCURRENT,
 	CLI_OPT_HELP,
+	CLI_OPT_FILE,
+	CLI_OPT_OUTPUT_DIR,
 	CLI_OPT_COUNT
 };
 
@@ -65,6 +67,7 @@ struct cli_option {
 extern const struct cli_option cli_options[CLI_OPT_COUNT];
 
 #define CLI_ENV_MAX	       64
+#define CLI_FILES_MAX	       256
 #define CLI_MODULES_MAX	       64
 #define CLI_MAX_CONCURRENT_MAX 256
 
@@ -79,6 +82,9 @@ struct cli_opts {
 	const char *modules[CLI_MODULES_MAX];
 	size_t n_modules;
 	unsigned max_concurrent; /* 0 = not given */
+	const char *files[CLI_FILES_MAX + 1]; /* --file NAME=PATH, NULL-terminated */
+	size_t n_files;
+	const char *output_dir;
 	char **operands;	 /* what follows the options (argv order) */
 	int n_operands;
 };

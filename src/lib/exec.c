@@ -390,6 +390,12 @@ static struct govex_request exec_request(const struct govex_exec *x)
 		.metadata = x->metadata,
 		.cancel = x->cancel,
 	};
+	/* files in and out, live output (files.c, supervise.c) */
+	req.files = x->files;
+	req.n_files = x->n_files;
+	req.outputs = x->outputs;
+	req.on_output = x->on_output;
+	req.output_userdata = x->output_userdata;
 	return req;
 }
 

@@ -197,6 +197,10 @@ struct govex__limits {
 	uint64_t stderr_bytes;
 	uint64_t call_input_bytes;
 	uint64_t call_output_bytes;
+	/* files in and out (files.c); omitted from canonical bytes at their defaults */
+	uint64_t files_in_bytes;
+	uint64_t files_out_bytes;
+	uint64_t files_out_count;
 };
 
 #define GOVEX_WALL_MS_MAX 3600000ULL
@@ -332,6 +336,17 @@ struct govex__launch {
 	/* files the run needs to read besides the runtime's (govex exec: the executable,
 	 * its loader and libraries); a sandbox binds them read-only.  NULL = none. */
 	char *const *extra_ro;
+	/* files in (placed read-only in the workdir by the backend when the workdir is
+	 * its private one; by govex__launch in a fresh host workdir, where a sandbox may
+	 * still bind them read-only), and outputs: out_fd >= 0 is the
+	 * host's memfd where the backend collects the output directory (files.c) */
+	const struct govex_file *files;
+	size_t n_files;
+	bool outputs;
+	int out_fd;
+	/* live output (supervise.c) */
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 struct govex__buf {
@@ -367,6 +382,9 @@ struct govex__outcome {
 	/* attempts the sandbox refused and counted (from the shim's report, never from
 	 * the run's output): network_deny, subprocess_deny */
 	uint64_t net_denied, exec_denied;
+	/* outputs were requested: what came back (files.h), NULL when none could be read */
+	bool outputs;
+	struct govex__outfiles *outfiles;
 };
 void govex__outcome_release(struct govex__outcome *o);
 

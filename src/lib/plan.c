@@ -236,7 +236,7 @@ static const char *const pf_limits[] = {
 	"wall_ms",	"cpu_ms",	"memory_bytes",	    "processes",
 	"open_files",	"file_size_bytes", "code_bytes",    "stdin_bytes",
 	"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
-	NULL};
+	"files_in_bytes", "files_out_bytes", "files_out_count", NULL};
 static const char *const pf_environment[] = {"names", NULL};
 static const char *const pf_workdir[] = {"mode", "path", NULL};
 static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
@@ -271,8 +271,8 @@ static const struct plan_field pf_call[] = {
     {"function", NULL}, {"inspection_digest", NULL},	 {"effects", pf_effects},
     {"files", NULL},	{"outputs", pf_outputs},	 {NULL, NULL}};
 static const struct plan_field pf_exec[] = {
-	PF_COMMON, {"executable", pf_executable}, {"argv", NULL}, {"shell_string", NULL},
-	{"binds", NULL}, {NULL, NULL}};
+	PF_COMMON,	   {"executable", pf_executable}, {"argv", NULL}, {"shell_string", NULL},
+	{"binds", NULL}, {"files", NULL},		    {"outputs", pf_outputs}, {NULL, NULL}};
 #undef PF_COMMON
 
 static bool name_in(const char *name, const char *const *names)

@@ -25,6 +25,12 @@ struct decision {
 	char **env;	  /* NAME=VALUE, final */
 	char *workdir;	  /* NULL = fresh */
 	unsigned approve; /* permissions needing approval */
+	/* borrowed from the request: files in, outputs, live output (files.c, supervise.c) */
+	const struct govex_file *files;
+	size_t n_files;
+	bool outputs;
+	govex_output_fn on_output;
+	void *output_userdata;
 };
 
 /* The kinds of job (job.h); a plan document's "kind". */
@@ -35,12 +41,6 @@ enum govex__job_kind {
 	GOVEX_JOB_INSPECT,
 };
 
-/* The bounds of a run's output files as its plan states them, until the policy has its
- * own (files_out_count, files_out_bytes: contract section 4's defaults). */
-#ifndef GOVEX__OUTPUTS_MAX_FILES
-#define GOVEX__OUTPUTS_MAX_FILES 64
-#define GOVEX__OUTPUTS_MAX_BYTES (64ULL << 20)
-#endif
 
 /* A file handed to the run, as its plan names it. */
 struct govex__plan_file {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "approval.h"
+#include "files.h"
 #include "job.h"
 #include "plan.h"
 #include "protect.h"
@@ -188,14 +189,24 @@ static int plan_needs_workdir_metadata(struct planning *pl)
 	    (r = govex__request_workdir(pl->rt, pl->req, &pl->d.workdir, &pl->res)) != 0 ||
 	    (r = govex__request_metadata(pl->rt, pl->req, &pl->meta, &pl->res)) != 0)
 		return r;
+	/* files in and outputs (files.c): names, bounds, a fresh workdir */
+	if ((r = govex__files_check(pl->rt, pl->req, pl->d.workdir != NULL, &pl->res)) != 0)
+		return r;
+	pl->d.files = pl->req->files;
+	pl->d.n_files = pl->req->n_files;
+	pl->d.outputs = pl->req->outputs != 0;
+	pl->d.on_output = pl->req->on_output;
+	pl->d.output_userdata = pl->req->output_userdata;
 	return 0;
 }
 
-/* the environment the run gets */
+/* the environment the run gets (with GOVEX_OUTPUT_DIR when outputs are collected) */
 static int plan_environment(struct planning *pl)
 {
 	int r = govex__build_env(pl->p, pl->req, &pl->d.env, &pl->res, pl->rt);
 	if (r < 0)
+		return r;
+	if (!pl->res && pl->d.outputs && (r = govex__files_env(&pl->d.env)) < 0)
 		return r;
 	return pl->res ? 1 : 0;
 }
@@ -415,8 +426,8 @@ static int plan_fields_common(struct planning *pl, struct govex__plan_fields *f)
 	    .policy_digest = p->digest,
 	    .interpreter = {pl->rt->interp.path, pl->rt->interp.version, p->site},
 	    .outputs = req->outputs != 0,
-	    .outputs_max_files = GOVEX__OUTPUTS_MAX_FILES,
-	    .outputs_max_bytes = GOVEX__OUTPUTS_MAX_BYTES,
+	    .outputs_max_files = pl->d.limits.files_out_count,
+	    .outputs_max_bytes = pl->d.limits.files_out_bytes,
 	};
 	if (pl->kind != GOVEX_JOB_RUN)
 		return 0;

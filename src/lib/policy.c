@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "files.h"
 #include "internal.h"
 #include "policy.h"
 
@@ -32,6 +33,11 @@ const struct govex__limit_desc govex__limit_table[] = {
     {"call_input_bytes", LIM(call_input_bytes), false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20},
     {"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
      GOVEX_CALL_BYTES_MAX, 1ULL << 20},
+    {"files_in_bytes", LIM(files_in_bytes), false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT, true},
+    {"files_out_bytes", LIM(files_out_bytes), false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT,
+     true},
+    {"files_out_count", LIM(files_out_count), false, 0, GOVEX__FILES_COUNT_MAX,
+     GOVEX__FILES_COUNT_DEFAULT, true},
 };
 #undef LIM
 
@@ -63,13 +69,14 @@ GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 
 /* ---- canonical form ------------------------------------------------------------------- */
 
-
 json_t *govex__limits_json(const struct govex__limits *l)
 {
 	json_t *o = json_object();
 	for (size_t i = 0; i < ARRAY_SIZE(govex__limit_table); i++) {
 		const struct govex__limit_desc *d = &govex__limit_table[i];
 		uint64_t v = *govex__limit_ptr((struct govex__limits *)l, d);
+		if (d->omit_default && v == d->def)
+			continue;
 		json_object_set_new(o, d->name,
 				    (d->nullable && v == 0) ? json_null()
 							    : json_integer((json_int_t)v));

@@ -13,6 +13,8 @@ struct govex__limit_desc {
 	size_t off;
 	bool nullable;
 	uint64_t min, max, def;
+	bool omit_default; /* left out of canonical bytes at its default (newer fields:
+			    * every older policy keeps its digest) */
 };
 extern const struct govex__limit_desc govex__limit_table[];
 extern const size_t govex__limit_count;

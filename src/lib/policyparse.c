@@ -199,6 +199,9 @@ static int parse_limits(const json_t *v, struct govex__limits *l, struct govex_e
 					   "stderr_bytes",
 					   "call_input_bytes",
 					   "call_output_bytes",
+					   "files_in_bytes",
+					   "files_out_bytes",
+					   "files_out_count",
 					   NULL};
 	int r = want_type(v, JSON_OBJECT, "limits", "an object", err);
 	if (r < 0 || (r = check_keys(v, "limits", keys, err)) < 0)

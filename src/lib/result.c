@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "files.h"
 #include "internal.h"
 #include "values.h"
 
@@ -22,6 +23,9 @@ struct govex_result {
 	char *json;
 	size_t json_len;
 	char summary[320];
+	/* outputs were requested: the files the run left (files.h) */
+	bool outputs;
+	struct govex__outfiles *outfiles;
 };
 
 static const char *const status_names[] = {
@@ -149,6 +153,61 @@ static void denials(govex_result *r, const struct govex__outcome *o)
 	}
 }
 
+/* ---- files out (files.h) ---- */
+
+/* Takes the outcome's output files and their diagnostics. */
+static void result_take_files(govex_result *r, struct govex__outcome *o)
+{
+	if (!o->outputs)
+		return;
+	r->outputs = true;
+	govex__outfiles_free(r->outfiles);
+	r->outfiles = TAKE_PTR(o->outfiles);
+	if (!r->outfiles) {
+		govex__result_diag(r, "output_skipped", NULL,
+				   "the output files could not be collected");
+		return;
+	}
+	size_t i;
+	json_t *d;
+	json_array_foreach(r->outfiles->diags, i, d) json_array_append(r->diagnostics, d);
+}
+
+/* The document's "files": [{name, bytes, sha256, mime}]. */
+static json_t *files_json(const govex_result *r)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && r->outfiles && i < r->outfiles->n; i++) {
+		const struct govex__outfile *f = &r->outfiles->f[i];
+		json_array_append_new(a, json_pack("{s:s, s:I, s:s, s:s}", "name", f->name, "bytes",
+						   (json_int_t)f->len, "sha256", f->sha256 + 7,
+						   "mime", f->mime));
+	}
+	return a;
+}
+
+GOVEX_API size_t govex_result_file_count(const govex_result *r)
+{
+	return r && r->outfiles ? r->outfiles->n : 0;
+}
+
+GOVEX_API int govex_result_file(const govex_result *r, size_t i, const char **ret_name,
+				const char **ret_mime, const void **ret_data, size_t *ret_len)
+{
+	if (!r || !r->outfiles || i >= r->outfiles->n)
+		return -GOVEX_EINVAL;
+	const struct govex__outfile *f = &r->outfiles->f[i];
+	if (ret_name)
+		*ret_name = f->name;
+	if (ret_mime)
+		*ret_mime = f->mime;
+	if (ret_data)
+		*ret_data = f->data;
+	if (ret_len)
+		*ret_len = f->len;
+	return 0;
+}
+
 /* Takes the outcome's buffers. */
 void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 {
@@ -172,6 +231,7 @@ void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 	    o->term == GOVEX_TERM_MEMORY_LIMIT)
 		r->view.signal = o->signal;
 	denials(r, o);
+	result_take_files(r, o);
 }
 
 static json_t *text_json(govex_result *r, const char *stream, const char *data, size_t len,
@@ -230,6 +290,10 @@ int govex__result_finish(govex_result *r)
 		r->plan_digest ? json_string(r->plan_digest) : json_null());
 	if (!doc)
 		return -ENOMEM;
+	if (r->outputs && json_object_set_new(doc, "files", files_json(r)) < 0) {
+		json_decref(doc);
+		return -ENOMEM;
+	}
 	/* reals (a value's) in their shortest form; otherwise jansson's bytes */
 	char *s = govex__json_dumps(doc, JSON_SORT_KEYS);
 	json_decref(doc);
@@ -330,6 +394,7 @@ GOVEX_API govex_result *govex_result_free(govex_result *r)
 	free(r->err);
 	free(r->value_text);
 	free(r->json);
+	govex__outfiles_free(r->outfiles);
 	free(r);
 	return NULL;
 }

@@ -5,8 +5,10 @@
  * govex_runtime_plan, _run and _execute over the pipeline (job.c).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "job.h"
 #include "plan.h"
@@ -15,6 +17,8 @@
 #include "runtime.h"
 
 #include "values.h"
+
+#include "files.h"
 
 enum govex_status govex__status_of(const struct govex__outcome *o)
 {
@@ -51,6 +55,59 @@ static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, c
 	return res;
 }
 
+/* Files in and out around a launch (files.c): the outputs' memfd and the environment
+ * naming the output directory; a host workdir gets the files and the directory now.
+ * 0, or -1 with *ret_result a launch failure (NULL: out of memory). */
+static int files_prepare(govex_runtime *rt, const govex_plan *plan, const struct decision *d,
+			 const char *workdir, bool host_workdir, int *ret_fd, char ***ret_envp,
+			 govex_result **ret_result)
+{
+	if (!d->outputs && !d->n_files)
+		return 0;
+	if (d->outputs) {
+		*ret_fd = memfd_create("govex-outputs", MFD_CLOEXEC);
+		if (*ret_fd < 0) {
+			*ret_result = launch_failure(rt, plan, "files", "outputs: memfd_create",
+						     strerror(errno));
+			return -1;
+		}
+		if (!(*ret_envp = govex__files_launch_env(d->env, workdir)))
+			return -1;
+	}
+	if (!host_workdir)
+		return 0;
+	_cleanup_close_ int wdfd = open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = wdfd < 0 ? -errno
+			 : govex__files_place(wdfd, workdir, d->files, d->n_files, d->outputs,
+					      (uid_t)-1, (gid_t)-1, false);
+	if (r < 0) {
+		*ret_result = launch_failure(
+		    rt, plan, "files", "files: cannot place them in the workdir", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* After the run: a host workdir's output directory is collected here (a private one
+ * was, by the backend, inside the sandbox), then the records are parsed. */
+static void files_collect(const struct decision *d, const char *workdir, bool host_workdir,
+			  int out_fd, struct govex__outcome *o)
+{
+	o->outputs = true;
+	if (out_fd < 0)
+		return;
+	if (host_workdir) {
+		char *scratch = malloc(GOVEX__COLLECT_SCRATCH);
+		_cleanup_close_ int wdfd =
+		    open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (scratch && wdfd >= 0)
+			govex__files_collect(wdfd, out_fd, d->limits.files_out_count,
+					     d->limits.files_out_bytes, scratch);
+		free(scratch);
+	}
+	o->outfiles = govex__files_parse(out_fd);
+}
+
 int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *d,
 		  const govex_plan *plan, char *const *argv, const char *stdin_data,
 		  size_t stdin_len, const govex_cancel_token *cancel, int extra_fd, int frame_fd,
@@ -61,6 +118,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	void *state = NULL;
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_close_ int workdir_lock = -1;
+	_cleanup_close_ int out_fd = -1;
+	char **envp = NULL;
 	bool host_workdir = false;
 	char **env = NULL;
 	int r;
@@ -97,28 +156,41 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (!workdir)
 		goto fail;
 	host_workdir = !d->workdir && !priv;
+	if (files_prepare(rt, plan, d, workdir, host_workdir, &out_fd, &envp, ret_result) < 0) {
+		if (host_workdir) /* made above for this run: nothing ran in it */
+			govex__rm_rf(workdir);
+		goto fail;
+	}
 	/* HOME and a locale as platform defaults, not in the plan (platform.c); out of
 	 * memory for them, the run gets the planned environment alone */
-	if (govex__env_platform(d->env, workdir, &env) < 0)
+	if (govex__env_platform(envp ? envp : d->env, workdir, &env) < 0)
 		env = NULL;
 	struct govex__launch l = {
-		.policy = rt->policy,
-		.interp = &rt->interp,
-		.opts = &rt->opts,
-		.limits = &d->limits,
-		.argv = argv,
-		.envp = d->env,
-		.workdir = workdir,
-		.workdir_fresh = d->workdir == NULL,
-		.stdin_data = stdin_data,
-		.stdin_len = stdin_len,
-		.cancel_fd = govex__cancel_fd(cancel),
-		.extra_fd = extra_fd,
-		.frame_fd = frame_fd,
-		.frame_max = frame_max,
-		.aggregate = d->required &
-			     (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
-		.extra_ro = extra_ro,
+	    .policy = rt->policy,
+	    .interp = &rt->interp,
+	    .opts = &rt->opts,
+	    .limits = &d->limits,
+	    .argv = argv,
+	    .envp = envp ? envp : d->env,
+	    .workdir = workdir,
+	    .workdir_fresh = d->workdir == NULL,
+	    .stdin_data = stdin_data,
+	    .stdin_len = stdin_len,
+	    .cancel_fd = govex__cancel_fd(cancel),
+	    .extra_fd = extra_fd,
+	    .frame_fd = frame_fd,
+	    .frame_max = frame_max,
+	    .aggregate = d->required &
+			 (CTL(MEMORY_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(PIDS_AGGREGATE)),
+	    .extra_ro = extra_ro,
+	    /* a private workdir is made inside the sandbox: the backend places the files;
+	     * in a fresh host workdir they are placed already (a sandbox may bind them) */
+	    .files = d->files,
+	    .n_files = d->n_files,
+	    .outputs = d->outputs,
+	    .out_fd = out_fd,
+	    .on_output = d->on_output,
+	    .output_userdata = d->output_userdata,
 	};
 	if (env)
 		l.envp = env;
@@ -128,6 +200,9 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	struct govex_error rerr = {0};
 	if (b->run(state, &l, o, &rerr) < 0 && !o->failed_message[0])
 		snprintf(o->failed_message, sizeof(o->failed_message), "%s", rerr.message);
+	govex__strv_free(envp);
+	if (d->outputs)
+		files_collect(d, workdir, host_workdir, out_fd, o);
 	if (host_workdir) {
 		r = govex__rm_rf(workdir);
 		if (r < 0)
@@ -136,6 +211,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	govex__strv_free(env);
 	return 0;
 fail:
+	govex__strv_free(envp);
+	free(TAKE_PTR(workdir)); /* explicit: the analyzers do not follow the cleanup */
 	if (extra_fd >= 0)
 		close(extra_fd);
 	if (frame_fd >= 0)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "files.h"
 #include "internal.h"
 
 #define SCRATCH (64 * 1024)
@@ -34,6 +35,7 @@ void govex__outcome_release(struct govex__outcome *o)
 	free(o->err.data);
 	free(o->frame.data);
 	o->out.data = o->err.data = o->frame.data = NULL;
+	o->outfiles = govex__outfiles_free(o->outfiles);
 }
 
 static void set_nonblock(int fd)
@@ -50,10 +52,18 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Reads what is available from fd into b (up to max kept) and counts the rest.  Returns
- * 1 on EOF or error (fd closed), 0 otherwise. */
+/* Live output: the caller's callback and the stream it is told (1 stdout, 2 stderr). */
+struct live {
+	govex_output_fn fn;
+	void *userdata;
+	int stream;
+};
+
+/* Reads what is available from fd into b (up to max kept) and counts the rest; what is
+ * kept is also passed to the live callback, in the order read.  Returns 1 on EOF or error
+ * (fd closed), 0 otherwise. */
 static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, bool *truncated,
-		 char *scratch)
+		 char *scratch, const struct live *live)
 {
 	/* Bounded work per call so one flooding stream cannot starve the loop. */
 	for (int rounds = 0; rounds < 64; rounds++) {
@@ -89,10 +99,13 @@ static int drain(int *fd, struct govex__buf *b, uint64_t max, uint64_t *total, b
 			return 1;
 		}
 		*total += (uint64_t)n;
-		if (dst == scratch)
+		if (dst == scratch) {
 			*truncated = true;
-		else
+		} else {
 			b->len += (size_t)n;
+			if (live->fn)
+				live->fn(live->userdata, live->stream, dst, (size_t)n);
+		}
 	}
 	return 0;
 }
@@ -192,6 +205,7 @@ struct supervise {
 	size_t stdin_len, in_off;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at launch */
 	char *scratch;     /* SCRATCH bytes */
+	struct live live_out, live_err;
 	/* what came back */
 	struct govex__shim_report rep;
 	struct govex__child_error ce;
@@ -314,10 +328,10 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 		frame_read(&s->frame_fd, o, s->frame_max, s->scratch);
 	if (REVENTS(P_OUT))
 		drain(&s->stdout_fd, &o->out, s->stdout_max, &o->out_bytes, &o->out_truncated,
-		      s->scratch);
+		      s->scratch, &s->live_out);
 	if (REVENTS(P_ERR))
 		drain(&s->stderr_fd, &o->err, s->stderr_max, &o->err_bytes, &o->err_truncated,
-		      s->scratch);
+		      s->scratch, &s->live_err);
 	if (!s->killed && (o->out_bytes > s->stdout_max + DRAIN_PAST_BOUND ||
 			   o->err_bytes > s->stderr_max + DRAIN_PAST_BOUND))
 		request_kill(s, GOVEX_TERM_OUTPUT_LIMIT);
@@ -524,6 +538,8 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	    .stdin_len = l->stdin_len,
 	    .start_ns = start_ns,
 	    .scratch = scratch,
+	    .live_out = {l->on_output, l->output_userdata, 1},
+	    .live_err = {l->on_output, l->output_userdata, 2},
 	};
 	/* s owns the host ends now */
 	p->in[1] = p->out[0] = p->err[0] = p->rep[0] = p->ce[0] = p->kill[1] = -1;

@@ -26,7 +26,9 @@ def _commands():
     cmds = []
     for block in _blocks(text, "sh"):
         for line in block.splitlines():
-            if line.startswith("build/govex "):
+            # govex's own lines, and the shell lines around them (mkdir, cat)
+            if line.startswith(("build/govex ", "mkdir -p out && build/govex ",
+                                "cat out/")):
                 cmds.append(line)
     return text, cmds
 

@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -38,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "restricted.h"
 
 /* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.
@@ -251,9 +253,10 @@ static const char *restricted_private_workdir(const void *state)
  * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
  * 0700.
  */
-static void workdir_opts(uid_t uid, gid_t gid, const struct govex__limits *l, char *buf,
+static void workdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf,
 			 size_t cap)
 {
+	const struct govex__limits *l = la->limits;
 	uint64_t size = 64ULL << 20;
 	if (l->file_size_bytes > size / 2)
 		size =
@@ -262,6 +265,8 @@ static void workdir_opts(uid_t uid, gid_t gid, const struct govex__limits *l, ch
 		size = l->memory_bytes;
 	if (size < (1ULL << 20))
 		size = 1ULL << 20;
+	/* the files in are the shim's (not charged to the run), on top */
+	size += govex__files_total(la->files, la->n_files);
 	snprintf(buf, cap, "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
 		 (unsigned long long)size, (unsigned)uid, (unsigned)gid);
 }
@@ -280,6 +285,7 @@ struct run_ctx {
 	int xsock[2];
 	struct rslot slot;
 	char why[PATH_MAX + 80]; /* why no slot could be taken */
+	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -493,6 +499,8 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
+		if (l->outputs && l->out_fd >= 0) /* the outputs' memfd (files.c) */
+			keep[n++] = l->out_fd;
 		govex__close_fds_except(3, keep, (size_t)n);
 	}
 	*step = GOVEX_STEP_SHIM;
@@ -621,6 +629,49 @@ static void shim_kill_all(struct shim_wait *w)
 	}
 }
 
+/*
+ * Files in, in the new root before the program exists: written into the run's tmpfs and
+ * each bound read-only onto itself (files.c), and the output directory made for the
+ * run's identity.  Returns the workdir's descriptor (kept for collecting: the directory
+ * opened before the run, whatever the run does to paths), -1 when there is nothing to
+ * do, or -errno.
+ */
+static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
+{
+	const struct govex__launch *l = c->l;
+	*ret_wdfd = -1;
+	if (!l->n_files && !l->outputs)
+		return 0;
+	if (!c->wd_tmpfs) /* a fresh host workdir: govex__launch placed the files there */
+		return l->workdir_fresh ? govex__files_bind_ro(l->workdir, l->files, l->n_files)
+					: 0;
+	int wdfd = open(WORKDIR_PATH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (wdfd < 0)
+		return -errno;
+	int r = govex__files_place(wdfd, WORKDIR_PATH, l->files, l->n_files, l->outputs, c->uid,
+				   c->gid, true);
+	if (r < 0) {
+		close(wdfd);
+		return r;
+	}
+	*ret_wdfd = wdfd;
+	return 0;
+}
+
+/* Files out, once every process of the run is gone: into the host's memfd. */
+static void shim_files_out(const struct run_ctx *c, int wdfd)
+{
+	const struct govex__launch *l = c->l;
+	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
+		return;
+	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (scratch == MAP_FAILED)
+		return;
+	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
+			     l->limits->files_out_bytes, scratch);
+}
+
 static __attribute__((noreturn)) void shim(void *ctx)
 {
 	struct run_ctx *c = ctx;
@@ -632,6 +683,10 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	int sfd = shim_setup(c, &step);
 	if (sfd < 0)
 		govex__shim_fail(f->ce[1], step, sfd);
+	int wdfd = -1;
+	int fr = shim_files_in(c, &wdfd);
+	if (fr < 0)
+		govex__shim_fail(f->ce[1], GOVEX_STEP_WORKDIR, fr);
 	pid_t child = govex__clone(0);
 	if (child < 0)
 		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
@@ -660,6 +715,7 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	w.exec_once = c->st->deny_subprocess;
 	shim_wait(c, &w, &rep);
 	shim_kill_all(&w);
+	shim_files_out(c, wdfd);
 	rep.wait_status = w.status;
 	rep.net_denied = w.den.net_denied;
 	rep.exec_denied = w.den.exec_denied;
@@ -768,7 +824,8 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
 			strcmp(l->workdir, WORKDIR_PATH) == 0;
 	char wd_opts[128];
-	workdir_opts(c->uid, c->gid, l->limits, wd_opts, sizeof(wd_opts));
+	workdir_opts(c->uid, c->gid, l, wd_opts, sizeof(wd_opts));
+	c->wd_tmpfs = wd_tmpfs;
 	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
 			       l->extra_ro, &c->plan)) < 0 ||
 	    (r = rplan_add_identity(&c->plan, c->uid, c->gid, l->workdir, l->policy->shell)) < 0 ||
@@ -781,6 +838,14 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	    (r = govex__neg_errno(fchownat(AT_FDCWD, l->workdir, c->uid, c->gid,
 					   AT_SYMLINK_NOFOLLOW))) < 0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, -r, NULL);
+	/* a fresh host workdir's output directory (govex__launch made it): the run's too */
+	if (!st->userns && l->workdir_fresh && !wd_tmpfs && l->outputs) {
+		_cleanup_close_ int wdfd =
+		    open(l->workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (wdfd < 0 ||
+		    fchownat(wdfd, GOVEX__OUTPUT_DIR, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, errno, NULL);
+	}
 	if (c->slot.n >= 0) {
 		struct govex_error cgerr;
 		r = rcg_create(&st->cg, c->slot.id, l->limits, l->aggregate, &c->cg, &cgerr);
