@@ -1,0 +1,830 @@
+#!/usr/bin/env python3
+"""Round-2 red team RT-A: files in and out (contract section 4), written against the
+contract before the implementation.
+
+Files in: names that are not plain file names are refused as invalid_input naming the
+file, before anything runs; an input the run attacks never changes the caller's host
+file and is never a link to it; totals over files_in_bytes are refused; --file never
+blocks on a FIFO or reads /dev/zero.  Files out: whatever the run leaves in
+$GOVEX_OUTPUT_DIR (symlinks to host secrets, FIFOs, sockets, directories, a 1 TiB sparse
+file, a file a detached grandchild keeps writing, too many files, names with newlines or
+non-UTF-8 bytes, the directory itself replaced by a symlink or a file) comes back only
+as bounded regular files, and the CLI's --output-dir never overwrites nor follows a
+link planted in DIR.  Plans and policy digests: files change the plan digest; requests
+and policies that use none of the features keep main's bytes (recorded from main's
+build before any branch landed).
+
+Every operation inside a sandbox runs behind rtahelp's canary.  A failing test is a
+finding; its message says what was seen."""
+import hashlib
+import json
+import os
+import stat
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rtahelp as h  # noqa: E402
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+MiB = 1 << 20
+SECRET = "rta-secret-5f0c1d"          # in the caller's files and govex's environment
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def _host_file(t, name, data, mode=0o644):
+    p = t.path(name)
+    with open(p, "wb") as f:
+        f.write(data)
+    os.chmod(p, mode)
+    return p
+
+
+def _snap(p):
+    st = os.lstat(p)
+    with open(p, "rb") as f:
+        data = f.read()
+    return {"data": data, "mode": st.st_mode, "mtime_ns": st.st_mtime_ns,
+            "ino": st.st_ino, "nlink": st.st_nlink, "uid": st.st_uid}
+
+
+def _marker_policy(t):
+    """A restricted policy with one write root where a snippet that ran leaves a mark."""
+    w = t.path("w")
+    os.mkdir(w)
+    os.chmod(w, 0o777)
+    os.chmod(t.tmp, 0o711)
+    return h.pol(t, filesystem={"write": [w]}), os.path.join(w, "ran")
+
+
+def _refused_invalid(r, marker, what, mention=None):
+    g.check(not r.hard_timeout, "%s: govex hung\n%s" % (what, r.describe()))
+    doc = r.result()
+    g.eq(doc["status"], "invalid_input", "%s: status\n%s" % (what, r.describe()))
+    r.expect_rc(g.EXIT_REFUSED)
+    g.check(not os.path.exists(marker), "%s: the code ran although the request was "
+            "refused" % what)
+    if mention is not None:
+        text = " ".join(str(d.get("message", "")) + " " + json.dumps(d, ensure_ascii=False)
+                        for d in doc.get("diagnostics") or [])
+        g.check(mention in text, "%s: no diagnostic names the file %r: %r"
+                % (what, mention, doc.get("diagnostics")))
+    return doc
+
+
+# ---------------------------------------------------------------- files in: names
+
+# (name, printable form the diagnostic must mention or None)
+BAD_NAMES = [
+    ("../x", "../x"), ("/etc/x", "/etc/x"), ("a/b", "a/b"), (".hidden", ".hidden"),
+    ("", None), ("a" * 129, "a" * 129), (".", None), ("..", None), ("a b", "a b"),
+    ("a:b", "a:b"), ("caf\u00e9.txt", None), ("a\nb", None), ("a\x1b[31mb", None),
+    ("a\tb", None), ("a\x7fb", None), ("x\\y", None), ("*", None),
+]
+
+
+def test_input_names_refused_cli(t):
+    """Every name outside [A-Za-z0-9._-]{1,128} (no leading '.', not '.'/'..') given with
+    --file NAME=PATH is refused: invalid_input, exit 125, a diagnostic naming it, and the
+    code never runs.  Names with control characters must not reach the terminal raw."""
+    polf, marker = _marker_policy(t)
+    src = _host_file(t, "in.txt", b"hello\n")
+    code = "open(%r, 'w').write('x')\n" % marker
+    for name, mention in BAD_NAMES:
+        r = t.run(["run", "--policy", polf, "--json", "--file", "%s=%s" % (name, src),
+                   "-c", code])
+        _refused_invalid(r, marker, "--file %r" % name, mention)
+        g.check(b"\x1b" not in r.stderr and b"\x1b" not in r.stdout.replace(b"\\u001b", b""),
+                "--file %r: a raw ESC reached govex's output: %r" % (name, r.stderr[-300:]))
+    # duplicates (same name twice, even with the same bytes)
+    r = t.run(["run", "--policy", polf, "--json", "--file", "dup.txt=" + src,
+               "--file", "dup.txt=" + src, "-c", code])
+    _refused_invalid(r, marker, "duplicate --file dup.txt", "dup.txt")
+    # the positive controls: 128 characters and every allowed character class
+    for name in ("a" * 128, "A-b_c.1.csv"):
+        r = t.run(["run", "--policy", polf, "--json", "--file", "%s=%s" % (name, src),
+                   "-c", "print(open(%r).read(), end='')" % name])
+        r.expect_rc(0)
+        g.eq(r.result()["stdout"], "hello\n", "the input %r read back" % name)
+
+
+def test_input_names_refused_library(t):
+    """The same rule in the library (struct govex_file), plus what only the API can
+    express: non-UTF-8 bytes, C1 controls, a NULL name, a name that hides '/' after a
+    NUL (C sees "ok"; refused or not, nothing named "/etc" may appear), duplicates."""
+    polf, marker = _marker_policy(t)
+    doc = json.load(open(polf))
+    code = "open(%r, 'w').write('x')\n" % marker
+    names = [n.encode() for n, _ in BAD_NAMES] + [b"\xff\xfe", b"a\xc2\x9bb", None]
+    for name in names:
+        ans = h.lib_run(t, code, doc, files=[(name, b"data")])
+        g.check(ans.get("rc") == 0 and "doc" in ans,
+                "name %r: the API failed instead of returning a refusal: %r" % (name, ans))
+        g.eq(ans["doc"]["status"], "invalid_input", "name %r: status (%r)"
+             % (name, ans["doc"].get("diagnostics")))
+        g.check(not os.path.exists(marker), "name %r: the code ran" % (name,))
+    ans = h.lib_run(t, code, doc, files=[(b"same.txt", b"1"), (b"same.txt", b"2")])
+    g.eq(ans["doc"]["status"], "invalid_input", "duplicate names: status")
+    g.check(not os.path.exists(marker), "duplicate names: the code ran")
+
+
+# ---------------------------------------------------------------- files in: tampering
+
+TAMPER = [
+    ("write", "with open('data.txt', 'r+b') as f:\n    f.write(b'PWNED')\nR = 1"),
+    ("append", "with open('data.txt', 'ab') as f:\n    f.write(b'PWNED')\nR = 1"),
+    ("trunc_open", "open('data.txt', 'wb').close()\nR = 1"),
+    ("truncate", "os.truncate('data.txt', 0)\nR = 1"),
+    ("chmod", "os.chmod('data.txt', 0o666)\nR = oct(os.stat('data.txt').st_mode)"),
+    ("chmod_write", "with open('data.txt', 'r+b') as f:\n    f.write(b'PWNED')\nR = 1"),
+    ("utime", "os.utime('data.txt', (0, 0))\nR = 1"),
+    ("rename_over", "open('new.txt', 'wb').write(b'PWNED')\n"
+                    "os.rename('new.txt', 'data.txt')\nR = 1"),
+    ("unlink", "os.unlink('data.txt')\nR = 1"),
+    ("rename_away", "os.rename('data.txt', 'moved.txt')\nR = 1"),
+    ("link_write", "os.link('data.txt', 'hl.txt')\n"
+                   "with open('hl.txt', 'r+b') as f:\n    f.write(b'PWNED')\nR = 1"),
+    ("xattr", "os.setxattr('data.txt', 'user.rta', b'1')\nR = 1"),
+    ("beside", "open('mine.txt', 'wb').write(b'mine')\nR = open('mine.txt','rb').read().decode()"),
+    ("after", "st = os.stat('data.txt')\n"
+              "R = {'data': open('data.txt', 'rb').read().decode('latin-1'),\n"
+              "     'mode': st.st_mode, 'nlink': st.st_nlink, 'dev': st.st_dev,\n"
+              "     'ino': st.st_ino,\n"
+              "     'mounts': [l for l in open('/proc/self/mountinfo') if 'data' in l]}"),
+]
+
+
+def _tamper(t, backend):
+    original = b"caller's data " + SECRET.encode() + b"\n"
+    host = _host_file(t, "caller-data.txt", original, 0o644)
+    before = _snap(host)
+    ops = [h.op(label, src) for label, src in TAMPER]
+    if backend == "restricted":
+        polf = h.pol(t)
+        r, doc, res = h.run_rta(t, ops, polf, args=["--file", "data.txt=" + host])
+    else:
+        polf = h.pol(t, base="trusted", backend="controlled")
+        r, doc, res = h.run_rta(t, ops, polf, args=["--file", "data.txt=" + host],
+                                sandbox=False)
+        g.check(res is not None, "no probe output\n" + r.describe())
+    after = _snap(host)
+    for k in ("data", "mode", "mtime_ns", "ino", "nlink", "uid"):
+        g.eq(after[k], before[k], "%s: the caller's host file's %s after the run "
+             "attacked its input (run results: %r)" % (backend, k, res))
+    return original, host, before, res
+
+
+def test_input_file_tampering_restricted(t):
+    """The run writes, appends, truncates, chmods, utimes, renames over, unlinks,
+    hardlinks and writes, and sets an xattr on its input: the caller's file never
+    changes; inside, every one of these is refused (read-only, cannot be replaced);
+    its own new file beside it is fine; the input is not a link to the host file
+    (other inode, one link, no mount of the host path)."""
+    e.need_restricted("syscall_filter")
+    original, host, before, res = _tamper(t, "restricted")
+    bad = [label for label, _ in TAMPER if label not in ("beside", "after")
+           and res.get(label, {}).get("ok")]
+    g.check(not bad, "the run modified or replaced its read-only input with: %s (%r)"
+            % (bad, {b: res[b] for b in bad}))
+    g.eq(h.ok(res, "beside"), "mine", "a new file beside the input")
+    a = h.ok(res, "after")
+    g.eq(a["data"].encode("latin-1"), original, "the input read back inside after the "
+         "attacks")
+    g.check(not a["mode"] & 0o222, "the input is writable by mode: %o" % a["mode"])
+    st = os.stat(host)
+    g.check((a["dev"], a["ino"]) != (st.st_dev, st.st_ino),
+            "the input IS the caller's host file (same device and inode)")
+    g.eq(a["nlink"], 1, "links of the input inside")
+    g.check(not any(host in m or os.path.dirname(host) in m for m in a["mounts"]),
+            "a host path is mounted for the input: %r" % a["mounts"])
+
+
+def test_input_file_tampering_controlled(t):
+    """The same attacks under the controlled backend (no sandbox; the run has the
+    caller's uid): the input is a copy, so the caller's file never changes."""
+    _tamper(t, "controlled")
+
+
+def test_input_hardlink_into_outputs(t):
+    """The run hardlinks its input into $GOVEX_OUTPUT_DIR and writes through the link:
+    refused or harmless; the caller's file is unchanged."""
+    e.need_restricted("syscall_filter")
+    original = b"input bytes\n"
+    host = _host_file(t, "caller-in.txt", original)
+    before = _snap(host)
+    out = t.path("D")
+    os.mkdir(out)
+    _, doc, res = h.run_rta(t, [
+        h.op("link", "os.link('in.txt', os.path.join(OUT, 'h.txt'))\nR = 1"),
+        h.op("write", "with open(os.path.join(OUT, 'h.txt'), 'r+b') as f:\n"
+                      "    f.write(b'PWNED')\nR = 1"),
+        h.op("read", "R = open('in.txt', 'rb').read().decode()")],
+        h.pol(t), args=["--file", "in.txt=" + host, "--output-dir", out])
+    g.check(not res["write"].get("ok"), "writing the input through a hardlink worked")
+    g.eq(h.ok(res, "read"), original.decode(), "the input inside")
+    g.eq(_snap(host), before, "the caller's file")
+    for f in h.listed(doc):
+        if f["name"] == "h.txt":
+            g.eq(f["sha256"].split(":")[-1], sha(original), "h.txt listed with other bytes")
+
+
+# ---------------------------------------------------------------- files in: bounds, paths
+
+def test_files_in_bytes(t):
+    """limits.files_in_bytes bounds the total of the inputs: 600+600 over 1000 is
+    invalid_input / files_too_large and nothing runs; 400+600 (exactly 1000) runs."""
+    w = t.path("w")
+    os.mkdir(w)
+    os.chmod(w, 0o777)
+    os.chmod(t.tmp, 0o711)
+    marker = os.path.join(w, "ran")
+    polf = h.pol(t, limits={"files_in_bytes": 1000}, filesystem={"write": [w]})
+    a = _host_file(t, "a.bin", b"a" * 600)
+    b = _host_file(t, "b.bin", b"b" * 600)
+    c = _host_file(t, "c.bin", b"c" * 400)
+    code = "open(%r, 'w').write('x')\n" % marker
+    r = t.run(["run", "--policy", polf, "--json", "--file", "a=" + a, "--file", "b=" + b,
+               "-c", code])
+    doc = _refused_invalid(r, marker, "1200 bytes over files_in_bytes 1000")
+    g.diag(doc, "files_too_large")
+    r = t.run(["run", "--policy", polf, "--json", "--file", "a=" + a, "--file", "c=" + c,
+               "-c", code])
+    r.expect_rc(0)
+    g.check(os.path.exists(marker), "exactly files_in_bytes did not run")
+
+
+def test_files_in_default_bound_sparse(t):
+    """Under the default files_in_bytes (64 MiB): --file with a 1 TiB sparse file is
+    refused (files_too_large) promptly, the CLI never reading it all (seconds, small
+    memory); 64 MiB + 1 byte is refused too."""
+    marker = t.path("never")
+    polf = h.pol(t)
+    big = t.path("sparse.bin")
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)
+    over = t.path("over.bin")
+    with open(over, "wb") as f:
+        f.truncate(64 * MiB + 1)
+    for path, what in ((big, "1 TiB sparse"), (over, "64 MiB + 1")):
+        r = t.run(["run", "--policy", polf, "--json", "--file", "big.bin=" + path,
+                   "-c", "open(%r,'w')" % marker], timeout=60)
+        doc = _refused_invalid(r, marker, what)
+        g.diag(doc, "files_too_large")
+        g.check(r.wall < 15, "%s: refused only after %.1f s" % (what, r.wall))
+        rss = r.rusage.ru_maxrss * 1024
+        g.check(rss < 512 * MiB, "%s: govex's RSS reached %d MiB" % (what, rss // MiB))
+
+
+def test_file_path_special(t):
+    """--file NAME=PATH with PATH /dev/zero, a FIFO with no writer, a FIFO with a writer
+    that never stops, a directory, /dev/stdin: refused (not a regular file) at once,
+    never blocking and never reading an endless stream; nothing runs."""
+    polf, marker = _marker_policy(t)
+    code = "open(%r, 'w').write('x')\n" % marker
+    fifo = t.path("fifo")
+    os.mkfifo(fifo)
+    fifo2 = t.path("fifo2")
+    os.mkfifo(fifo2)
+    stop = threading.Event()
+
+    def writer():                        # keeps fifo2 open for writing and full
+        try:
+            fd = os.open(fifo2, os.O_RDWR)
+        except OSError:
+            return
+        os.set_blocking(fd, False)
+        while not stop.is_set():
+            try:
+                os.write(fd, b"z" * 4096)
+            except BlockingIOError:
+                time.sleep(0.01)
+            except OSError:
+                break
+        os.close(fd)
+    th = threading.Thread(target=writer, daemon=True)
+    th.start()
+    d = t.path("adir")
+    os.mkdir(d)
+    try:
+        for path in ("/dev/zero", fifo, fifo2, d, "/dev/stdin", "/dev/null"):
+            r = t.run(["run", "--policy", polf, "--json", "--file", "x.bin=" + path,
+                       "-c", code], timeout=20)
+            g.check(not r.hard_timeout, "--file x.bin=%s blocked govex\n%s"
+                    % (path, r.describe()))
+            g.check(r.wall < 10, "--file x.bin=%s took %.1f s" % (path, r.wall))
+            _refused_invalid(r, marker, "--file x.bin=%s" % path)
+    finally:
+        stop.set()
+        th.join(5)
+
+
+# ---------------------------------------------------------------- files out
+
+def _leak_check(r, outdir, secrets, what):
+    """None of SECRETS (bytes) in govex's stdout/stderr or in any file of OUTDIR."""
+    for s in secrets:
+        g.check(s not in r.stdout and s not in r.stderr,
+                "%s: a host secret %r came back in govex's output" % (what, s[:40]))
+        if outdir:
+            for n, (kind, data) in h.dir_entries(outdir).items():
+                g.check(kind != "symlink", "%s: --output-dir holds a symlink %s -> %s"
+                        % (what, n, data))
+                g.check(not (isinstance(data, bytes) and s in data),
+                        "%s: the host secret %r was copied out as %s" % (what, s[:40], n))
+
+
+def _secrets(t):
+    caller = _host_file(t, "caller-secret.txt", (SECRET + "-caller\n").encode(), 0o600)
+    shadow = b""
+    try:
+        with open("/etc/shadow", "rb") as f:
+            shadow = f.read()
+    except OSError:
+        pass
+    return caller, shadow
+
+
+def test_output_symlinks_to_host_secrets(t):
+    """The run leaves symlinks in $GOVEX_OUTPUT_DIR to /etc/shadow, to the caller's
+    0600 file, to /proc/self/environ (read by govex on the host: govex's own
+    environment, which holds a secret), to /proc/1/environ, a relative ../../ chain and
+    a /proc/self/cwd magic link: none is followed, listed or copied; ok.txt is."""
+    e.need_restricted("syscall_filter")
+    caller, shadow = _secrets(t)
+    out = t.path("D")
+    os.mkdir(out)
+    links = {"shadow": "/etc/shadow", "caller": caller, "environ": "/proc/self/environ",
+             "environ1": "/proc/1/environ", "rel": "../" * 12 + "etc/shadow",
+             "cwd": "/proc/self/cwd/caller-secret.txt", "passwd": "/etc/passwd"}
+    src = "for n, tg in %r.items():\n    os.symlink(tg, os.path.join(OUT, n))\n" \
+          "open(os.path.join(OUT, 'ok.txt'), 'w').write('fine')\nR = sorted(os.listdir(OUT))" \
+          % (links,)
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t), args=["--output-dir", out],
+                            extra_env={"RTA_ENV_SECRET": SECRET + "-env"})
+    h.ok(res, "plant")
+    names = [f.get("name") for f in h.listed(doc)]
+    g.eq(names, ["ok.txt"], "files listed")
+    g.eq(doc["files"][0]["sha256"].split(":")[-1], sha(b"fine"), "ok.txt's sha256")
+    g.check("output_skipped" in h.diag_codes(doc), "no output_skipped diagnostic: %r"
+            % doc.get("diagnostics"))
+    secrets = [(SECRET + "-caller").encode(), (SECRET + "-env").encode()]
+    if shadow:
+        secrets.append(shadow[:32])
+    with open("/proc/1/environ", "rb") as f:
+        p1 = f.read()
+    if p1:
+        secrets.append(p1[:48])
+    _leak_check(r, out, secrets, "symlinks in the output dir")
+    g.eq(sorted(h.dir_entries(out)), ["ok.txt"], "what --output-dir received")
+
+
+def test_output_symlinks_library(t):
+    """The same symlinks through the library: govex_result_file never returns the
+    content behind a link."""
+    e.need_restricted("syscall_filter")
+    caller, shadow = _secrets(t)
+    links = {"shadow": "/etc/shadow", "caller": caller, "environ": "/proc/self/environ",
+             "cwd": "/proc/self/cwd/caller-secret.txt"}
+    code = h.rta_code([h.op("plant", "for n, tg in %r.items():\n"
+                                     "    os.symlink(tg, os.path.join(OUT, n))\nR = 1"
+                                     % (links,))])
+    os.environ["RTA_ENV_SECRET"] = SECRET + "-env"      # the driver inherits it
+    try:
+        ans = h.lib_run(t, code, h.policy_doc(), outputs=True)
+    finally:
+        del os.environ["RTA_ENV_SECRET"]
+    g.check("doc" in ans, "no result: %r" % ans)
+    h.rta_proven(h.probe_of(ans["doc"]["stdout"]))
+    g.check("files_error" not in ans, ans.get("files_error"))
+    g.eq(ans.get("files"), [], "files returned through govex_result_file")
+    g.eq(h.listed(ans["doc"]), [], "files listed")
+    g.check(ans.get("past_end_rc", 0) < 0, "govex_result_file past the end did not fail")
+
+
+def test_output_fifo_never_blocks(t):
+    """A FIFO (no writer) and a FIFO with a writer grandchild that never writes, in the
+    output dir: the result comes within the wall limit plus a small margin, both
+    skipped with a diagnostic, the regular file listed."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    src = ("os.mkfifo(os.path.join(OUT, 'fifo'))\nos.mkfifo(os.path.join(OUT, 'held'))\n"
+           "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+           "        fd = os.open(os.path.join(OUT, 'held'), os.O_RDWR)\n"
+           "        time.sleep(60)\n    os._exit(0)\n"
+           "open(os.path.join(OUT, 'ok.txt'), 'w').write('ok')\nR = 1")
+    polf = h.pol(t, limits={"wall_ms": 3000})
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                            timeout=30)
+    h.ok(res, "plant")
+    g.check(r.wall < 3 + 5, "the result took %.1f s (wall limit 3 s)" % r.wall)
+    names = [f["name"] for f in h.listed(doc)]
+    g.eq(names, ["ok.txt"], "files listed")
+    g.check("output_skipped" in h.diag_codes(doc), "no output_skipped: %r"
+            % doc.get("diagnostics"))
+
+
+def test_output_special_entries(t):
+    """A unix socket, a directory (with a file inside), a device node (if the sandbox
+    lets one be made at all), a dangling symlink: skipped with a diagnostic each; only
+    top-level regular files are listed; nothing nested is copied out."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    src = ("s = socket.socket(socket.AF_UNIX); s.bind(os.path.join(OUT, 'sock'))\n"
+           "os.mkdir(os.path.join(OUT, 'sub'))\n"
+           "open(os.path.join(OUT, 'sub', 'nested.txt'), 'w').write('nested')\n"
+           "os.symlink('/nonexistent-rta', os.path.join(OUT, 'dangling'))\n"
+           "open(os.path.join(OUT, 'ok.txt'), 'w').write('ok')\n"
+           "try:\n    os.mknod(os.path.join(OUT, 'dev'), stat.S_IFCHR | 0o666, os.makedev(1, 5))\n"
+           "    made = True\nexcept OSError as ex:\n    made = ex.errno\n"
+           "R = {'dev': made, 'ls': sorted(os.listdir(OUT))}")
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t), args=["--output-dir", out])
+    v = h.ok(res, "plant")
+    print("# inside: %r" % (v,))
+    g.eq([f["name"] for f in h.listed(doc)], ["ok.txt"], "files listed")
+    skipped = [d for d in doc.get("diagnostics") or [] if d.get("code") == "output_skipped"]
+    expect = 3 + (1 if v["dev"] is True else 0)
+    g.check(len(skipped) >= expect, "%d output_skipped diagnostics for %d skipped entries: "
+            "%r" % (len(skipped), expect, doc.get("diagnostics")))
+    g.eq(sorted(h.dir_entries(out)), ["ok.txt"], "what --output-dir received")
+
+
+def test_output_sparse_1tib(t):
+    """A 1 TiB sparse file between two small ones, files_out_bytes 1 MiB: the result
+    comes in seconds (nobody reads 1 TiB), at most 1 MiB is delivered, every listed
+    entry's sha256 and bytes match what was delivered (or a diagnostic names the
+    file as truncated), the small files come back whole."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    polf = h.pol(t, limits={"files_out_bytes": MiB, "file_size_bytes": (1 << 40) + MiB,
+                            "wall_ms": 10000})
+    src = ("open(os.path.join(OUT, 'a_small'), 'wb').write(b'A' * 100)\n"
+           "f = open(os.path.join(OUT, 'b_huge'), 'wb'); f.truncate(1 << 40); f.close()\n"
+           "open(os.path.join(OUT, 'c_small'), 'wb').write(b'C' * 100)\n"
+           "R = os.stat(os.path.join(OUT, 'b_huge')).st_size")
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                            timeout=60)
+    g.eq(h.ok(res, "plant"), 1 << 40, "the sparse file's size inside")
+    g.check(r.wall < 20, "the result took %.1f s" % r.wall)
+    _consistent(doc, out, MiB)
+    got = h.dir_entries(out)
+    g.eq(got.get("a_small"), ("file", b"A" * 100), "a_small copied out")
+
+
+def _consistent(doc, out, bound):
+    """Listed entries agree with the delivered bytes; the total is within BOUND."""
+    files = h.listed(doc)
+    got = h.dir_entries(out)
+    total = 0
+    for f in files:
+        n = f["name"]
+        g.check(n in got and got[n][0] == "file", "listed %r not copied out" % n)
+        data = got[n][1]
+        total += len(data)
+        g.eq(f["sha256"].split(":")[-1], sha(data), "sha256 of %r vs its delivered bytes" % n)
+        if f["bytes"] != len(data):
+            g.check(any(n in json.dumps(d) for d in doc.get("diagnostics") or []),
+                    "%r listed with %d bytes, %d delivered, and no diagnostic names it"
+                    % (n, f["bytes"], len(data)))
+    g.check(total <= bound, "%d bytes delivered past files_out_bytes %d" % (total, bound))
+    extra = sorted(set(got) - {f["name"] for f in files})
+    g.check(not extra, "copied out but not listed: %r" % extra)
+    return files
+
+
+def test_output_growing_file_detached_writer(t):
+    """subprocess allowed: a detached grandchild (double fork, setsid) keeps appending to
+    OUT/grow after the main process exits.  The result comes within the wall limit and
+    a margin, the delivered bytes are within files_out_bytes (256 KiB here), every
+    listed file's sha256 and bytes match what was delivered, and the writer is gone."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    polf = h.pol(t, subprocess="allow", limits={"files_out_bytes": 256 * 1024,
+                                                "wall_ms": 4000})
+    src = ("import ctypes\n"
+           "open(os.path.join(OUT, 'first'), 'wb').write(b'1' * 1000)\n"
+           "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+           "        ctypes.CDLL(None).prctl(15, b'rta-grower', 0, 0, 0)\n"
+           "        fd = os.open(os.path.join(OUT, 'grow'), os.O_WRONLY | os.O_CREAT | "
+           "os.O_APPEND, 0o644)\n"
+           "        end = time.monotonic() + 30\n"
+           "        while time.monotonic() < end:\n            os.write(fd, b'g' * 65536)\n"
+           "    os._exit(0)\n"
+           "time.sleep(0.3)\nR = os.stat(os.path.join(OUT, 'grow')).st_size")
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                            timeout=40)
+    print("# grow had %r bytes when main exited" % (res.get("plant"),))
+    g.check(r.wall < 4 + 5, "the result took %.1f s (wall limit 4 s)" % r.wall)
+    _consistent(doc, out, 256 * 1024)
+    left = e.wait_until(lambda: not e.procs_with_comm("rta-grower"), 3.0)
+    g.check(left, "the detached writer outlived its run: pids %r"
+            % e.procs_with_comm("rta-grower"))
+
+
+def test_output_count_bound(t):
+    """200 files with files_out_count 5: at most 5 listed (the first by name), a
+    diagnostic says the rest were left; with the default (64), at most 64."""
+    e.need_restricted("syscall_filter")
+    src = ("for i in range(200):\n"
+           "    open(os.path.join(OUT, 'f%03d.txt' % i), 'w').write(str(i))\nR = 1")
+    for limit, bound in (({"files_out_count": 5}, 5), (None, 64)):
+        out = t.path("D%d" % bound)
+        os.mkdir(out)
+        r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t, name="p%d.json" % bound,
+                                                               limits=limit),
+                                args=["--output-dir", out])
+        names = [f["name"] for f in h.listed(doc)]
+        g.eq(names, ["f%03d.txt" % i for i in range(bound)], "files listed (bound %d)"
+             % bound)
+        g.check(len(os.listdir(out)) == bound, "%d files copied out, bound %d"
+                % (len(os.listdir(out)), bound))
+        g.check(doc.get("diagnostics"), "no diagnostic about the files left behind")
+
+
+REPLACE_OUT = [
+    ("symlink to /", "os.rmdir(OUT); os.symlink('/', OUT)"),
+    ("symlink to /etc", "os.rmdir(OUT); os.symlink('/etc', OUT)"),
+    ("symlink to the host cwd", "os.rmdir(OUT); os.symlink(HOSTCWD, OUT)"),
+    ("symlink to /proc/self/cwd", "os.rmdir(OUT); os.symlink('/proc/self/cwd', OUT)"),
+    ("moved, then a symlink", "os.rename(OUT, OUT + '.old'); "
+                              "open(OUT + '.old/inner.txt', 'w').write('x'); "
+                              "os.symlink('/etc', OUT)"),
+    ("a regular file", "os.rmdir(OUT); open(OUT, 'w').write('not a directory')"),
+    ("a FIFO", "os.rmdir(OUT); os.mkfifo(OUT)"),
+]
+
+
+def test_output_dir_replaced(t):
+    """The run replaces $GOVEX_OUTPUT_DIR by a symlink (to /, /etc, the caller's cwd,
+    /proc/self/cwd), by a file or a FIFO: nothing outside is read, nothing listed,
+    nothing copied out, no blocking."""
+    e.need_restricted("syscall_filter")
+    caller, shadow = _secrets(t)
+    for i, (what, src) in enumerate(REPLACE_OUT):
+        out = t.path("D%d" % i)
+        os.mkdir(out)
+        r, doc, res = h.run_rta(t, [h.op("swap", "HOSTCWD = %r\n%s\nR = 1" % (t.tmp, src))],
+                                h.pol(t, name="p%d.json" % i, limits={"wall_ms": 3000}),
+                                args=["--output-dir", out], timeout=30)
+        h.ok(res, "swap")
+        g.check(r.wall < 8, "%s: the result took %.1f s" % (what, r.wall))
+        names = [f["name"] for f in h.listed(doc)]
+        g.check(names in ([], ["inner.txt"]), "%s: listed %r" % (what, names))
+        sec = [(SECRET + "-caller").encode()] + ([shadow[:32]] if shadow else [])
+        _leak_check(r, out, sec, what)
+        g.check(set(os.listdir(out)) <= {"inner.txt"}, "%s: copied out %r"
+                % (what, os.listdir(out)))
+
+
+def test_output_bad_names(t):
+    """Names the name rule refuses (a newline, non-UTF-8 bytes, an ESC, a leading dot,
+    129 characters, a space) are skipped with a diagnostic; the JSON stays valid UTF-8,
+    no raw control character reaches govex's stderr; ok.txt comes back."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    src = ("d = os.fsencode(OUT)\n"
+           "for n in (b'a\\nb', b'\\xff\\xfe.txt', b'x\\x1b[2Jy', b'.hidden', b'n' * 129,\n"
+           "          b'a b', b'ok.txt'):\n"
+           "    open(os.path.join(d, n), 'wb').write(b'data')\nR = len(os.listdir(d))")
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t), args=["--output-dir", out])
+    g.eq(h.ok(res, "plant"), 7, "files made")
+    g.eq([f["name"] for f in h.listed(doc)], ["ok.txt"], "files listed")
+    skipped = [d for d in doc.get("diagnostics") or [] if d.get("code") == "output_skipped"]
+    g.check(len(skipped) >= 6, "expected 6 output_skipped diagnostics: %r"
+            % doc.get("diagnostics"))
+    g.eq(sorted(os.listdir(out)), ["ok.txt"], "copied out")
+    g.check(b"\x1b" not in r.stderr, "a raw ESC on govex's stderr: %r" % r.stderr[-300:])
+    # without --json, on stderr: govex's own lines carry no control characters either
+    os.mkdir(t.path("E"))
+    r2 = t.run(["run", "--policy", h.pol(t, name="q.json"), "--output-dir", t.path("E"),
+                "-c", h.rta_code([h.op("plant", src)])])
+    g.check(b"\x1b" not in r2.stderr, "a raw ESC on govex's stderr (no --json): %r"
+            % r2.stderr[-300:])
+
+
+def test_output_dir_cli_no_overwrite_no_follow(t):
+    """--output-dir DIR where DIR already has x -> victim (a symlink), y (a regular file)
+    and z -> a path that does not exist: govex exits 125 with a message; the victim, y
+    and DIR's links are unchanged; nothing is created at z's target."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    victim = _host_file(t, "victim", b"original\n")
+    os.symlink(victim, os.path.join(out, "x"))
+    with open(os.path.join(out, "y"), "wb") as f:
+        f.write(b"keep\n")
+    ghost = t.path("created-by-govex")
+    os.symlink(ghost, os.path.join(out, "z"))
+    src = ("for n in ('x', 'y', 'z', 'w'):\n"
+           "    open(os.path.join(OUT, n), 'w').write('PWNED ' + n)\nR = 1")
+    r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t), args=["--output-dir", out])
+    g.eq(open(victim, "rb").read(), b"original\n", "the symlink's victim")
+    g.eq(open(os.path.join(out, "y"), "rb").read(), b"keep\n", "the existing file y")
+    g.check(not os.path.lexists(ghost), "a file was created through the dangling symlink z")
+    g.eq(os.readlink(os.path.join(out, "x")), victim, "DIR/x")
+    g.eq(os.readlink(os.path.join(out, "z")), ghost, "DIR/z")
+    r.expect_rc(g.EXIT_REFUSED)
+    g.check(r.stderr.strip(), "no message on stderr for the refused copy")
+    # DIR must exist and be a directory
+    for bad in (t.path("missing"), victim):
+        r = t.run(["run", "--policy", h.pol(t), "--output-dir", bad, "-c", "print(1)"])
+        r.expect_rc(g.EXIT_REFUSED)
+    g.eq(open(victim, "rb").read(), b"original\n", "the victim as --output-dir")
+
+
+# ---------------------------------------------------------------- plans, policies
+
+# Recorded from main's build (a291639) before any round-2 branch landed.
+MAIN_PRESET_DIGESTS = {
+    "strict": "sha256:2a0496ed562f7d0bb9737782469d299a6ffd124d40acfc373b5bc0c5f1c21290",
+    "trusted": "sha256:9c330330677980403ff3a10464f1cd642cd3b40d8da34ce2bf8e94507e64751e",
+}
+# `policy show workspace` with filesystem.read = ["/srv/rta-fixed"] (workspace's read
+# root is the cwd, resolved at show time)
+MAIN_WORKSPACE_FIXED_DIGEST = \
+    "sha256:6068fe11db4d2f19ff2428da8460c31732cb5d80013c39e6ec7835e3a96fcd4d"
+MAIN_PLAN_PRINT1 = json.loads(r'''{"approval":[],"backend":{"name":"restricted","version":"govex.restricted-linux/v1"},"code":{"bytes":8,"digest":"sha256:d287bb7f9d15abdc5b6e98536263815744b6ef21c8f3c839fc434ca70d8efe99","language":"python","source_path":null},"controls":{"required":["wall_time","output_bounds","env_allowlist","fresh_workdir","process_tree_kill","fd_hygiene","network_deny","fs_read_allowlist","fs_write_allowlist","subprocess_deny","memory_aggregate","cpu_time_aggregate","pids_aggregate","open_files_per_process","file_size_per_process"]},"environment":{"names":["LANG","PATH"]},"filesystem":{"platform_defaults":true,"read":[],"write":[]},"interpreter":{"args":["-I","-S"],"path":"/root/.pyenv/versions/3.11.7/bin/python3.11","version":"3.11.7"},"kind":"run","limits":{"call_input_bytes":1048576,"call_output_bytes":1048576,"code_bytes":65536,"cpu_ms":10000,"file_size_bytes":67108864,"memory_bytes":536870912,"open_files":256,"processes":64,"stderr_bytes":65536,"stdin_bytes":1048576,"stdout_bytes":65536,"wall_ms":5000},"needs":[],"network":"deny","policy_digest":"sha256:2a0496ed562f7d0bb9737782469d299a6ffd124d40acfc373b5bc0c5f1c21290","request_digest":"sha256:ab3c755db0bc0ed19e9aa2fe20be82092df45d9181bbb2ecdc4f445b89fb5369","shell":false,"stdin":{"bytes":0,"digest":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},"subprocess":"deny","version":"govex.plan/v1","workdir":{"mode":"fresh","path":null}}''')
+MAIN_PLAN_STDIN = json.loads(r'''{"approval":[],"backend":{"name":"restricted","version":"govex.restricted-linux/v1"},"code":{"bytes":35,"digest":"sha256:c448b69ee14992f08eec1adb2b6d875bca2b56d8260653118daed1c750469871","language":"python","source_path":null},"controls":{"required":["wall_time","output_bounds","env_allowlist","fresh_workdir","process_tree_kill","fd_hygiene","network_deny","fs_read_allowlist","fs_write_allowlist","subprocess_deny","memory_aggregate","cpu_time_aggregate","pids_aggregate","open_files_per_process","file_size_per_process"]},"environment":{"names":["LANG","PATH"]},"filesystem":{"platform_defaults":true,"read":[],"write":[]},"interpreter":{"args":["-I","-S"],"path":"/root/.pyenv/versions/3.11.7/bin/python3.11","version":"3.11.7"},"kind":"run","limits":{"call_input_bytes":1048576,"call_output_bytes":1048576,"code_bytes":65536,"cpu_ms":10000,"file_size_bytes":67108864,"memory_bytes":536870912,"open_files":256,"processes":64,"stderr_bytes":65536,"stdin_bytes":1048576,"stdout_bytes":65536,"wall_ms":1000},"needs":[],"network":"deny","policy_digest":"sha256:2a0496ed562f7d0bb9737782469d299a6ffd124d40acfc373b5bc0c5f1c21290","request_digest":"sha256:e48f3f7d1901765068509171f68e3a1c4833b6d3645dbf379eedcbcfbbe7db22","shell":false,"stdin":{"bytes":3,"digest":"sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},"subprocess":"deny","version":"govex.plan/v1","workdir":{"mode":"fresh","path":null}}''')
+
+
+def _host_dependent(now, recorded):
+    """RECORDED with the members that depend on this host (the interpreter, and the
+    backend and its controls when the backend differs) taken from NOW."""
+    want = dict(recorded)
+    want["interpreter"] = now.get("interpreter")
+    if now.get("backend") != recorded["backend"]:
+        want["backend"] = now.get("backend")
+        want["controls"] = now.get("controls")
+    return want
+
+
+def test_plans_without_files_unchanged(t):
+    """A plan that uses none of the new features is main's plan, byte for byte (up to
+    the host's interpreter): no files, outputs, HOME, repl member, no new env name."""
+    r = t.run(["plan", "--backend", "restricted", "-c", "print(1)"])
+    r.expect_rc(0)
+    now = json.loads(r.stdout)
+    g.eq(r.stdout, g.canonical_bytes(now), "plan bytes are canonical")
+    g.eq(now, _host_dependent(now, MAIN_PLAN_PRINT1), "plan of print(1) vs main's")
+    _host_file(t, "stdin.txt", b"abc")
+    r = t.run(["plan", "--preset", "strict", "--backend", "restricted", "--timeout-ms",
+               "1000", "--stdin", "stdin.txt", "-c", "import sys; print(sys.stdin.read())"])
+    r.expect_rc(0)
+    now = json.loads(r.stdout)
+    g.eq(now, _host_dependent(now, MAIN_PLAN_STDIN), "plan with stdin and timeout vs main's")
+
+
+def test_plans_bind_files(t):
+    """Files are in the plan (name, bytes, digest; sorted by name; no host path): other
+    bytes give another digest, the order of --file does not matter, the host path does
+    not either; --output-dir adds outputs {max_files, max_bytes} and GOVEX_OUTPUT_DIR
+    to environment.names, not DIR's path."""
+    a1 = _host_file(t, "a1", b"alpha")
+    a2 = _host_file(t, "a2", b"ALPHA")
+    a3 = _host_file(t, "a3", b"alpha")
+    b = _host_file(t, "b", b"beta!")
+    pol = h.pol(t)
+
+    def plan(*args):
+        r = t.run(["plan", "--policy", pol] + list(args) + ["-c", "print(1)"])
+        r.expect_rc(0)
+        return r.stdout
+    p_ab = plan("--file", "a.txt=" + a1, "--file", "b.txt=" + b)
+    p_ba = plan("--file", "b.txt=" + b, "--file", "a.txt=" + a1)
+    p_moved = plan("--file", "a.txt=" + a3, "--file", "b.txt=" + b)
+    p_other = plan("--file", "a.txt=" + a2, "--file", "b.txt=" + b)
+    p_none = plan()
+    g.eq(p_ba, p_ab, "plan with --file in the other order")
+    g.eq(p_moved, p_ab, "plan with the same bytes from another host path")
+    g.check(p_other != p_ab, "a file's bytes changed and the plan did not")
+    doc = json.loads(p_ab)
+    g.eq(doc.get("files"), [{"name": "a.txt", "bytes": 5, "digest": g.sha256_digest(b"alpha")},
+                            {"name": "b.txt", "bytes": 5, "digest": g.sha256_digest(b"beta!")}],
+         "plan.files")
+    g.check(t.tmp.encode() not in p_ab, "a host path is in the plan: %r" % p_ab)
+    g.check("files" not in json.loads(p_none) and "outputs" not in json.loads(p_none),
+            "a plan without the features has their members")
+    d = t.path("D")
+    os.mkdir(d)
+    po = json.loads(plan("--output-dir", d))
+    g.eq(po.get("outputs"), {"max_files": 64, "max_bytes": 64 * MiB}, "plan.outputs")
+    g.check("GOVEX_OUTPUT_DIR" in po["environment"]["names"],
+            "GOVEX_OUTPUT_DIR not in environment.names: %r" % po["environment"])
+    g.check(d.encode() not in json.dumps(po).encode(), "--output-dir's path is in the plan")
+
+
+def test_plan_execute_file_swapped(t):
+    """plan with a file, then the file's bytes change (or it is dropped, or outputs are
+    added) before run --plan: refused, nothing runs."""
+    polf, marker = _marker_policy(t)
+    src = t.write("prog.py", "open(%r, 'w').write('x')\n" % marker)
+    data = _host_file(t, "data.txt", b"reviewed bytes")
+    r = t.run(["plan", "--policy", polf, "--file", "data.txt=" + data, src])
+    r.expect_rc(0)
+    plan = t.write("plan.json", r.stdout)
+    with open(data, "wb") as f:
+        f.write(b"swapped bytes!")
+    for args, what in ((["--file", "data.txt=" + data], "changed bytes"),
+                       ([], "file dropped")):
+        r = t.run(["run", "--policy", polf, "--json", "--plan", plan] + args + [src])
+        doc = r.result()
+        g.check(doc["status"] in ("source_mismatch", "policy_refused", "invalid_input"),
+                "%s: status %r\n%s" % (what, doc["status"], r.describe()))
+        g.check(not os.path.exists(marker), "%s: the code ran against the plan" % what)
+    with open(data, "wb") as f:
+        f.write(b"reviewed bytes")
+    d = t.path("D")
+    os.mkdir(d)
+    r = t.run(["run", "--policy", polf, "--json", "--plan", plan, "--file",
+               "data.txt=" + data, "--output-dir", d, src])
+    g.check(r.result()["status"] != "success" and not os.path.exists(marker),
+            "outputs added to a plan without them: it ran\n" + r.describe())
+    r = t.run(["run", "--policy", polf, "--json", "--plan", plan, "--file",
+               "data.txt=" + data, src])
+    r.expect_rc(0)
+    g.check(os.path.exists(marker), "the planned run with the reviewed bytes did not run")
+
+
+def test_policy_digests_unchanged(t):
+    """Preset digests are main's; the new limits at their defaults are omitted from the
+    canonical bytes (same digest); other values change it."""
+    for name, want in MAIN_PRESET_DIGESTS.items():
+        p = t.path(name + ".json")
+        r = t.run(["policy", "show", name])
+        r.expect_rc(0)
+        with open(p, "wb") as f:
+            f.write(r.stdout)
+        d = t.run(["policy", "digest", p])
+        d.expect_rc(0)
+        g.eq(d.out.strip(), want, "digest of preset %s" % name)
+        g.check(b"files_" not in r.stdout, "preset %s shows a files_ limit" % name)
+    ws = g.preset("workspace")
+    ws["filesystem"]["read"] = ["/srv/rta-fixed"]
+    p = t.write_json("ws.json", ws)
+    g.eq(t.run(["policy", "digest", p]).out.strip(), MAIN_WORKSPACE_FIXED_DIGEST,
+         "digest of workspace (read root fixed)")
+    base = g.preset("strict")
+    for k, v in (("files_in_bytes", 64 * MiB), ("files_out_bytes", 64 * MiB),
+                 ("files_out_count", 64)):
+        doc = json.loads(json.dumps(base))
+        doc["limits"][k] = v
+        p = t.write_json("d-%s.json" % k, doc)
+        r = t.run(["policy", "digest", p])
+        r.expect_rc(0)
+        g.eq(r.out.strip(), MAIN_PRESET_DIGESTS["strict"], "strict with %s=%d (the default)"
+             % (k, v))
+        doc["limits"][k] = v - 1
+        p = t.write_json("n-%s.json" % k, doc)
+        c = t.run(["policy", "canon", p])
+        c.expect_rc(0)
+        g.check(('"%s":%d' % (k, v - 1)).encode() in c.stdout,
+                "canon of strict with %s=%d lacks it: %r" % (k, v - 1, c.stdout[:300]))
+
+
+if __name__ == "__main__":
+    sys.exit(g.main([
+        ("input names outside the rule are refused (CLI), nothing runs",
+         test_input_names_refused_cli),
+        ("input names outside the rule are refused (library), nothing runs",
+         test_input_names_refused_library),
+        ("an attacked input never changes the caller's file (restricted), read-only inside",
+         test_input_file_tampering_restricted),
+        ("an attacked input never changes the caller's file (controlled)",
+         test_input_file_tampering_controlled),
+        ("an input hardlinked into the outputs stays read-only",
+         test_input_hardlink_into_outputs),
+        ("files_in_bytes bounds the inputs' total", test_files_in_bytes),
+        ("a 1 TiB sparse --file is refused promptly", test_files_in_default_bound_sparse),
+        ("--file with /dev/zero, FIFOs, a directory: refused without blocking",
+         test_file_path_special),
+        ("output symlinks to host secrets are never followed (CLI)",
+         test_output_symlinks_to_host_secrets),
+        ("output symlinks to host secrets are never followed (library)",
+         test_output_symlinks_library),
+        ("output FIFOs never block", test_output_fifo_never_blocks),
+        ("output sockets, directories, devices, dangling links are skipped",
+         test_output_special_entries),
+        ("a 1 TiB sparse output is bounded, never read through", test_output_sparse_1tib),
+        ("an output a detached grandchild keeps writing is bounded and consistent",
+         test_output_growing_file_detached_writer),
+        ("files_out_count bounds the outputs", test_output_count_bound),
+        ("the output dir replaced by a symlink, a file or a FIFO: nothing outside read",
+         test_output_dir_replaced),
+        ("output names with newlines, non-UTF-8, ESC are skipped", test_output_bad_names),
+        ("--output-dir never overwrites and never follows a planted symlink",
+         test_output_dir_cli_no_overwrite_no_follow),
+        ("plans without the new features are main's plans", test_plans_without_files_unchanged),
+        ("plans bind the files (bytes, not paths) and the outputs", test_plans_bind_files),
+        ("a plan's file swapped before execute: refused, nothing runs",
+         test_plan_execute_file_swapped),
+        ("preset and default-valued policy digests are main's", test_policy_digests_unchanged),
+    ]))
