@@ -64,6 +64,16 @@ os.write(2, b"tail without newline")
 '''
 
 
+
+def _exec_pol(t):
+    """strict (restricted) with the system python's standard library readable: govex
+    exec binds the executable and its libraries, not its stdlib."""
+    import glob
+    libs = sorted(p for p in glob.glob("/usr/lib/python3.*") if os.path.isdir(p))
+    real = os.path.realpath("/usr/bin/python3")
+    want = [p for p in libs if p.endswith(os.path.basename(real))] or libs[-1:]
+    return h.pol(t, name="exec.json", filesystem={"read": want})
+
 def test_callback_carries_the_result_bytes(t):
     """Per stream, the callback's chunks joined are exactly the result's stdout and
     stderr bytes (non-UTF-8, ESC, NUL, CR, partial lines included)."""
@@ -125,6 +135,28 @@ def test_callback_is_live(t):
     g.check(early and late, "callback chunks: %r" % ans["chunks"])
     g.check(late[0] - early[0] >= 1.0, "early arrived %.2f s, late %.2f s: not live"
             % (early[0], late[0]))
+
+
+def test_callback_on_kills(t):
+    """A run killed for its output (20 MiB past the bound: output_limit) and a run
+    killed at its wall time while printing: the callback saw exactly the kept bytes,
+    nothing past the bound, nothing after the kill."""
+    flood = "import os\nwhile True:\n    os.write(1, b'f' * 65536)\n"
+    ans = h.lib_run(t, flood, h.policy_doc(), callback=True, timeout=60)
+    g.check("doc" in ans, "no result: %r" % ans)
+    got = _streams(ans)
+    g.check(len(got[1]) <= 64 * KiB, "%d bytes passed past the bound" % len(got[1]))
+    g.check(got[1] == ans["stdout_raw"], "callback %d bytes vs kept %d (status %s)"
+            % (len(got[1]), len(ans["stdout_raw"]), ans["doc"]["status"]))
+    ticker = ("import sys, time\ni = 0\nwhile True:\n    print('tick %d' % i, flush=True)\n"
+              "    i += 1\n    time.sleep(0.001)\n")
+    limits = [0] * 8
+    limits[0] = 1000                                 # wall_ms
+    ans = h.lib_run(t, ticker, h.policy_doc(), callback=True, limits=limits)
+    g.eq(ans["doc"]["status"], "timeout", "status of the ticker")
+    got = _streams(ans)
+    g.check(got[1] == ans["stdout_raw"], "timeout: callback %d bytes vs kept %d"
+            % (len(got[1]), len(ans["stdout_raw"])))
 
 
 # ---------------------------------------------------------------- the CLI on a terminal
@@ -263,6 +295,18 @@ def test_terminal_status_line_survives(t):
     g.check(b"\x1b" not in rest[i:], "an ESC inside govex's own text: %r" % rest[i:])
 
 
+def test_cli_exec_terminal_live(t):
+    """govex exec on a terminal: live, like run."""
+    rc, got, wall = pty_run(t, ["exec", "--policy", _exec_pol(t), "--",
+                                os.path.realpath("/usr/bin/python3"), "-I", "-S", "-c", LATE])
+    data = b"".join(b for _, b in got)
+    g.eq(rc, 0, "exit status (terminal: %r)" % data)
+    e = [ts for ts, b in got if b"early" in b]
+    l_ = [ts for ts, b in got if b"late" in b]
+    g.check(e and l_ and l_[0] - e[0] >= 1.0, "exec output not live on the terminal: %r"
+            % got)
+
+
 def test_cli_call_terminal_live(t):
     """govex call on a terminal: the function's stdout reaches the terminal while it
     runs (contract 2 and 3: a call's output is its own, passed through live)."""
@@ -290,5 +334,7 @@ if __name__ == "__main__":
         ("CLI on a terminal with --json: one document", test_cli_terminal_json_unchanged),
         ("CLI on a terminal: govex's status line survives what the run left open",
          test_terminal_status_line_survives),
+        ("the callback on runs killed for output and for time", test_callback_on_kills),
+        ("CLI exec on a terminal: live", test_cli_exec_terminal_live),
         ("CLI call on a terminal: live", test_cli_call_terminal_live),
     ]))
