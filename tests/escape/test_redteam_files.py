@@ -804,6 +804,58 @@ def test_exec_files_and_outputs(t):
     _leak_check(r, out, [(SECRET + "-caller").encode()], "exec outputs")
 
 
+def test_named_workdir_never_written(t):
+    """A policy whose workdir is a named host directory: --file and --output-dir are
+    refused (invalid_input) and nothing is written into that directory (govex must not
+    drop a caller's input, or an output directory, into a host directory)."""
+    named = t.path("named")
+    os.mkdir(named)
+    os.chmod(named, 0o777)
+    os.chmod(t.tmp, 0o711)
+    polf = h.pol(t, workdir=named, filesystem={"write": [named]})
+    src = _host_file(t, "in.txt", b"x")
+    out = t.path("D")
+    os.mkdir(out)
+    for args in (["--file", "in.txt=" + src], ["--output-dir", out]):
+        r = t.run(["run", "--policy", polf, "--json"] + args + ["-c", "print('RAN')"])
+        doc = r.result()
+        g.eq(doc["status"], "invalid_input", "%s with a named workdir\n%s"
+             % (args[0], r.describe()))
+        g.eq(doc["stdout"], "", "stdout")
+        g.eq(os.listdir(named), [], "%s: the named workdir afterwards" % args[0])
+
+
+def test_call_files_and_outputs(t):
+    """govex call with --file and --output-dir: the function reads its input, cannot
+    change it (nor the caller's file), and a symlink to the caller's secret it leaves in
+    GOVEX_OUTPUT_DIR is not followed; its regular file comes back."""
+    e.need_restricted("syscall_filter")
+    caller, _ = _secrets(t)
+    host_in = _host_file(t, "call-in.txt", b"call input\n")
+    before = _snap(host_in)
+    out = t.path("D")
+    os.mkdir(out)
+    mod = t.write("mod.py", (
+        "import os\n\n"
+        "def f() -> dict:\n"
+        "    got = open('in.txt').read()\n"
+        "    try:\n        open('in.txt', 'a').write('PWNED')\n        wrote = True\n"
+        "    except OSError:\n        wrote = False\n"
+        "    o = os.environ['GOVEX_OUTPUT_DIR']\n"
+        "    os.symlink(%r, os.path.join(o, 'caller.txt'))\n"
+        "    open(os.path.join(o, 'ok.txt'), 'w').write('fine')\n"
+        "    return {'got': got, 'wrote': wrote}\n") % caller)
+    r = t.run(["call", "--policy", h.pol(t), "--json", "--file", "in.txt=" + host_in,
+               "--output-dir", out, mod + ":f"])
+    doc = r.result()
+    g.eq(doc["status"], "success", "call status\n" + r.describe())
+    g.eq(doc["value"], {"got": "call input\n", "wrote": False}, "the function's value")
+    g.eq(_snap(host_in), before, "the caller's input file")
+    g.eq([f["name"] for f in h.listed(doc)], ["ok.txt"], "files listed")
+    _leak_check(r, out, [(SECRET + "-caller").encode()], "call outputs")
+    g.eq(sorted(os.listdir(out)), ["ok.txt"], "copied out")
+
+
 # ---------------------------------------------------------------- plans, policies
 
 # Recorded from main's build (a291639) before any round-2 branch landed.
@@ -992,6 +1044,9 @@ if __name__ == "__main__":
         ("controlled: an output rewritten while collected stays consistent",
          test_output_rewritten_while_collected_controlled),
         ("exec: files in read-only, output symlinks not followed", test_exec_files_and_outputs),
+        ("a named workdir never receives files or an output dir",
+         test_named_workdir_never_written),
+        ("call: files in read-only, output symlinks not followed", test_call_files_and_outputs),
         ("plans without the new features are main's plans", test_plans_without_files_unchanged),
         ("plans bind the files (bytes, not paths) and the outputs", test_plans_bind_files),
         ("a plan's file swapped before execute: refused, nothing runs",

@@ -258,6 +258,23 @@ def test_cli_terminal_bytes_unchanged(t):
     g.eq(rc, 0, "exit status")
 
 
+def test_cli_terminal_failure_output_once(t):
+    """A run that prints and fails (exit 3; and one killed at its wall time): its output
+    reaches the terminal once (live), not again at the end."""
+    rc, got, wall = pty_run(t, ["run", "--policy", h.pol(t), "-c",
+                                "import sys\nprint('ONCE-OUT')\n"
+                                "print('ONCE-ERR', file=sys.stderr)\nsys.exit(3)\n"])
+    data = b"".join(b for _, b in got)
+    g.eq(rc, 3, "exit status (terminal: %r)" % data)
+    g.eq((data.count(b"ONCE-OUT"), data.count(b"ONCE-ERR")), (1, 1),
+         "times the output appears on the terminal: %r" % data)
+    rc, got, wall = pty_run(t, ["run", "--policy", h.pol(t), "--timeout-ms", "800", "-c",
+                                "import time\nprint('ONCE-T', flush=True)\ntime.sleep(30)\n"])
+    data = b"".join(b for _, b in got)
+    g.eq(rc, g.EXIT_TIMEOUT, "exit status (terminal: %r)" % data)
+    g.eq(data.count(b"ONCE-T"), 1, "times the output appears on the terminal: %r" % data)
+
+
 def test_cli_terminal_json_unchanged(t):
     """--json on a terminal: exactly one govex.result/v1 document, no live bytes."""
     rc, got, wall = pty_run(t, ["run", "--policy", h.pol(t), "--json", "-c", ORDER])
@@ -332,6 +349,8 @@ if __name__ == "__main__":
         ("CLI on a terminal: never past the bounds", test_cli_terminal_bound),
         ("CLI on a terminal: the run's bytes unchanged", test_cli_terminal_bytes_unchanged),
         ("CLI on a terminal with --json: one document", test_cli_terminal_json_unchanged),
+        ("CLI on a terminal: a failed run's output appears once",
+         test_cli_terminal_failure_output_once),
         ("CLI on a terminal: govex's status line survives what the run left open",
          test_terminal_status_line_survives),
         ("the callback on runs killed for output and for time", test_callback_on_kills),
