@@ -856,6 +856,34 @@ def test_call_files_and_outputs(t):
     g.eq(sorted(os.listdir(out)), ["ok.txt"], "copied out")
 
 
+def test_output_diagnostics_bounded(t):
+    """The result stays bounded whatever the run leaves: 8000 entries with invalid names
+    (each 106 characters) and 4000 directories in the output dir must not turn into
+    12000 diagnostics (megabytes of result document, which MCP hands to the model).
+    Expected: at most files_out_count + a few output diagnostics (then one summary),
+    and a result document under 256 KiB.  Under controlled (a host workdir, no inode
+    bound) 30000 entries."""
+    e.need_restricted("syscall_filter")
+    for backend, n_bad in (("restricted", 8000), ("controlled", 30000)):
+        out = t.path("D-" + backend)
+        os.mkdir(out)
+        base = "strict" if backend == "restricted" else "trusted"
+        polf = h.pol(t, name=backend + ".json", base=base, backend=backend,
+                     limits={"wall_ms": 20000})
+        src = ("for i in range(%d):\n"
+               "    open(os.path.join(OUT, '.h%%06d' %% i + 'x' * 100), 'w').close()\n"
+               "for i in range(4000):\n    os.mkdir(os.path.join(OUT, 'd%%05d' %% i))\n"
+               "R = len(os.listdir(OUT))" % n_bad)
+        r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                                sandbox=backend == "restricted", timeout=60)
+        made = h.ok(res, "plant")
+        outd = [d for d in doc.get("diagnostics") or []
+                if str(d.get("code", "")).startswith("output_")]
+        g.check(len(outd) <= 64 + 8 and len(r.stdout) < 256 * 1024,
+                "%s: %d entries left in the output dir gave %d output diagnostics and a "
+                "%d-byte result document" % (backend, made, len(outd), len(r.stdout)))
+
+
 # ---------------------------------------------------------------- plans, policies
 
 # Recorded from main's build (a291639) before any round-2 branch landed.
@@ -1044,6 +1072,8 @@ if __name__ == "__main__":
         ("controlled: an output rewritten while collected stays consistent",
          test_output_rewritten_while_collected_controlled),
         ("exec: files in read-only, output symlinks not followed", test_exec_files_and_outputs),
+        ("the result stays bounded whatever the output dir holds",
+         test_output_diagnostics_bounded),
         ("a named workdir never receives files or an output dir",
          test_named_workdir_never_written),
         ("call: files in read-only, output symlinks not followed", test_call_files_and_outputs),
