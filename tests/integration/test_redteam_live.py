@@ -286,6 +286,83 @@ def test_cli_terminal_json_unchanged(t):
     g.eq(doc["stdout"], "<one><three>\n", "result stdout")
 
 
+def _procs_with_comm(name):
+    out = []
+    for n in os.listdir("/proc"):
+        if n.isdigit():
+            try:
+                with open("/proc/%s/comm" % n) as f:
+                    if f.read().strip() == name:
+                        out.append(int(n))
+            except OSError:
+                pass
+    return out
+
+
+STALL = ("import ctypes, os, time\nctypes.CDLL(None).prctl(15, b'%s', 0, 0, 0)\n"
+         "for i in range(64):\n    os.write(1, b'y' * 1000)\ntime.sleep(30)\n")
+
+
+def _stalled(t, comm, during):
+    """govex run on a terminal nobody reads (a stalled terminal: ^S, a stopped pager, a
+    stuck ssh); DURING(popen) runs meanwhile.  Returns (run processes seen by DURING,
+    govex's exit status after the terminal is drained)."""
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    p = subprocess.Popen([g.GOVEX, "run", "--policy", h.pol(t), "--timeout-ms", "2000",
+                          "-c", STALL % comm], cwd=t.tmp, stdin=subprocess.DEVNULL,
+                         stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    try:
+        seen = during(p)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:            # drain: let govex finish
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    if not os.read(master, 65536):
+                        break
+                except OSError:
+                    break
+            elif p.poll() is not None:
+                break
+        rc = p.wait(timeout=10)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        p.wait()
+        os.close(master)
+        for pid in _procs_with_comm(comm):
+            t.kill_later(pid)
+    return seen, rc
+
+
+def test_cli_stalled_terminal_keeps_wall_time(t):
+    """The run writes 64 KB to a terminal nobody reads, then sleeps: govex's live
+    passthrough blocks on the terminal, but the run's wall time (2 s) is still enforced:
+    5 s after the start the run's process is gone.  And govex cancelled by SIGINT while
+    the terminal is stalled: the run is gone 2 s later."""
+    def late_look(p):
+        time.sleep(5.0)
+        return _procs_with_comm("rta-stall-wall")
+    seen, rc = _stalled(t, "rta-stall-wall", late_look)
+    g.check(not seen, "the run was still alive 5 s into a 2 s wall limit while the terminal "
+            "was stalled (pids %r): the supervisor blocked writing live output and stopped "
+            "enforcing the wall time" % seen)
+    g.eq(rc, g.EXIT_TIMEOUT, "exit status")
+
+    def interrupt(p):
+        time.sleep(1.0)
+        os.kill(p.pid, signal.SIGINT)
+        time.sleep(2.0)
+        return _procs_with_comm("rta-stall-int")
+    seen, rc = _stalled(t, "rta-stall-int", interrupt)
+    g.check(not seen, "the run was still alive 2 s after SIGINT to govex while the "
+            "terminal was stalled (pids %r)" % seen)
+
+
 def test_terminal_status_line_survives(t):
     """RT-A's expectation (see the module's docstring): a run that leaves an OSC string
     open, concealed text on, and no final newline, then times out: govex's status line
@@ -351,6 +428,8 @@ if __name__ == "__main__":
         ("CLI on a terminal with --json: one document", test_cli_terminal_json_unchanged),
         ("CLI on a terminal: a failed run's output appears once",
          test_cli_terminal_failure_output_once),
+        ("CLI on a stalled terminal: wall time and SIGINT still end the run",
+         test_cli_stalled_terminal_keeps_wall_time),
         ("CLI on a terminal: govex's status line survives what the run left open",
          test_terminal_status_line_survives),
         ("the callback on runs killed for output and for time", test_callback_on_kills),
