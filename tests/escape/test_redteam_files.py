@@ -166,6 +166,10 @@ TAMPER = [
     ("link_write", "os.link('data.txt', 'hl.txt')\n"
                    "with open('hl.txt', 'r+b') as f:\n    f.write(b'PWNED')\nR = 1"),
     ("xattr", "os.setxattr('data.txt', 'user.rta', b'1')\nR = 1"),
+    ("umount_write", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                     "if libc.umount2(b'data.txt', 2) != 0:\n"
+                     "    raise OSError(ctypes.get_errno(), 'umount2')\n"
+                     "os.unlink('data.txt')\nopen('data.txt', 'wb').write(b'PWNED')\nR = 1"),
     ("beside", "open('mine.txt', 'wb').write(b'mine')\nR = open('mine.txt','rb').read().decode()"),
     ("after", "st = os.stat('data.txt')\n"
               "R = {'data': open('data.txt', 'rb').read().decode('latin-1'),\n"
