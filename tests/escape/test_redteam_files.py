@@ -224,6 +224,37 @@ def test_input_file_tampering_restricted(t):
             "a host path is mounted for the input: %r" % a["mounts"])
 
 
+def test_input_file_tampering_as_nobody(t):
+    """The same attacks by the run of an unprivileged caller (nobody): the input belongs
+    to the same uid as the run there, so only the read-only bind holds it (no umount, no
+    chmod, no replace)."""
+    e.need_restricted("syscall_filter")
+    sb = e.need_unprivileged_sandbox(t)
+    home, env, binary = sb
+    original = b"nobody's data " + SECRET.encode() + b"\n"
+    host = os.path.join(home, "nobody-data.txt")
+    with open(host, "wb") as f:
+        f.write(original)
+    os.chown(host, e.NOBODY, e.NOBODY)
+    os.chmod(host, 0o644)
+    before = _snap(host)
+    polf = e.without_aggregate(h.pol(t, name="nobody.json"))
+    os.chmod(polf, 0o644)
+    ops = [h.op(label, src) for label, src in TAMPER]
+    rc, out, err, _ = e.spawn(["run", "--policy", polf, "--json", "--file",
+                               "data.txt=" + host, "-c", h.rta_code(ops)], cwd=home, env=env,
+                              preexec=e.nobody_preexec(), binary=binary)
+    doc = e.result_of(out)
+    res = h.probe_of(doc.get("stdout"))
+    h.rta_proven(res, "as nobody: %r %r" % (doc.get("diagnostics"), err[-300:]))
+    g.eq(_snap(host), before, "nobody's host file after the attacks")
+    bad = [label for label, _ in TAMPER if label not in ("beside", "after")
+           and res.get(label, {}).get("ok")]
+    g.check(not bad, "as nobody, the run modified or replaced its read-only input with: %s"
+            % bad)
+    g.eq(h.ok(res, "after")["data"].encode("latin-1"), original, "the input inside")
+
+
 def test_input_file_tampering_controlled(t):
     """The same attacks under the controlled backend (no sandbox; the run has the
     caller's uid): the input is a copy, so the caller's file never changes."""
@@ -373,25 +404,16 @@ def test_output_symlinks_to_host_secrets(t):
     """The run leaves symlinks in $GOVEX_OUTPUT_DIR to /etc/shadow, to the caller's
     0600 file, to /proc/self/environ (read by govex on the host: govex's own
     environment, which holds a secret), to /proc/1/environ, a relative ../../ chain and
-    a /proc/self/cwd magic link: none is followed, listed or copied; ok.txt is."""
+    a /proc/self/cwd magic link: none is followed, listed or copied; ok.txt is.  Under
+    restricted (collected by the shim) and controlled (collected by govex on the host)."""
     e.need_restricted("syscall_filter")
     caller, shadow = _secrets(t)
-    out = t.path("D")
-    os.mkdir(out)
     links = {"shadow": "/etc/shadow", "caller": caller, "environ": "/proc/self/environ",
              "environ1": "/proc/1/environ", "rel": "../" * 12 + "etc/shadow",
              "cwd": "/proc/self/cwd/caller-secret.txt", "passwd": "/etc/passwd"}
     src = "for n, tg in %r.items():\n    os.symlink(tg, os.path.join(OUT, n))\n" \
           "open(os.path.join(OUT, 'ok.txt'), 'w').write('fine')\nR = sorted(os.listdir(OUT))" \
           % (links,)
-    r, doc, res = h.run_rta(t, [h.op("plant", src)], h.pol(t), args=["--output-dir", out],
-                            extra_env={"RTA_ENV_SECRET": SECRET + "-env"})
-    h.ok(res, "plant")
-    names = [f.get("name") for f in h.listed(doc)]
-    g.eq(names, ["ok.txt"], "files listed")
-    g.eq(doc["files"][0]["sha256"].split(":")[-1], sha(b"fine"), "ok.txt's sha256")
-    g.check("output_skipped" in h.diag_codes(doc), "no output_skipped diagnostic: %r"
-            % doc.get("diagnostics"))
     secrets = [(SECRET + "-caller").encode(), (SECRET + "-env").encode()]
     if shadow:
         secrets.append(shadow[:32])
@@ -402,8 +424,23 @@ def test_output_symlinks_to_host_secrets(t):
         p1 = b""
     if p1:
         secrets.append(p1[:48])
-    _leak_check(r, out, secrets, "symlinks in the output dir")
-    g.eq(sorted(h.dir_entries(out)), ["ok.txt"], "what --output-dir received")
+    # restricted: the shim collects inside the sandbox; controlled: govex on the host
+    for backend in ("restricted", "controlled"):
+        out = t.path("D-" + backend)
+        os.mkdir(out)
+        base = "strict" if backend == "restricted" else "trusted"
+        polf = h.pol(t, name=backend + ".json", base=base, backend=backend)
+        r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                                extra_env={"RTA_ENV_SECRET": SECRET + "-env"},
+                                sandbox=backend == "restricted")
+        h.ok(res, "plant")
+        names = [f.get("name") for f in h.listed(doc)]
+        g.eq(names, ["ok.txt"], backend + ": files listed")
+        g.eq(doc["files"][0]["sha256"].split(":")[-1], sha(b"fine"), "ok.txt's sha256")
+        g.check("output_skipped" in h.diag_codes(doc), "%s: no output_skipped diagnostic: %r"
+                % (backend, doc.get("diagnostics")))
+        _leak_check(r, out, secrets, backend + ": symlinks in the output dir")
+        g.eq(sorted(h.dir_entries(out)), ["ok.txt"], backend + ": what --output-dir received")
 
 
 def test_output_symlinks_library(t):
@@ -1045,6 +1082,8 @@ if __name__ == "__main__":
          test_input_names_refused_library),
         ("an attacked input never changes the caller's file (restricted), read-only inside",
          test_input_file_tampering_restricted),
+        ("an attacked input stays read-only for an unprivileged caller's run",
+         test_input_file_tampering_as_nobody),
         ("an attacked input never changes the caller's file (controlled)",
          test_input_file_tampering_controlled),
         ("an input hardlinked into the outputs stays read-only",
