@@ -785,6 +785,29 @@ def test_output_unreadable_mode(t):
                 g.eq(h.dir_entries(out)[n], ("file", n.encode()), "%s: %s" % (backend, n))
 
 
+def test_output_modes_not_copied(t):
+    """An output the run made executable (0777, and set-id bits where it can): the copy
+    in --output-dir is a plain 0644-or-stricter file owned by the caller, never
+    executable, never set-id."""
+    e.need_restricted("syscall_filter")
+    for backend in ("restricted", "controlled"):
+        out = t.path("D-" + backend)
+        os.mkdir(out)
+        base = "strict" if backend == "restricted" else "trusted"
+        polf = h.pol(t, name=backend + ".json", base=base, backend=backend)
+        src = ("p = os.path.join(OUT, 'tool.sh')\nopen(p, 'w').write('#!/bin/sh\\necho hi\\n')\n"
+               "os.chmod(p, 0o777)\ntry:\n    os.chmod(p, 0o6777)\nexcept OSError:\n    pass\n"
+               "R = oct(os.stat(p).st_mode)")
+        r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
+                                sandbox=backend == "restricted")
+        print("# %s: mode inside %r" % (backend, res.get("plant")))
+        g.eq([f["name"] for f in h.listed(doc)], ["tool.sh"], backend + ": listed")
+        st = os.lstat(os.path.join(out, "tool.sh"))
+        g.check(stat.S_ISREG(st.st_mode) and not st.st_mode & 0o7111 and
+                st.st_uid == os.geteuid(),
+                "%s: the copy's mode %o owner %d" % (backend, st.st_mode, st.st_uid))
+
+
 def test_output_rewritten_while_collected_controlled(t):
     """Controlled backend (govex collects from a host workdir): a detached grandchild
     keeps truncating and rewriting an output file after the main process exits.
@@ -1112,6 +1135,7 @@ if __name__ == "__main__":
          test_input_named_like_the_output_dir),
         ("unreadable output files are listed whole or skipped with a diagnostic",
          test_output_unreadable_mode),
+        ("output modes (exec, set-id) never reach the copy", test_output_modes_not_copied),
         ("controlled: an output rewritten while collected stays consistent",
          test_output_rewritten_while_collected_controlled),
         ("exec: files in read-only, output symlinks not followed", test_exec_files_and_outputs),
