@@ -275,6 +275,28 @@ def test_cli_terminal_failure_output_once(t):
     g.eq(data.count(b"ONCE-T"), 1, "times the output appears on the terminal: %r" % data)
 
 
+def test_cli_terminal_never_handed_to_the_run(t):
+    """Live output goes through govex: with govex on a terminal the run's stdout and
+    stderr are still not a terminal, /dev/tty cannot be opened, and TIOCSTI on fds
+    0-2 fails (a run holding the caller's terminal could push keystrokes into it)."""
+    code = ("import os, json, fcntl, termios\nr = {}\n"
+            "r['isatty'] = [os.isatty(i) for i in (0, 1, 2)]\n"
+            "try:\n    os.open('/dev/tty', os.O_RDWR)\n    r['devtty'] = True\n"
+            "except OSError as e:\n    r['devtty'] = e.errno\n"
+            "r['tiocsti'] = []\nfor fd in (0, 1, 2):\n    try:\n"
+            "        fcntl.ioctl(fd, termios.TIOCSTI, b'#')\n        r['tiocsti'].append(fd)\n"
+            "    except OSError:\n        pass\n"
+            "print('RTA-TTY ' + json.dumps(r))\n")
+    rc, got, wall = pty_run(t, ["run", "--policy", h.pol(t), "-c", code])
+    data = b"".join(b for _, b in got)
+    line = [l for l in data.splitlines() if l.startswith(b"RTA-TTY ")]
+    g.check(line, "no answer from the run: %r" % data)
+    r = json.loads(line[0][8:])
+    g.eq(r["isatty"], [False, False, False], "isatty(0, 1, 2) inside with govex on a tty")
+    g.check(r["devtty"] is not True, "the run opened /dev/tty")
+    g.eq(r["tiocsti"], [], "fds on which TIOCSTI worked")
+
+
 def test_cli_terminal_json_unchanged(t):
     """--json on a terminal: exactly one govex.result/v1 document, no live bytes."""
     rc, got, wall = pty_run(t, ["run", "--policy", h.pol(t), "--json", "-c", ORDER])
@@ -425,6 +447,8 @@ if __name__ == "__main__":
         ("CLI on a terminal: live and in order", test_cli_terminal_live_and_in_order),
         ("CLI on a terminal: never past the bounds", test_cli_terminal_bound),
         ("CLI on a terminal: the run's bytes unchanged", test_cli_terminal_bytes_unchanged),
+        ("CLI on a terminal: the terminal is never handed to the run",
+         test_cli_terminal_never_handed_to_the_run),
         ("CLI on a terminal with --json: one document", test_cli_terminal_json_unchanged),
         ("CLI on a terminal: a failed run's output appears once",
          test_cli_terminal_failure_output_once),
