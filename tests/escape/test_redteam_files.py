@@ -1059,6 +1059,20 @@ def test_plan_execute_file_swapped(t):
                "data.txt=" + data, src])
     r.expect_rc(0)
     g.check(os.path.exists(marker), "the planned run with the reviewed bytes did not run")
+    # call mode: the same through govex call --plan
+    os.unlink(marker)
+    mod = t.write("mod.py", "def f() -> int:\n    open(%r, 'w').write('x')\n    return 1\n"
+                  % marker)
+    r = t.run(["plan", "--policy", polf, "--file", "data.txt=" + data, mod + ":f"])
+    r.expect_rc(0)
+    cplan = t.write("cplan.json", r.stdout)
+    with open(data, "wb") as f:
+        f.write(b"swapped bytes!")
+    for args, what in ((["--file", "data.txt=" + data], "call: changed bytes"),
+                       ([], "call: file dropped")):
+        r = t.run(["call", "--policy", polf, "--json", "--plan", cplan] + args)
+        g.check(r.result()["status"] != "success" and not os.path.exists(marker),
+                "%s: it ran\n%s" % (what, r.describe()))
 
 
 def test_policy_digests_unchanged(t):
