@@ -187,6 +187,17 @@ def _tamper(t, backend):
     if backend == "restricted":
         polf = h.pol(t)
         r, doc, res = h.run_rta(t, ops, polf, args=["--file", "data.txt=" + host])
+    elif backend == "restricted-hostwd":
+        # a policy reading / gets a host workdir (the sandbox shows the host's /etc, so
+        # the canary cannot hold: the operations here touch only ./data.txt)
+        # (/usr/bin/python3: the slot uid cannot reach an interpreter under /root)
+        polf = h.pol(t, name="hostwd.json", filesystem={"read": ["/"]},
+                     python={"interpreter": os.path.realpath("/usr/bin/python3"),
+                             "site": False})
+        r, doc, res = h.run_rta(t, ops, polf, args=["--file", "data.txt=" + host],
+                                sandbox=False)
+        g.eq(doc["backend"]["name"], "restricted", "backend")
+        g.check(res is not None, "no probe output\n" + r.describe())
     else:
         polf = h.pol(t, base="trusted", backend="controlled")
         r, doc, res = h.run_rta(t, ops, polf, args=["--file", "data.txt=" + host],
@@ -253,6 +264,23 @@ def test_input_file_tampering_as_nobody(t):
     g.check(not bad, "as nobody, the run modified or replaced its read-only input with: %s"
             % bad)
     g.eq(h.ok(res, "after")["data"].encode("latin-1"), original, "the input inside")
+
+
+def test_input_file_tampering_restricted_host_workdir(t):
+    """The same attacks under restricted with a host workdir (a policy reading /: the
+    files are placed on the host, then bound read-only in the sandbox): refused, the
+    caller's file unchanged."""
+    e.need_restricted("syscall_filter")
+    original, host, before, res = _tamper(t, "restricted-hostwd")
+    bad = [label for label, _ in TAMPER if label not in ("beside", "after")
+           and res.get(label, {}).get("ok")]
+    g.check(not bad, "host workdir: the run modified or replaced its read-only input with: "
+            "%s (%r)" % (bad, {b: res[b] for b in bad}))
+    g.eq(h.ok(res, "after")["data"].encode("latin-1"), original, "the input inside")
+    st = os.stat(host)
+    a = h.ok(res, "after")
+    g.check((a["dev"], a["ino"]) != (st.st_dev, st.st_ino),
+            "the input IS the caller's host file (same device and inode)")
 
 
 def test_input_file_tampering_controlled(t):
@@ -424,15 +452,24 @@ def test_output_symlinks_to_host_secrets(t):
         p1 = b""
     if p1:
         secrets.append(p1[:48])
-    # restricted: the shim collects inside the sandbox; controlled: govex on the host
-    for backend in ("restricted", "controlled"):
+    # restricted: the shim collects inside the sandbox; restricted with a host workdir
+    # (a policy reading /) and controlled: govex collects on the host, where the links
+    # would reach the host's files
+    for backend in ("restricted", "restricted-hostwd", "controlled"):
         out = t.path("D-" + backend)
         os.mkdir(out)
-        base = "strict" if backend == "restricted" else "trusted"
-        polf = h.pol(t, name=backend + ".json", base=base, backend=backend)
+        if backend == "restricted-hostwd":
+            polf = h.pol(t, name=backend + ".json", filesystem={"read": ["/"]},
+                         python={"interpreter": os.path.realpath("/usr/bin/python3"),
+                                 "site": False})
+        else:
+            base = "strict" if backend == "restricted" else "trusted"
+            polf = h.pol(t, name=backend + ".json", base=base, backend=backend)
         r, doc, res = h.run_rta(t, [h.op("plant", src)], polf, args=["--output-dir", out],
                                 extra_env={"RTA_ENV_SECRET": SECRET + "-env"},
                                 sandbox=backend == "restricted")
+        if backend == "restricted-hostwd":
+            g.eq(doc["backend"]["name"], "restricted", "backend")
         h.ok(res, "plant")
         names = [f.get("name") for f in h.listed(doc)]
         g.eq(names, ["ok.txt"], backend + ": files listed")
@@ -658,15 +695,23 @@ REPLACE_OUT = [
 def test_output_dir_replaced(t):
     """The run replaces $GOVEX_OUTPUT_DIR by a symlink (to /, /etc, the caller's cwd,
     /proc/self/cwd), by a file or a FIFO: nothing outside is read, nothing listed,
-    nothing copied out, no blocking."""
+    nothing copied out, no blocking.  Also with a host workdir (a policy reading /),
+    where govex collects on the host and a followed link would reach the host's files."""
     e.need_restricted("syscall_filter")
     caller, shadow = _secrets(t)
-    for i, (what, src) in enumerate(REPLACE_OUT):
+    hostwd = {"filesystem": {"read": ["/"]},
+              "python": {"interpreter": os.path.realpath("/usr/bin/python3"), "site": False}}
+    cases = [(w, s_, False) for w, s_ in REPLACE_OUT] + \
+        [(w + " (host workdir)", s_, True) for w, s_ in REPLACE_OUT]
+    for i, (what, src, host_wd) in enumerate(cases):
         out = t.path("D%d" % i)
         os.mkdir(out)
+        polf = h.pol(t, name="p%d.json" % i, limits={"wall_ms": 3000},
+                     **(hostwd if host_wd else {}))
         r, doc, res = h.run_rta(t, [h.op("swap", "HOSTCWD = %r\n%s\nR = 1" % (t.tmp, src))],
-                                h.pol(t, name="p%d.json" % i, limits={"wall_ms": 3000}),
-                                args=["--output-dir", out], timeout=30)
+                                polf, args=["--output-dir", out], timeout=30,
+                                sandbox=not host_wd)
+        g.eq(doc["backend"]["name"], "restricted", what + ": backend")
         h.ok(res, "swap")
         g.check(r.wall < 8, "%s: the result took %.1f s" % (what, r.wall))
         names = [f["name"] for f in h.listed(doc)]
@@ -1121,6 +1166,8 @@ if __name__ == "__main__":
          test_input_file_tampering_restricted),
         ("an attacked input stays read-only for an unprivileged caller's run",
          test_input_file_tampering_as_nobody),
+        ("an attacked input stays read-only in a restricted host workdir",
+         test_input_file_tampering_restricted_host_workdir),
         ("an attacked input never changes the caller's file (controlled)",
          test_input_file_tampering_controlled),
         ("an input hardlinked into the outputs stays read-only",
