@@ -993,6 +993,26 @@ def test_output_diagnostics_bounded(t):
                 "%d-byte result document" % (backend, made, len(outd), len(r.stdout)))
 
 
+def test_output_dir_refusal_in_json(t):
+    """--json with an --output-dir copy refused (an entry exists): the exit status is 125
+    and the one JSON document says so too (a diagnostic naming the file), so a program
+    reading the document does not take the outputs for copied."""
+    e.need_restricted("syscall_filter")
+    out = t.path("D")
+    os.mkdir(out)
+    with open(os.path.join(out, "y"), "wb") as f:
+        f.write(b"keep\n")
+    r = t.run(["run", "--policy", h.pol(t), "--json", "--output-dir", out, "-c",
+               "import os\nopen(os.path.join(os.environ['GOVEX_OUTPUT_DIR'], 'y'), 'w')"
+               ".write('new')\n"])
+    r.expect_rc(g.EXIT_REFUSED)
+    doc = r.result()
+    g.check(any(d.get("name") == "y" or "'y'" in str(d.get("message"))
+                for d in doc.get("diagnostics") or []),
+            "exit 125 but the document (status %r) has no diagnostic about the refused "
+            "copy: %r" % (doc["status"], doc.get("diagnostics")))
+
+
 # ---------------------------------------------------------------- plans, policies
 
 # Recorded from main's build (a291639) before any round-2 branch landed.
@@ -1192,6 +1212,8 @@ if __name__ == "__main__":
         ("output names with newlines, non-UTF-8, ESC are skipped", test_output_bad_names),
         ("--output-dir never overwrites and never follows a planted symlink",
          test_output_dir_cli_no_overwrite_no_follow),
+        ("--json: a refused --output-dir copy is in the document too",
+         test_output_dir_refusal_in_json),
         ("an input named like the output dir: refused or both work, never a launch failure",
          test_input_named_like_the_output_dir),
         ("unreadable output files are listed whole or skipped with a diagnostic",
