@@ -1013,6 +1013,26 @@ def test_output_dir_refusal_in_json(t):
             "copy: %r" % (doc["status"], doc.get("diagnostics")))
 
 
+def test_inputs_never_importable_by_a_called_function(t):
+    """Files in are data, not code: a called function's `import statistics` gets the
+    standard library's, and `import rtamylib` does not find an input rtamylib.py.
+    (Over MCP the model chooses the files of a module tool's call: an importable input
+    would be code injection into the operator's function.)"""
+    e.need_restricted("syscall_filter")
+    mod = t.write("tool.py", (
+        "def f() -> list:\n    out = []\n    import statistics\n"
+        "    out.append(getattr(statistics, 'PWNED', 'stdlib'))\n"
+        "    try:\n        import rtamylib\n        out.append(rtamylib.X)\n"
+        "    except ImportError:\n        out.append('ImportError')\n    return out\n"))
+    evil1 = _host_file(t, "evil1.py", b"PWNED = 'an input shadowed statistics'\n")
+    evil2 = _host_file(t, "evil2.py", b"X = 'an input was imported'\n")
+    r = t.run(["call", "--policy", h.pol(t), "--json", "--file", "statistics.py=" + evil1,
+               "--file", "rtamylib.py=" + evil2, mod + ":f"])
+    doc = r.result()
+    g.eq(doc["status"], "success", "status\n" + r.describe())
+    g.eq(doc["value"], ["stdlib", "ImportError"], "what the function imported")
+
+
 # ---------------------------------------------------------------- plans, policies
 
 # Recorded from main's build (a291639) before any round-2 branch landed.
@@ -1212,6 +1232,8 @@ if __name__ == "__main__":
         ("output names with newlines, non-UTF-8, ESC are skipped", test_output_bad_names),
         ("--output-dir never overwrites and never follows a planted symlink",
          test_output_dir_cli_no_overwrite_no_follow),
+        ("inputs are never importable by a called function",
+         test_inputs_never_importable_by_a_called_function),
         ("--json: a refused --output-dir copy is in the document too",
          test_output_dir_refusal_in_json),
         ("an input named like the output dir: refused or both work, never a launch failure",

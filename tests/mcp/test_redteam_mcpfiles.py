@@ -135,6 +135,27 @@ def test_output_links_and_content_types(t):
             ["ok.txt", "pic.png"], "structuredContent.files: %r" % (files,))
 
 
+def test_module_tool_inputs_not_importable(t):
+    """A module tool: the model's `files` never become importable
+    code in the operator's function (no shadowed stdlib, no new module)."""
+    mod = m.write(t, "tool.py", (
+        "def f() -> list:\n    out = []\n    import statistics\n"
+        "    out.append(getattr(statistics, 'PWNED', 'stdlib'))\n"
+        "    try:\n        import rtamylib\n        out.append(rtamylib.X)\n"
+        "    except ImportError:\n        out.append('ImportError')\n    return out\n"))
+    s = m.Server(["--policy", _policy(t), "--module", mod], cwd=t)
+    s.initialize("2025-11-25")
+    tools = [x["name"] for x in s.result("tools/list")["tools"]
+             if x["name"] != "run_python_snippet"]
+    m.check(tools, "no tools: %r" % tools)
+    r = s.call(tools[0], {"files": [
+        {"name": "statistics.py", "text": "PWNED = 'model code shadowed statistics'\n"},
+        {"name": "rtamylib.py", "text": "X = 'model code imported'\n"}]})
+    doc = m.result_doc(r)
+    m.eq(doc["status"], "success", "status")
+    m.eq(doc["value"], ["stdlib", "ImportError"], "what the operator's function imported")
+
+
 if __name__ == "__main__":
     sys.exit(m.main([
         ("bad file names over MCP are tool errors, nothing runs", test_bad_names_refused),
@@ -142,4 +163,6 @@ if __name__ == "__main__":
          test_nul_never_truncates_into_a_duplicate),
         ("output symlinks are not followed over MCP; resources and images typed",
          test_output_links_and_content_types),
+        ("a module tool's files are never importable code",
+         test_module_tool_inputs_not_importable),
     ]))
