@@ -1,6 +1,6 @@
 """Helpers of the round-2 red team RT-A (files in and out, live output, the sandbox as a
-normal machine).  Not a suite: test_redteam_files.py, test_redteam_machine.py and
-integration/test_redteam_live.py import it.
+normal machine).  Not a suite: test_redteam_files.py, test_redteam_outputs.py,
+test_redteam_machine.py and integration/test_redteam_live.py import it.
 
 Two things here that escapetest.py also has, written again on purpose:
 
@@ -369,3 +369,88 @@ def policy_doc(base="strict", limits=None, backend="restricted", **changes):
         doc["limits"] = dict(doc["limits"], **limits)
     doc["backend"] = backend
     return doc
+
+
+# ---------------------------------------------------------------- files in and out
+# (shared by test_redteam_files.py and test_redteam_outputs.py)
+
+SECRET = "rta-secret-5f0c1d"          # in the caller's files and govex's environment
+MiB = 1 << 20
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def _host_file(t, name, data, mode=0o644):
+    p = t.path(name)
+    with open(p, "wb") as f:
+        f.write(data)
+    os.chmod(p, mode)
+    return p
+
+
+def _snap(p):
+    st = os.lstat(p)
+    with open(p, "rb") as f:
+        data = f.read()
+    return {"data": data, "mode": st.st_mode, "mtime_ns": st.st_mtime_ns,
+            "ino": st.st_ino, "nlink": st.st_nlink, "uid": st.st_uid}
+
+
+def _marker_policy(t):
+    """A restricted policy with one write root where a snippet that ran leaves a mark."""
+    w = t.path("w")
+    os.mkdir(w)
+    os.chmod(w, 0o777)
+    os.chmod(t.tmp, 0o711)
+    return pol(t, filesystem={"write": [w]}), os.path.join(w, "ran")
+
+
+def _refused_invalid(r, marker, what, mention=None):
+    g.check(not r.hard_timeout, "%s: govex hung\n%s" % (what, r.describe()))
+    doc = r.result()
+    g.eq(doc["status"], "invalid_input", "%s: status\n%s" % (what, r.describe()))
+    r.expect_rc(g.EXIT_REFUSED)
+    g.check(not os.path.exists(marker), "%s: the code ran although the request was "
+            "refused" % what)
+    if mention is not None:
+        text = " ".join(str(d.get("message", "")) + " " + json.dumps(d, ensure_ascii=False)
+                        for d in doc.get("diagnostics") or [])
+        g.check(mention in text, "%s: no diagnostic names the file %r: %r"
+                % (what, mention, doc.get("diagnostics")))
+    return doc
+
+
+def _exec_pol(t):
+    """strict (restricted) with the system python's standard library readable: govex
+    exec binds the executable and its libraries, not its stdlib."""
+    import glob
+    libs = sorted(p for p in glob.glob("/usr/lib/python3.*") if os.path.isdir(p))
+    real = os.path.realpath("/usr/bin/python3")
+    want = [p for p in libs if p.endswith(os.path.basename(real))] or libs[-1:]
+    return pol(t, name="exec.json", filesystem={"read": want})
+
+
+def _leak_check(r, outdir, secrets, what):
+    """None of SECRETS (bytes) in govex's stdout/stderr or in any file of OUTDIR."""
+    for s in secrets:
+        g.check(s not in r.stdout and s not in r.stderr,
+                "%s: a host secret %r came back in govex's output" % (what, s[:40]))
+        if outdir:
+            for n, (kind, data) in dir_entries(outdir).items():
+                g.check(kind != "symlink", "%s: --output-dir holds a symlink %s -> %s"
+                        % (what, n, data))
+                g.check(not (isinstance(data, bytes) and s in data),
+                        "%s: the host secret %r was copied out as %s" % (what, s[:40], n))
+
+
+def _secrets(t):
+    caller = _host_file(t, "caller-secret.txt", (SECRET + "-caller\n").encode(), 0o600)
+    shadow = b""
+    try:
+        with open("/etc/shadow", "rb") as f:
+            shadow = f.read()
+    except OSError:
+        pass
+    return caller, shadow
