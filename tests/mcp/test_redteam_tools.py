@@ -182,6 +182,10 @@ def test_descriptions(t):
         if not (str(wall) in d or ("%g s" % (wall / 1000.0)) in d
                 or ("%g second" % (wall / 1000.0)) in d):
             fails.append("%s: the wall-time limit %d ms is not stated: %r" % (p, wall, d[:600]))
+        if pol["limits"].get("memory_bytes") and "memory" not in low:
+            fails.append("%s: the memory limit is not stated" % p)
+        if "output" not in low:
+            fails.append("%s: the output bound is not stated" % p)
         if "await" not in low:
             fails.append("%s: does not say top-level await works" % p)
         if "inputs" not in low:
