@@ -84,6 +84,14 @@ def _fake_frame_stdout(t, sf):
     eq(doc["value"], None, "no final expression: no value, whatever stdout says")
 
 
+@surfaces("NUL bytes on stdout next to a value")
+def _nul_stdout(t, sf):
+    sn = R.Snippets(t, sf)
+    doc, _ = sn.run("import sys\nsys.stdout.write('a\\x00b')\n1\n")
+    eq((doc["status"], doc["value"], doc["stdout_bytes"]), ("success", 1, 3),
+       "a NUL byte in the output")
+
+
 @surfaces("the old nonce value line is plain output")
 def _old_nonce(t, sf):
     sn = R.Snippets(t, sf)
