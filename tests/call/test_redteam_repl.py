@@ -301,6 +301,19 @@ def _inputs_bypass(t, sf):
           % (doc["value"],))
 
 
+@S.test("inputs that are not one JSON object are invalid_input (library)")
+def _inputs_invalid(t):
+    fails = []
+    for text in ("[1]", "5", "{", '{"a":NaN}', '{"a":1,"a":2}', '{"a":1} {"b":2}',
+                 '{"a":"\\ud800"}', "\ufeff{}", ""):
+        r = R.lib_repl(t, "1\n", inputs=text)
+        doc = r.doc()
+        if doc["status"] != "invalid_input":
+            fails.append("inputs %r: status %r (diagnostics %r)"
+                         % (text, doc["status"], doc.get("diagnostics")))
+    check(not fails, "\n".join(fails))
+
+
 @surfaces("INPUTS nested 5000 deep: a quick, clean answer")
 def _inputs_deep(t, sf):
     sn = R.Snippets(t, sf)
