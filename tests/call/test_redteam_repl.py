@@ -138,7 +138,8 @@ def _fd3_closed(t, sf):
 @surfaces("a pipe dup2'ed over fd 3 and the response descriptor, then a value")
 def _fd3_dup2(t, sf):
     sn = R.Snippets(t, sf)
-    doc, _ = sn.run(RESPONSE_FDS + "r, w = os.pipe()\n"
+    doc, _ = sn.run(RESPONSE_FDS + "import fcntl\nr, w = os.pipe()\n"
+                    "r, w = fcntl.fcntl(r, fcntl.F_DUPFD, 100), fcntl.fcntl(w, fcntl.F_DUPFD, 100)\n"
                     "for fd in set(_response_fds() + [3]):\n    os.dup2(w, fd)\n"
                     "b = json.dumps(_OK).encode()\nos.write(w, len(b).to_bytes(8, 'big') + b)\n"
                     "8\n")
