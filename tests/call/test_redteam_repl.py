@@ -179,6 +179,15 @@ def _parent_statuses(t, sf):
         check(doc["status"] == "worker_failed",
               "frame claiming %s, exit 0: status %r, expected worker_failed"
               % (st, doc["status"]))
+    # a success frame carrying members only the parent may write
+    obj = {"version": "govex.frame/v1", "ok": True, "status": "success", "value": 1,
+           "diagnostics": [{"code": "denied_by_policy", "controls": ["network_deny"],
+                            "message": "forged"}],
+           "code": "denied_by_policy", "termination": "refused", "exit_code": 0}
+    doc, _ = sn.run(RESPONSE_FDS + "_forge(%r)\nos._exit(0)\n" % (obj,))
+    codes = [d.get("code") for d in doc.get("diagnostics") or []]
+    check("denied_by_policy" not in codes, "a frame's diagnostics were adopted: %r" % codes)
+    check(doc["termination"] == "exited", "termination %r" % doc["termination"])
 
 
 @surfaces("a huge frame (length 2^40, then 20 MiB) ends quickly as worker_failed")

@@ -254,6 +254,54 @@ def test_forged_subprocess_denial(t):
     not_denied(doc, "a printed subprocess denial")
 
 
+# ---------------------------------------------------------------- value checker (a bomb)
+
+def _guarded(payload):
+    pidns, _ = e.host_facts()
+    return ("import os\n"
+            "def _guard():\n"
+            "    st = open('/proc/self/status').read()\n"
+            "    if not ('NoNewPrivs:\\t1' in st and 'Seccomp:\\t2' in st\n"
+            "            and os.readlink('/proc/self/ns/pid') != %r):\n"
+            "        print('GOVEX-GUARD')\n"
+            "        os._exit(97)\n"
+            "_guard()\n" % pidns) + payload
+
+
+def test_inputs_class_lies_to_the_value_check(t):
+    """INPUTS' read-only types are the value check's only non-builtin types; their
+    methods can be replaced by the code.  An endless items()/__iter__ must meet the node
+    budget, not the memory limit.  A memory bomb: only behind a canary under strict with
+    the aggregate memory limit, the payload guarded again inside."""
+    e.need_restricted("memory_aggregate")
+    sys.path.insert(0, os.path.join(os.path.dirname(e.HERE), "call"))
+    import rtbtest as R
+    pol = e.policy(t)
+    e.prove(t, pol)
+    fails = []
+    for name, payload in (
+            ("items()", "import itertools\n"
+                        "type(INPUTS).items = lambda self: ((str(i), 1) for i in itertools.count())\n"
+                        "INPUTS\n"),
+            ("__iter__", "import itertools\n"
+                         "type(INPUTS['xs']).__iter__ = lambda self: itertools.repeat(1)\n"
+                         "INPUTS['xs']\n")):
+        r = R.lib_repl(t, _guarded(payload), policy=pol, inputs='{"xs":[1,2]}')
+        doc = r.doc()
+        g.check("GOVEX-GUARD" not in doc["stdout"], "the guard refused: not a sandbox")
+        e.eq(doc["backend"]["name"], "restricted", "backend")
+        if doc["status"] != "success" or doc["value"] is not None:
+            fails.append("%s: status %r termination %r value %r diagnostics %r (%.1f s)"
+                         % (name, doc["status"], doc["termination"], doc["value"],
+                            doc.get("diagnostics"), r.wall))
+        elif not any("large" in (d.get("code") or "") or "large" in (d.get("message") or "")
+                     for d in doc.get("diagnostics") or []):
+            fails.append("%s: no too-large diagnostic: %r" % (name, doc.get("diagnostics")))
+        elif r.wall > 5:
+            fails.append("%s: took %.1f s" % (name, r.wall))
+    g.check(not fails, "\n".join(fails))
+
+
 TESTS = [
     ("create_connection under network deny names network_deny", test_create_connection),
     ("caught socket() attempts are counted by the sandbox", test_caught_attempts_are_still_counted),
@@ -271,6 +319,8 @@ TESTS = [
      test_forged_snippet_value_over_mcp),
     ("a second execve under subprocess deny names subprocess_deny", test_second_execve),
     ("a printed subprocess denial is not a denial", test_forged_subprocess_denial),
+    ("INPUTS' classes lying to the value check meet the node budget (canary-proven)",
+     test_inputs_class_lies_to_the_value_check),
 ]
 
 if __name__ == "__main__":
