@@ -154,7 +154,13 @@ def test_exception_in_module_tool(t):
 
 
 def _snippet_description(t, preset):
-    s = server(t, ["--preset", preset])
+    # a working directory beneath /tmp cannot be a sandbox's read root (workspace)
+    import tempfile
+    import shutil
+    cwd = tempfile.mkdtemp(prefix="govex-rtb-", dir=gt.test_base())
+    t.defer(shutil.rmtree, cwd, True)
+    s = m.Server(["--preset", preset], cwd=cwd)
+    s.initialize("2025-11-25")
     tools = {x["name"]: x for x in s.result("tools/list")["tools"]}
     s.kill()
     m.check("run_python_snippet" in tools, "no snippet tool under %s" % preset)
@@ -288,7 +294,7 @@ def test_library_list_and_invoke(t):
         for k in ("description", "inputSchema"):
             m.check(k in tool, "%s lacks %s" % (name, k))
     sch = by["add"]["inputSchema"]
-    m.eq(sch.get("properties", {}).get("a"), {"type": "integer"}, "add.a schema")
+    m.eq(sch.get("properties", {}).get("a", {}).get("type"), "integer", "add.a schema")
     m.eq(sch.get("required"), ["a"], "add required")
     m.eq(sch.get("additionalProperties"), False, "add additionalProperties")
     rc, doc, first = R.lib_invoke(t, "preset:trusted", "add", {"a": 40}, [mod])
