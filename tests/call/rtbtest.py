@@ -281,6 +281,9 @@ def driver():
         raise Failure(_driver["error"])
     lib = os.path.join(BUILD, "libgovex.so")
     d = tempfile.mkdtemp(prefix="govex-rtb-drv-")
+    import atexit
+    import shutil
+    atexit.register(shutil.rmtree, d, True)
     src = os.path.join(d, "drv.c")
     with open(src, "w") as f:
         f.write(DRIVER_C)
