@@ -338,6 +338,16 @@ def test_library_tool_names(t):
     m.check("ok" in names, "the plain function is a tool: %r" % names)
 
 
+def test_library_nul_output(t):
+    """A NUL byte on a tool's stdout (the result document carries it as \\u0000)."""
+    rc, doc, first = R.lib_invoke(t, "preset:trusted", "run_python_snippet",
+                                  {"code": "import sys\nsys.stdout.write('a\\x00b')\n1\n"})
+    m.eq(rc, 0, "invoke (%s)" % first)
+    sc = doc.get("structuredContent") or {}
+    m.eq((doc.get("isError"), sc.get("stdout"), sc.get("stdout_bytes")), (False, "a\x00b", 3),
+         "a NUL byte in the output")
+
+
 TESTS = [(n, wrap(f)) for n, f in [
     ("invalid arguments at 2025-11-25 and 2026-07-28 are isError results naming them",
      test_invalid_arguments_new),
@@ -352,6 +362,7 @@ TESTS = [(n, wrap(f)) for n, f in [
     ("library: list and invoke", test_library_list_and_invoke),
     ("library: a module cannot shadow run_python_snippet; tool names keep MCP's rule",
      test_library_tool_names),
+    ("library: a NUL byte on stdout", test_library_nul_output),
 ]]
 
 if __name__ == "__main__":
