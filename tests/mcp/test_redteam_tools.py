@@ -346,6 +346,12 @@ def test_library_nul_output(t):
     sc = doc.get("structuredContent") or {}
     m.eq((doc.get("isError"), sc.get("stdout"), sc.get("stdout_bytes")), (False, "a\x00b", 3),
          "a NUL byte in the output")
+    mod = t.write("nul.py", "def f() -> int:\n    print('a\\x00b')\n    return 1\n")
+    rc, doc, first = R.lib_invoke(t, "preset:trusted", "f", {}, [mod])
+    m.eq(rc, 0, "invoke a module function printing a NUL byte (%s)" % first)
+    sc = doc.get("structuredContent") or {}
+    m.eq((doc.get("isError"), sc.get("value"), sc.get("stdout")), (False, 1, "a\x00b\n"),
+         "a module function's NUL byte")
 
 
 TESTS = [(n, wrap(f)) for n, f in [
