@@ -241,9 +241,32 @@ def test_second_execve(t):
     denied(doc, "subprocess_deny", "os.execv")
     not_denied_net = denials(doc, "network_deny")
     g.check(not not_denied_net, "an execve counted as a network denial: %r" % not_denied_net)
+
+
+def test_subprocess_run(t):
+    """subprocess.run under subprocess: deny is refused before its execve (the fork fails
+    with EPERM today): the agent still needs to read that the policy denied it."""
+    e.need_restricted("subprocess_deny")
     r, doc = run(t, "import subprocess\ntry:\n    subprocess.run(['/bin/true'])\n"
-                    "except OSError as e:\n    print('refused', e.errno)\n", pol=pol)
-    denied(doc, "subprocess_deny", "subprocess.run (caught)")
+                    "except OSError as e:\n    print('refused', e.errno)\n")
+    g.check(doc["stdout"].startswith("refused"), "subprocess.run: %r" % doc["stdout"])
+    denied(doc, "subprocess_deny", "subprocess.run (refused, caught)")
+
+
+def test_flood_then_execve(t):
+    """5000 refused socket() calls (past the supervisor's 4096 notifications), then an
+    execve: still refused, and both denials still named."""
+    e.need_restricted("subprocess_deny")
+    code = ("import socket, os\nn = 0\nfor i in range(5000):\n    try:\n"
+            "        socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    except OSError:\n"
+            "        n += 1\nprint('refused', n)\ntry:\n    os.execv('/bin/true', ['true'])\n"
+            "except OSError as e:\n    print('execve refused', e.errno)\n")
+    r, doc = run(t, code)
+    e.eq(doc["stdout"].splitlines()[:1], ["refused 5000"], "socket() refusals")
+    g.check("execve refused" in doc["stdout"], "the execve after the flood: %r" % doc["stdout"])
+    d = denied(doc, "network_deny", "a 5000-socket flood")
+    g.check("4096" in d["message"] or "5000" in d["message"], "count: %r" % d["message"])
+    denied(doc, "subprocess_deny", "an execve after a socket() flood")
 
 
 def test_forged_subprocess_denial(t):
@@ -318,6 +341,8 @@ TESTS = [
     ("MCP: a forged denial value is not one; a real one is isError naming it",
      test_forged_snippet_value_over_mcp),
     ("a second execve under subprocess deny names subprocess_deny", test_second_execve),
+    ("subprocess.run under subprocess deny names subprocess_deny", test_subprocess_run),
+    ("a socket() flood, then an execve: both still named", test_flood_then_execve),
     ("a printed subprocess denial is not a denial", test_forged_subprocess_denial),
     ("INPUTS' classes lying to the value check meet the node budget (canary-proven)",
      test_inputs_class_lies_to_the_value_check),
