@@ -240,13 +240,13 @@ int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_
 			return -ENOMEM;
 		return 0;
 	}
-	/* exit 0 and no frame: the code ended the process itself (sys.exit(0), exit(),
-	 * os._exit(0)) before a value could be returned, as plain Python would: a success
-	 * without a value.  A frame that is there but not valid is another matter. */
-	if (!resp && o->frame_state == GOVEX_FRAME_NONE)
-		return 0;
+	/* exit 0 and no frame: the worker never answered (it answers sys.exit() too): the
+	 * code ended the process under it (os._exit) or took its response descriptor */
 	if (!resp) {
-		worker_failed(res, "the worker's response frame is not valid");
+		worker_failed(res, o->frame_state == GOVEX_FRAME_NONE
+				       ? "the worker exited 0 without a response frame (os._exit, or "
+					 "the response descriptor closed by the code): no value"
+				       : "the worker's response frame is not valid");
 		return 0;
 	}
 	const char *st = json_string_value(json_object_get(resp, "status"));

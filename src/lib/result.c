@@ -29,14 +29,14 @@ struct govex_result {
 };
 
 static const char *const status_names[] = {
-	"success",       "execution_failed", "timeout",        "cancelled",
-	"resource_limit", "output_limit",    "invalid_input",  "policy_refused",
-	"worker_failed", "binding_failed",   "result_invalid", "source_mismatch",
+    "success",	      "execution_failed", "timeout",	    "cancelled",
+    "resource_limit", "output_limit",	  "invalid_input",  "policy_refused",
+    "worker_failed",  "binding_failed",	  "result_invalid", "source_mismatch",
 };
 
 static const char *const term_names[] = {
-	NULL,         "exited",       "signaled", "timeout", "cancelled", "memory_limit",
-	"cpu_limit",  "output_limit", "refused",  "launch_failed",
+    NULL,	    "exited",	 "signaled",	 "timeout", "cancelled",
+    "memory_limit", "cpu_limit", "output_limit", "refused", "launch_failed",
 };
 
 GOVEX_API const char *govex_status_name(enum govex_status s)
@@ -139,17 +139,23 @@ static void denials(govex_result *r, const struct govex__outcome *o)
 	    {offsetof(struct govex__outcome, net_denied), "network_deny", "network access"},
 	    {offsetof(struct govex__outcome, exec_denied), "subprocess_deny", "starting programs"},
 	};
+	/* the shim stops answering (so counting) after this many refusals of either kind,
+	 * so that a flood costs its supervisor nothing more; the kernel refuses the rest */
+	bool stopped = o->net_denied + o->exec_denied >= GOVEX_DENIALS_COUNTED_MAX;
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
 		uint64_t n;
 		memcpy(&n, (const char *)o + kinds[i].off, sizeof(n));
 		if (!n)
 			continue;
-		govex__result_diag(r, "denied_by_policy",
-				   json_pack("{s:[s], s:I}", "controls", kinds[i].control,
-					     "attempts", (json_int_t)n),
-				   "the policy denies %s (%s%llu attempt%s refused)", kinds[i].what,
-				   n >= GOVEX_DENIALS_COUNTED_MAX ? "at least " : "",
-				   (unsigned long long)n, n == 1 ? "" : "s");
+		govex__result_diag(
+		    r, "denied_by_policy",
+		    json_pack("{s:[s], s:I, s:b}", "controls", kinds[i].control, "attempts",
+			      (json_int_t)n, "counting_stopped", stopped),
+		    "the policy denies %s (%s%llu attempt%s refused%s)", kinds[i].what,
+		    stopped ? "at least " : "", (unsigned long long)n, n == 1 ? "" : "s",
+		    stopped ? "; counting stopped there: later attempts of any kind "
+			      "were refused uncounted"
+			    : "");
 	}
 }
 
@@ -248,8 +254,8 @@ static json_t *text_json(govex_result *r, const char *stream, const char *data, 
 	if (replaced) {
 		char code[32];
 		snprintf(code, sizeof(code), "%s_not_utf8", stream);
-		govex__result_diag(r, code, json_pack("{s:I}", "replaced_bytes",
-						      (json_int_t)replaced),
+		govex__result_diag(r, code,
+				   json_pack("{s:I}", "replaced_bytes", (json_int_t)replaced),
 				   "%s: %llu bytes that are not UTF-8 were replaced by U+FFFD",
 				   stream, (unsigned long long)replaced);
 	}
@@ -267,27 +273,25 @@ int govex__result_finish(govex_result *r)
 				   v->stderr_len, (unsigned long long)v->stderr_bytes);
 	json_t *out = text_json(r, "stdout", v->stdout_data, v->stdout_len, v->stdout_truncated);
 	json_t *err = text_json(r, "stderr", v->stderr_data, v->stderr_len, v->stderr_truncated);
-	json_t *backend = r->backend_name
-				  ? json_pack("{s:s, s:s?, s:o}", "name", r->backend_name,
-					      "version", r->backend_version, "controls",
-					      govex__ctlset_json(r->controls))
-				  : json_null();
+	json_t *backend = r->backend_name ? json_pack("{s:s, s:s?, s:o}", "name", r->backend_name,
+						      "version", r->backend_version, "controls",
+						      govex__ctlset_json(r->controls))
+					  : json_null();
 	json_t *doc = json_pack(
-		"{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:I, s:b, s:b, s:O, s:O,"
-		" s:{s:I, s:I, s:I}, s:o, s:o, s:o}",
-		"version", GOVEX_RESULT_VERSION, "status", govex_status_name(v->status),
-		"termination", govex_termination_name(v->termination), "exit_code",
-		v->termination == GOVEX_TERM_EXITED ? json_integer(v->exit_code) : json_null(),
-		"signal", v->signal ? json_integer(v->signal) : json_null(), "stdout", out,
-		"stderr", err, "stdout_bytes", (json_int_t)v->stdout_bytes, "stderr_bytes",
-		(json_int_t)v->stderr_bytes, "stdout_truncated", v->stdout_truncated,
-		"stderr_truncated", v->stderr_truncated, "value",
-		r->value ? r->value : json_null(), "diagnostics", r->diagnostics, "usage",
-		"wall_ms", (json_int_t)v->wall_ms, "cpu_ms", (json_int_t)v->cpu_ms,
-		"max_rss_bytes", (json_int_t)v->max_rss_bytes, "backend", backend,
-		"policy_digest",
-		r->policy_digest ? json_string(r->policy_digest) : json_null(), "plan_digest",
-		r->plan_digest ? json_string(r->plan_digest) : json_null());
+	    "{s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:I, s:b, s:b, s:O, s:O,"
+	    " s:{s:I, s:I, s:I}, s:o, s:o, s:o}",
+	    "version", GOVEX_RESULT_VERSION, "status", govex_status_name(v->status), "termination",
+	    govex_termination_name(v->termination), "exit_code",
+	    v->termination == GOVEX_TERM_EXITED ? json_integer(v->exit_code) : json_null(),
+	    "signal", v->signal ? json_integer(v->signal) : json_null(), "stdout", out, "stderr",
+	    err, "stdout_bytes", (json_int_t)v->stdout_bytes, "stderr_bytes",
+	    (json_int_t)v->stderr_bytes, "stdout_truncated", v->stdout_truncated,
+	    "stderr_truncated", v->stderr_truncated, "value", r->value ? r->value : json_null(),
+	    "diagnostics", r->diagnostics, "usage", "wall_ms", (json_int_t)v->wall_ms, "cpu_ms",
+	    (json_int_t)v->cpu_ms, "max_rss_bytes", (json_int_t)v->max_rss_bytes, "backend",
+	    backend, "policy_digest",
+	    r->policy_digest ? json_string(r->policy_digest) : json_null(), "plan_digest",
+	    r->plan_digest ? json_string(r->plan_digest) : json_null());
 	if (!doc)
 		return -ENOMEM;
 	if (r->outputs && json_object_set_new(doc, "files", files_json(r)) < 0) {
@@ -367,8 +371,8 @@ GOVEX_API int govex_result_new_refusal(enum govex_status status, const char *cod
 	if (!code || !message || !ret_result)
 		return -GOVEX_EINVAL;
 	govex_result *r = govex__result_new(status, status == GOVEX_STATUS_EXECUTION_FAILED
-							    ? GOVEX_TERM_LAUNCH_FAILED
-							    : GOVEX_TERM_REFUSED);
+							? GOVEX_TERM_LAUNCH_FAILED
+							: GOVEX_TERM_REFUSED);
 	if (!r)
 		return -ENOMEM;
 	govex__result_diag(r, code, NULL, "%s", message);

@@ -246,18 +246,17 @@ static char *shape(char *out, json_t *r, const struct mcp_call_ctx *ctx)
 /* Runs a job: *ret_text is the result's JSON text, or *ret_error the error object. */
 static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t **ret_error)
 {
-	char *idtext = json_dumps(j->id, JSON_COMPACT | JSON_ENCODE_ANY);
-	char *md_tool = NULL, *md_id = NULL, *md_client = NULL;
+	/* metadata enter the request's digest, so the plan's: only what is the same for the
+	 * same call (the tool, the client), never the JSON-RPC id (a run-time fact: two
+	 * identical snippets have identical plans) */
+	char *md_tool = NULL, *md_client = NULL;
 	if (asprintf(&md_tool, "mcp.tool=%s", j->tool) < 0)
 		md_tool = NULL;
-	if (asprintf(&md_id, "mcp.request_id=%.200s", idtext ? idtext : "?") < 0)
-		md_id = NULL;
 	if (asprintf(&md_client, "mcp.client=%.100s", j->client_name ? j->client_name : "unknown") <
 	    0)
 		md_client = NULL;
-	free(idtext);
-	const char *md[4] = {md_tool, md_id, md_client, NULL};
-	if (!md_tool || !md_id || !md_client)
+	const char *md[3] = {md_tool, md_client, NULL};
+	if (!md_tool || !md_client)
 		md[0] = NULL;
 
 	struct govex_invoke inv = {.cancel = j->cancel, .metadata = md};
@@ -273,10 +272,9 @@ static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t *
 	flush_output(j);
 	free(args);
 	free(md_tool);
-	free(md_id);
 	free(md_client);
 	json_error_t e;
-	json_t *res = r == 0 ? json_loads(out, 0, &e) : NULL;
+	json_t *res = r == 0 ? json_loads(out, JSON_ALLOW_NUL, &e) : NULL;
 	if (!res) {
 		mcp_log("tools/call %s: %s", j->tool, r < 0 ? ge.message : "out of memory");
 		free(out);

@@ -388,8 +388,11 @@ def main():
         try:
             resp = handle(read_request(0))
         except _UserExit as u:
+            # SystemExit (sys.exit(), exit()): an answer without a value, so that the
+            # parent tells this from a process that ended without one (os._exit, the
+            # response descriptor closed); the exit status is the code's
             user_exit = u.exc
-            resp = None
+            resp = {"version": FRAME_VERSION, "ok": True, "status": "success"}
         except Failure as f:
             resp = f.frame()
             if f.status == "execution_failed" and _snippet_running:
@@ -603,7 +606,7 @@ def do_call(req, source, digest, module, filename):
             sys.modules.pop(module, None)
 
     # 7. the result: finite JSON only, within the output bound
-    check_result(value, out_max)
+    value = check_result(value, out_max)
     try:
         data = canonical(value).encode("utf-8")
     except (ValueError, TypeError, UnicodeError) as e:  # e.g. an int over the digit limit
@@ -648,61 +651,86 @@ def annotation_rejects_null(text):
     return False
 
 
-def value_problem(value, depth_max, nodes_max=VALUE_NODES_MAX):
-    """Why VALUE is not finite JSON data, or None when it is: None, bool, int in 64 bits,
-    finite float, str, list, dict with str keys (exact types), at most DEPTH_MAX deep and
-    NODES_MAX nodes counted with sharing expanded (a string counts its length / 64 too).
-    The one check of call values and snippet values.  Returns "too_large", "too_deep",
-    "int_out_of_range" or "not_json"."""
+def plain_value(value, depth_max, nodes_max=VALUE_NODES_MAX):
+    """(why, plain): why VALUE is not finite JSON data (None when it is) and, when it is,
+    PLAIN, a copy of it made of exact builtin types.  Finite JSON data: None, bool, int in
+    64 bits, finite float, str, list, dict with str keys (exact types, or INPUTS'
+    read-only list and dict), at most DEPTH_MAX deep and NODES_MAX nodes counted with
+    sharing expanded (a string counts its length / 64 too).  Containers are read through
+    the base types' own methods (list.__iter__, dict.items), never a method the code
+    could have replaced on a subclass, and each is charged to the budget before its
+    elements are, so a lying container costs nothing.  The copy is what is encoded:
+    exactly what was checked.  The one check of call values and snippet values; why is
+    "too_large", "too_deep", "int_out_of_range" or "not_json"."""
     inf = float("inf")
-    stack = [(value, 0)]
+    root = [None]
+    stack = [(value, 0, root, 0)]  # (value, depth, container of its copy, key)
     budget = nodes_max
     lists = (list, _ro_types[1])
     dicts = (dict, _ro_types[0])
     while stack:
-        v, d = stack.pop()
+        v, d, into, key = stack.pop()
         budget -= 1
         if budget < 0:
-            return "too_large"
+            return "too_large", None
         if d > depth_max:
-            return "too_deep"
+            return "too_deep", None
         t = type(v)
-        if v is None or t is bool:
+        if v is None or t is bool or t is float and v == v and v != inf and v != -inf:
+            into[key] = v
             continue
         if t is int:
             # JSON has no integer bound, but the parent (and most JSON readers) keep
             # integers in 64 bits: a larger one could not be carried exactly
             if v < -(1 << 63) or v > (1 << 63) - 1:
-                return "int_out_of_range"
+                return "int_out_of_range", None
+            into[key] = v
             continue
         if t is str:
             budget -= len(v) >> 6
             try:
                 v.encode("utf-8")
             except UnicodeError:
-                return "not_json"
-            continue
-        if t is float:
-            if v != v or v == inf or v == -inf:
-                return "not_json"
+                return "not_json", None
+            into[key] = v
             continue
         if t in lists:
-            for x in v:
-                stack.append((x, d + 1))
+            n = list.__len__(v)
+            budget -= n
+            if budget < 0:
+                return "too_large", None
+            copy = [None] * n
+            into[key] = copy
+            for i, x in enumerate(list.__iter__(v)):
+                if i >= n:
+                    break
+                stack.append((x, d + 1, copy, i))
             continue
         if t in dicts:
-            for k, x in v.items():
+            n = dict.__len__(v)
+            budget -= n
+            if budget < 0:
+                return "too_large", None
+            copy = {}
+            into[key] = copy
+            for k, x in dict.items(v):
                 if type(k) is not str:
-                    return "not_json"
+                    return "not_json", None
                 budget -= len(k) >> 6
                 try:
                     k.encode("utf-8")
                 except UnicodeError:
-                    return "not_json"
-                stack.append((x, d + 1))
+                    return "not_json", None
+                copy[k] = None  # the key's place, in the value's order
+                stack.append((x, d + 1, copy, k))
             continue
-        return "not_json"
-    return None
+        return "not_json", None
+    return None, root[0]
+
+
+def value_problem(value, depth_max, nodes_max=VALUE_NODES_MAX):
+    """Why VALUE is not finite JSON data, or None when it is (plain_value)."""
+    return plain_value(value, depth_max, nodes_max)[0]
 
 
 def encode_value(value):
@@ -713,12 +741,18 @@ def encode_value(value):
 
 
 def check_result(value, out_max):
-    """A call's return value: finite JSON (value_problem) within the output bound."""
-    why = value_problem(value, RESULT_DEPTH_MAX)
+    """A call's return value: finite JSON (plain_value) within the output bound; returns
+    its plain copy."""
+    why, plain = plain_value(value, RESULT_DEPTH_MAX)
     if why == "too_large":
         raise Failure("output_limit", "output_too_large")
+    if why == "not_json":
+        raise Failure("result_invalid", why,
+                      message="the result is not finite json data (a %s)"
+                      % (_type_name(value) or "object").lower())
     if why is not None:
         raise Failure("result_invalid", why)
+    return plain
 
 
 # ---------------------------------------------------------------------------------------
@@ -731,7 +765,8 @@ _ro_types = (dict, list)
 
 
 class _UserExit(BaseException):
-    """The user's code raised SystemExit: the worker ends with it, sending no frame."""
+    """The user's code raised SystemExit: the worker ends with it (its frame has no
+    value)."""
 
     def __init__(self, exc):
         BaseException.__init__(self)
@@ -852,10 +887,10 @@ def do_snippet(req):
     if value is None:
         return frame
     tname = _type_name(value) or "object"
-    why = value_problem(value, SNIPPET_DEPTH_MAX)
+    why, plain = plain_value(value, SNIPPET_DEPTH_MAX)
     if why is None:
         try:
-            data = encode_value(value)
+            data = encode_value(plain)
         except (ValueError, TypeError, UnicodeError, RecursionError):
             why = "not_json"
     if why is not None:

@@ -266,7 +266,12 @@ def test_flood_then_execve(t):
     g.check("execve refused" in doc["stdout"], "the execve after the flood: %r" % doc["stdout"])
     d = denied(doc, "network_deny", "a 5000-socket flood")
     g.check("4096" in d["message"] or "5000" in d["message"], "count: %r" % d["message"])
-    denied(doc, "subprocess_deny", "an execve after a socket() flood")
+    # the supervisor answers at most 4096 refusals (a flood costs it no more; the kernel
+    # refuses the rest): then the later execve is named, or the result says plainly
+    # that counting stopped and later attempts of any kind went uncounted
+    if not denials(doc, "subprocess_deny"):
+        g.check(d.get("counting_stopped") is True and "uncounted" in d["message"],
+                "an execve after a socket() flood: neither named nor said uncounted: %r" % d)
 
 
 def test_forged_subprocess_denial(t):
@@ -313,12 +318,17 @@ def test_inputs_class_lies_to_the_value_check(t):
         doc = r.doc()
         g.check("GOVEX-GUARD" not in doc["stdout"], "the guard refused: not a sandbox")
         e.eq(doc["backend"]["name"], "restricted", "backend")
-        if doc["status"] != "success" or doc["value"] is not None:
+        # either the value check meets its node budget (too large, no value), or it
+        # never calls the replaced method at all and returns what the container really
+        # holds (the base type's own items): never the lie, never a memory blowup
+        real = {"items()": {"xs": [1, 2]}, "__iter__": [1, 2]}[name]
+        if doc["status"] != "success" or doc["value"] not in (None, real):
             fails.append("%s: status %r termination %r value %r diagnostics %r (%.1f s)"
                          % (name, doc["status"], doc["termination"], doc["value"],
                             doc.get("diagnostics"), r.wall))
-        elif not any("large" in (d.get("code") or "") or "large" in (d.get("message") or "")
-                     for d in doc.get("diagnostics") or []):
+        elif doc["value"] is None and not any(
+                "large" in (d.get("code") or "") or "large" in (d.get("message") or "")
+                for d in doc.get("diagnostics") or []):
             fails.append("%s: no too-large diagnostic: %r" % (name, doc.get("diagnostics")))
         elif r.wall > 5:
             fails.append("%s: took %.1f s" % (name, r.wall))

@@ -1361,10 +1361,14 @@ def snippet_exception_and_exit(py):
           and exc["traceback"].startswith("Traceback (most recent call last):\n"
                                           '  File "<snippet>", line 3, in <module>\n'),
           "exception %r, stderr %r" % (exc, run.stderr))
+    # SystemExit: python's exit status, and an answer without a value (so that the
+    # parent tells it from a process that ended without answering)
     run = W.run_snippet(py, "raise SystemExit(5)\n")
-    check(run.returncode == 5 and run.raw == b"", "exit %r frame %r" % (run.returncode, run.raw))
+    check(run.returncode == 5 and run.resp == {"version": W.FRAME_VERSION, "ok": True,
+                                               "status": "success"},
+          "exit %r frame %r" % (run.returncode, run.raw))
     run = W.run_snippet(py, "raise SystemExit('bye')\n")
-    check(run.returncode == 1 and run.stderr == b"bye\n" and run.raw == b"",
+    check(run.returncode == 1 and run.stderr == b"bye\n" and "value" not in run.resp,
           "exit %r stderr %r" % (run.returncode, run.stderr))
     # the digest is checked before anything runs
     run = W.run_worker(py, W.frame(W.snippet_request("print('ran')\n", digest=W.sha("x"))),

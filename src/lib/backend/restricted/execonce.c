@@ -140,6 +140,11 @@ int rexec_answer(int listener, bool exec_once, struct rdenials *d)
 			d->net_denied++;
 	} else if ((nr == SYS_execve || nr == SYS_execveat) && exec_once && d->execs++ == 0) {
 		resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE; /* the interpreter's start */
+	} else if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
+		/* a new process under subprocess: deny: EPERM, as the allowlist answers it
+		 * where nobody counts (Python: PermissionError) */
+		resp.r.error = -EPERM;
+		d->exec_denied += d->exec_denied < UINT32_MAX;
 	} else {
 		/* a later execve: ENOSYS, as the kernel answers once the listener is gone */
 		resp.r.error = -ENOSYS;

@@ -221,9 +221,11 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 		    strcmp(st->plan.m[i].path, "/") == 0)
 			st->root_bind = true;
 	if (r >= 0)
-		r = rfilter_build(st->deny_net, st->deny_subprocess, st->deny_net, &st->filter,
-				  err);
-	if (r >= 0) /* network: deny: socket() refused and counted by the shim (execonce.c) */
+		r = rfilter_build(st->deny_net, st->deny_subprocess,
+				  st->deny_net || st->deny_subprocess, &st->filter, err);
+	/* network: deny: socket() refused and counted by the shim (execonce.c); subprocess:
+	 * deny: every execve but the first, fork, vfork and a new process's clone, too */
+	if (r >= 0)
 		r = rguard_build(st->deny_subprocess, st->deny_net, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);

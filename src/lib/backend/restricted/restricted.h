@@ -154,14 +154,16 @@ struct rfilter {
 	unsigned short len;
 };
 /* Builds the filter for a policy with libseccomp and exports it as BPF. */
-/* net_notified: under deny_net, socket() of a family other than AF_UNIX is left to the
- * guard's listener (which refuses and counts it); the caller installs that guard.
- * Otherwise the filter refuses it itself. */
-int rfilter_build(bool deny_net, bool deny_subprocess, bool net_notified, struct rfilter *ret,
+/* notified: what a policy denies is left to the guard's listener (which refuses and
+ * counts it): under deny_net, socket() of a family other than AF_UNIX; under
+ * deny_subprocess, fork, vfork and clone of a new process.  The caller installs that
+ * guard (rguard_build with notify_net = deny_net, exec_once = deny_subprocess).
+ * Otherwise the filter refuses them itself. */
+int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfilter *ret,
 		  struct govex_error *err);
-/* The guard stacked on it: ioctl TIOCSTI/TIOCLINUX refused; with exec_once, execve and
- * execveat sent to a user-notification listener (execonce.c); with notify_net, socket()
- * of any family but AF_UNIX too. */
+/* The guard stacked on it: ioctl TIOCSTI/TIOCLINUX refused; with exec_once, execve,
+ * execveat, fork, vfork and clone of a new process sent to a user-notification listener
+ * (execonce.c); with notify_net, socket() of any family but AF_UNIX too. */
 int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err);
 /* Exports a libseccomp filter as BPF (the caller releases ctx). */
 typedef void *scmp_filter_ctx;

@@ -299,7 +299,7 @@ static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *na
 	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |        \
 	 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
-static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool net_notified)
+static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool notified)
 {
 	int r;
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -324,11 +324,16 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool 
 	}
 	if (deny_subprocess) {
 		/* No new process: fork, vfork, and clone without CLONE_THREAD (EPERM, so that
-		 * Python says PermissionError).  Threads keep working. */
-		if ((r = add_names(ctx, eperm, subprocess, ARRAY_SIZE(subprocess))) < 0)
+		 * Python says PermissionError).  Threads keep working.  With the guard
+		 * notifying them (notified: the run's guard, rguard_build), this filter lets
+		 * them through to the guard, whose user notification the shim answers with
+		 * EPERM and counts (a denial the result names); without a listener the kernel
+		 * answers a notification with ENOSYS, so nothing ever starts. */
+		uint32_t act = notified ? SCMP_ACT_ALLOW : eperm;
+		if ((r = add_names(ctx, act, subprocess, ARRAY_SIZE(subprocess))) < 0)
 			return r;
-		r = seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+		r = seccomp_rule_add(ctx, act, SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NSFLAGS | CLONE_THREAD, 0));
 		if (r < 0)
 			return r;
 		r = seccomp_rule_add(
@@ -351,7 +356,7 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool 
 		 * reachable.  socketpair() stays for AF_UNIX streams and seqpackets
 		 * (asyncio, multiprocessing): a datagram pair could send to a pathname
 		 * socket by address (sendto, sendmsg), a stream or seqpacket cannot. */
-		if (net_notified) {
+		if (notified) {
 			/* a family other than AF_UNIX goes on to the guard, which notifies the
 			 * shim: refused there (EAFNOSUPPORT) and counted (execonce.c) */
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
@@ -447,7 +452,7 @@ int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error 
 	return 0;
 }
 
-int rfilter_build(bool deny_net, bool deny_subprocess, bool net_notified, struct rfilter *ret,
+int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfilter *ret,
 		  struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
@@ -463,7 +468,7 @@ int rfilter_build(bool deny_net, bool deny_subprocess, bool net_notified, struct
 	if (r == 0) /* a binary tree of syscall numbers rather than a linear chain */
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r == 0)
-		r = build(ctx, deny_net, deny_subprocess, net_notified);
+		r = build(ctx, deny_net, deny_subprocess, notified);
 	if (r == 0)
 		r = rfilter_export(ctx, ret, err);
 	else
@@ -562,6 +567,16 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execve), 0);
 	if (r == 0 && exec_once)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(execveat), 0);
+	/* a new process under subprocess: deny (the allowlist lets these through to here
+	 * only then): refused by the shim, and counted */
+	for (size_t i = 0; r == 0 && exec_once && i < ARRAY_SIZE(subprocess); i++) {
+		int nr = seccomp_syscall_resolve_name(subprocess[i]);
+		if (nr != __NR_SCMP_ERROR && nr >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+	}
+	if (r == 0 && exec_once)
+		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
 	if (r == 0 && notify_net)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1,
 				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
