@@ -336,8 +336,8 @@ static void send_progress(struct mcp_pool *p, struct job *j, const char *message
 	json_t *params =
 	    json_pack("{s:O, s:I, s:I, s:s}", "progressToken", j->ctx.progress_token, "progress",
 		      (json_int_t)el, "total", (json_int_t)j->limit_ms, "message", message);
-	mcp_send(p->srv, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-				   "notifications/progress", "params", params));
+	mcp_notify(p->srv, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+				     "notifications/progress", "params", params));
 }
 
 static void *worker(void *arg)

@@ -46,6 +46,9 @@ struct mcp_server;
 void mcp_send(struct mcp_server *srv, json_t *msg);
 /* The same for a message already encoded (one line, no newline; malloc'ed, taken). */
 void mcp_send_text(struct mcp_server *srv, char *text);
+/* A notification (log line, progress): dropped rather than queued while the client is
+ * not reading (more than a few MiB wait), so that it never holds up a run.  Takes msg. */
+void mcp_notify(struct mcp_server *srv, json_t *msg);
 
 /* Logs a line to stderr ("govex mcp: ..."); thread-safe. */
 void mcp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

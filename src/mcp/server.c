@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcp.h"
@@ -47,9 +48,30 @@ static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18
 static const char *const log_levels[] = {"debug",    "info",  "notice",	   "warning", "error",
 					 "critical", "alert", "emergency", NULL};
 
+/* A message waiting for the writer. */
+struct outmsg {
+	struct outmsg *next;
+	char *text; /* ends with its newline, not NUL-terminated */
+	size_t len;
+};
+
+/* Notifications (log lines, progress) are dropped while more than this waits to be
+ * written: a client that stops reading never holds up a run (its live output is queued
+ * by the run's supervisor) nor the server's memory.  Replies are never dropped. */
+#define OUT_NOTIFY_MAX ((size_t)4 << 20)
+/* At the end, how long the writer may take to hand over what is queued. */
+#define OUT_DRAIN_MS 5000
+
 struct mcp_server {
+	/* stdout belongs to one writer thread; everyone else queues */
 	pthread_mutex_t out_lock;
-	bool out_broken;
+	pthread_cond_t out_more; /* a message queued, or closing */
+	pthread_cond_t out_idle; /* the queue is empty */
+	struct outmsg *out_head, **out_tail;
+	size_t out_bytes;
+	uint64_t out_dropped;
+	bool out_broken, out_closing, out_writer;
+	pthread_t out_thread;
 	const govex_policy *policy;
 	govex_runtime *rt;
 	govex_toolset *ts;
@@ -77,28 +99,10 @@ void mcp_log(const char *fmt, ...)
 	fprintf(stderr, "govex mcp: %s\n", line);
 }
 
-void mcp_send(struct mcp_server *srv, json_t *msg)
+/* Writes all of it to stdout unless stdout broke before; called by the writer only (or
+ * by the caller when no writer thread could be started). */
+static void write_out(struct mcp_server *srv, const char *p, size_t left)
 {
-	if (!msg) {
-		mcp_log("cannot encode a message (out of memory?)");
-		return;
-	}
-	char *s = json_dumps(msg, JSON_COMPACT);
-	json_decref(msg);
-	if (!s) {
-		mcp_log("cannot encode a message");
-		return;
-	}
-	mcp_send_text(srv, s);
-}
-
-void mcp_send_text(struct mcp_server *srv, char *s)
-{
-	size_t n = strlen(s);
-	s[n] = '\n'; /* the NUL goes; length is kept below */
-	pthread_mutex_lock(&srv->out_lock);
-	const char *p = s;
-	size_t left = n + 1;
 	while (left && !srv->out_broken) {
 		ssize_t w = write(1, p, left);
 		if (w < 0 && errno == EINTR)
@@ -111,8 +115,134 @@ void mcp_send_text(struct mcp_server *srv, char *s)
 		p += w;
 		left -= (size_t)w;
 	}
+}
+
+static void *writer(void *arg)
+{
+	struct mcp_server *srv = arg;
+	pthread_mutex_lock(&srv->out_lock);
+	for (;;) {
+		while (!srv->out_head && !srv->out_closing)
+			pthread_cond_wait(&srv->out_more, &srv->out_lock);
+		struct outmsg *m = srv->out_head;
+		if (!m)
+			break; /* closing, and nothing left */
+		srv->out_head = m->next;
+		if (!srv->out_head)
+			srv->out_tail = &srv->out_head;
+		pthread_mutex_unlock(&srv->out_lock);
+		write_out(srv, m->text, m->len); /* only this thread writes: no lock held */
+		pthread_mutex_lock(&srv->out_lock);
+		srv->out_bytes -= m->len;
+		free(m->text);
+		free(m);
+		if (!srv->out_head)
+			pthread_cond_broadcast(&srv->out_idle);
+	}
+	pthread_cond_broadcast(&srv->out_idle);
 	pthread_mutex_unlock(&srv->out_lock);
+	return NULL;
+}
+
+/* Queues one line (s: malloc'ed, NUL-terminated, taken).  A droppable one is dropped
+ * while the queue is over OUT_NOTIFY_MAX.  Without a writer (its thread could not be
+ * started), writes it now. */
+static void enqueue(struct mcp_server *srv, char *s, bool droppable)
+{
+	size_t n = strlen(s);
+	s[n] = '\n'; /* the NUL goes; the length is kept */
+	struct outmsg *m = malloc(sizeof(*m));
+	pthread_mutex_lock(&srv->out_lock);
+	if (!srv->out_writer) {
+		write_out(srv, s, n + 1);
+	} else if (!m || srv->out_broken || (droppable && srv->out_bytes > OUT_NOTIFY_MAX)) {
+		srv->out_dropped += droppable;
+		if (!m && !droppable)
+			mcp_log("out of memory: a reply is lost");
+	} else {
+		*m = (struct outmsg){.text = s, .len = n + 1};
+		*srv->out_tail = m;
+		srv->out_tail = &m->next;
+		s = NULL;
+		m = NULL;
+		srv->out_bytes += n + 1;
+		pthread_cond_signal(&srv->out_more);
+	}
+	pthread_mutex_unlock(&srv->out_lock);
+	free(m);
 	free(s);
+}
+
+static int writer_start(struct mcp_server *srv)
+{
+	srv->out_tail = &srv->out_head;
+	int r = pthread_create(&srv->out_thread, NULL, writer, srv);
+	if (r == 0)
+		srv->out_writer = true;
+	return -r;
+}
+
+/* Hands over what is queued (at most OUT_DRAIN_MS: a client that does not read gets no
+ * more) and ends the writer. */
+static void writer_stop(struct mcp_server *srv)
+{
+	if (!srv->out_writer)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += OUT_DRAIN_MS / 1000;
+	pthread_mutex_lock(&srv->out_lock);
+	srv->out_closing = true;
+	pthread_cond_signal(&srv->out_more);
+	int r = 0;
+	while (srv->out_head && r == 0)
+		r = pthread_cond_timedwait(&srv->out_idle, &srv->out_lock, &until);
+	bool drained = !srv->out_head;
+	uint64_t dropped = srv->out_dropped;
+	pthread_mutex_unlock(&srv->out_lock);
+	if (dropped)
+		mcp_log("%llu notification%s dropped: the client was not reading",
+			(unsigned long long)dropped, dropped == 1 ? "" : "s");
+	if (drained) {
+		pthread_join(srv->out_thread, NULL);
+	} else {
+		/* blocked in write(2) to a client that stopped reading: left to the exit */
+		mcp_log("stdout: the client is not reading; the rest is left unsent");
+		pthread_detach(srv->out_thread);
+	}
+	srv->out_writer = false;
+}
+
+static char *encode(json_t *msg)
+{
+	if (!msg) {
+		mcp_log("cannot encode a message (out of memory?)");
+		return NULL;
+	}
+	char *s = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!s)
+		mcp_log("cannot encode a message");
+	return s;
+}
+
+void mcp_send(struct mcp_server *srv, json_t *msg)
+{
+	char *s = encode(msg);
+	if (s)
+		enqueue(srv, s, false);
+}
+
+void mcp_send_text(struct mcp_server *srv, char *s)
+{
+	enqueue(srv, s, false);
+}
+
+void mcp_notify(struct mcp_server *srv, json_t *msg)
+{
+	char *s = encode(msg);
+	if (s)
+		enqueue(srv, s, true);
 }
 
 int mcp_log_level(const char *name)
@@ -130,9 +260,9 @@ void mcp_notify_log(struct mcp_server *srv, int request_level, const char *level
 		json_decref(data);
 		return;
 	}
-	mcp_send(srv, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "jsonrpc", "2.0", "method",
-				"notifications/message", "params", "level", level, "logger", logger,
-				"data", data ? data : json_null()));
+	mcp_notify(srv, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "jsonrpc", "2.0", "method",
+				  "notifications/message", "params", "level", level, "logger",
+				  logger, "data", data ? data : json_null()));
 }
 
 static json_t *server_info(void)
@@ -728,7 +858,11 @@ int mcp_serve(const struct mcp_serve_options *o)
 	srv.policy = o->policy;
 	srv.rt = o->rt;
 	pthread_mutex_init(&srv.out_lock, NULL);
+	pthread_cond_init(&srv.out_more, NULL);
+	pthread_cond_init(&srv.out_idle, NULL);
 	int rc = 1, r;
+	if ((r = writer_start(&srv)) < 0)
+		mcp_log("threads: %s (stdout written directly)", strerror(-r));
 	if (build_tools(&srv, o) < 0 || catch_signals() < 0)
 		goto out;
 	if ((r = mcp_pool_new(&srv, srv.ts, policy_wall_ms(srv.policy), o->max_concurrent,
@@ -755,6 +889,11 @@ out:
 		}
 	free(srv.instructions);
 	free(srv.client_name);
-	pthread_mutex_destroy(&srv.out_lock);
+	writer_stop(&srv);
+	if (!srv.out_writer && !srv.out_head) {
+		pthread_cond_destroy(&srv.out_more);
+		pthread_cond_destroy(&srv.out_idle);
+		pthread_mutex_destroy(&srv.out_lock);
+	}
 	return rc;
 }
