@@ -530,6 +530,15 @@ GOVEX_API int govex_result_exit_status(const govex_result *result);
 GOVEX_API int govex_result_new_refusal(enum govex_status status, const char *code,
 				       const char *message, govex_result **ret_result);
 
+/*
+ * Adds a diagnostic {code, message} to a result: a host's own finding about it (the CLI:
+ * an output file it could not save).  code is [a-z_]+; the message is bounded and made
+ * valid UTF-8.  The document (govex_result_json) and summary are made again.  Returns 0,
+ * -GOVEX_EINVAL, or -ENOMEM.  Not thread-safe with readers of the same result.
+ */
+GOVEX_API int govex_result_add_diagnostic(govex_result *result, const char *code,
+					  const char *message);
+
 GOVEX_API govex_result *govex_result_free(govex_result *result);
 
 /* Files the run left in $GOVEX_OUTPUT_DIR (requests with outputs set): how many, and

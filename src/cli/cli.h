@@ -93,10 +93,10 @@ void cli_files_free(struct cli_files *f);
 int cli_output_dir_check(const struct cli_opts *a);
 /* Copies the result's files into --output-dir as new entries (never overwriting, never
  * through a symlink); 0, or 125 with each file refused recorded (see below). */
-int cli_output_dir_write(const struct cli_opts *a, const govex_result *res);
+int cli_output_dir_write(const struct cli_opts *a, govex_result *res);
 /* The refused copies' messages on stderr (after the result is printed). */
 void cli_output_dir_messages(void);
-/* The result document on stdout, with the refused copies among its diagnostics. */
+/* The result document on stdout. */
 void cli_result_json_write(const govex_result *res);
 /* The live output callback: on a terminal (stdout or stderr) without --json, else NULL. */
 govex_output_fn cli_live_output(const struct cli_opts *a);

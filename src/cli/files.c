@@ -167,34 +167,35 @@ static int write_new(int dfd, const char *name, const void *data, size_t len)
 	return r;
 }
 
-/* the copies refused, as diagnostics {code, name, message}: printed on stderr and, with
- * --json, in the document too (a program reading it must not take them for copied) */
+/* the copies refused: their messages, printed on stderr after the result (the result's
+ * document gets them as diagnostics output_not_copied: a program reading it must not
+ * take them for copied) */
 static json_t *copy_refusals;
 
-static void copy_refused(const char *name, const char *fmt, ...)
+static void copy_refused(govex_result *res, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void copy_refused(const char *name, const char *fmt, ...)
+static void copy_refused(govex_result *res, const char *fmt, ...)
 {
 	char msg[600];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (govex_result_add_diagnostic(res, "output_not_copied", msg) < 0)
+		cli_error("out of memory");
 	if (!copy_refusals)
 		copy_refusals = json_array();
-	json_array_append_new(copy_refusals,
-			      json_pack("{s:s, s:s?, s:s}", "code", "output_not_copied", "name",
-					name, "message", msg));
+	json_array_append_new(copy_refusals, json_string(msg));
 }
 
-int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
+int cli_output_dir_write(const struct cli_opts *a, govex_result *res)
 {
 	if (!a->output_dir)
 		return 0;
 	int rc = 0;
 	int dfd = open(a->output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
-		copy_refused(NULL, "--output-dir '%s': %s: no file copied", a->output_dir,
+		copy_refused(res, "--output-dir '%s': %s: no file copied", a->output_dir,
 			     strerror(errno));
 		return EXIT_REFUSED;
 	}
@@ -208,7 +209,7 @@ int cli_output_dir_write(const struct cli_opts *a, const govex_result *res)
 		 * entry of DIR itself, never a path */
 		int r = write_new(dfd, name, data, len);
 		if (r < 0) {
-			copy_refused(name, "--output-dir '%s': '%s': %s", a->output_dir, name,
+			copy_refused(res, "--output-dir '%s': '%s': %s", a->output_dir, name,
 				     r == -EEXIST ? "an entry of that name exists: not overwritten"
 						  : strerror(-r));
 			rc = EXIT_REFUSED;
@@ -222,8 +223,7 @@ void cli_output_dir_messages(void)
 {
 	size_t i;
 	json_t *d;
-	json_array_foreach(copy_refusals, i, d)
-	    cli_error("%s", json_string_value(json_object_get(d, "message")));
+	json_array_foreach(copy_refusals, i, d) cli_error("%s", json_string_value(d));
 	json_decref(copy_refusals);
 	copy_refusals = NULL;
 }
@@ -232,31 +232,7 @@ void cli_result_json_write(const govex_result *res)
 {
 	size_t n;
 	const char *js = govex_result_json(res, &n);
-	/* the refused copies join the document's diagnostics: keys are sorted and only
-	 * "backend" (govex's own names) comes before "diagnostics", so its first
-	 * occurrence is the document's array */
-	static const char key[] = "\"diagnostics\":[";
-	const char *at = json_array_size(copy_refusals) ? strstr(js, key) : NULL;
-	if (!at) {
-		cli_write_all(1, js, n);
-		return;
-	}
-	at += sizeof(key) - 1;
-	cli_write_all(1, js, (size_t)(at - js));
-	size_t i;
-	json_t *d;
-	json_array_foreach(copy_refusals, i, d)
-	{
-		char *t = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
-		if (i)
-			cli_write_all(1, ",", 1);
-		if (t)
-			cli_write_all(1, t, strlen(t));
-		free(t);
-	}
-	if (*at != ']')
-		cli_write_all(1, ",", 1);
-	cli_write_all(1, at, n - (size_t)(at - js));
+	cli_write_all(1, js, n);
 }
 
 /*

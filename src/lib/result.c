@@ -262,15 +262,10 @@ static json_t *text_json(govex_result *r, const char *stream, const char *data, 
 	return s;
 }
 
-int govex__result_finish(govex_result *r)
+/* The document's text (r->json) and summary, from what the result holds now. */
+static int render(govex_result *r)
 {
 	struct govex_result_view *v = &r->view;
-	if (v->stdout_truncated)
-		govex__result_diag(r, "stdout_truncated", NULL, "stdout: kept %zu of %llu bytes",
-				   v->stdout_len, (unsigned long long)v->stdout_bytes);
-	if (v->stderr_truncated)
-		govex__result_diag(r, "stderr_truncated", NULL, "stderr: kept %zu of %llu bytes",
-				   v->stderr_len, (unsigned long long)v->stderr_bytes);
 	json_t *out = text_json(r, "stdout", v->stdout_data, v->stdout_len, v->stdout_truncated);
 	json_t *err = text_json(r, "stderr", v->stderr_data, v->stderr_len, v->stderr_truncated);
 	json_t *backend = r->backend_name ? json_pack("{s:s, s:s?, s:o}", "name", r->backend_name,
@@ -322,6 +317,29 @@ int govex__result_finish(govex_result *r)
 	snprintf(r->summary, sizeof(r->summary), "%s%s%s", govex_status_name(v->status),
 		 m0 ? ": " : "", m0 ? m0 : "");
 	return 0;
+}
+
+int govex__result_finish(govex_result *r)
+{
+	struct govex_result_view *v = &r->view;
+	if (v->stdout_truncated)
+		govex__result_diag(r, "stdout_truncated", NULL, "stdout: kept %zu of %llu bytes",
+				   v->stdout_len, (unsigned long long)v->stdout_bytes);
+	if (v->stderr_truncated)
+		govex__result_diag(r, "stderr_truncated", NULL, "stderr: kept %zu of %llu bytes",
+				   v->stderr_len, (unsigned long long)v->stderr_bytes);
+	return render(r);
+}
+
+GOVEX_API int govex_result_add_diagnostic(govex_result *r, const char *code, const char *message)
+{
+	if (!r || !code || !message || !code[0])
+		return -GOVEX_EINVAL;
+	for (const char *c = code; *c; c++)
+		if (!(*c >= 'a' && *c <= 'z') && *c != '_')
+			return -GOVEX_EINVAL;
+	govex__result_diag(r, code, NULL, "%s", message);
+	return render(r);
 }
 
 GOVEX_API const struct govex_result_view *govex_result_view(const govex_result *r)

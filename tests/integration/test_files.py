@@ -384,7 +384,7 @@ def test_output_dir_refusals(t):
                out, "-c", code % marker_dir])
     r.expect_rc(125)
     d = g.diag(r.result(), "output_not_copied")
-    g.eq(d.get("name"), "x.txt", "the refused copy's name")
+    g.check("'x.txt'" in d.get("message", ""), "the refused copy is named: %r" % d)
 
 
 def test_exec_and_call(t):
