@@ -269,10 +269,6 @@ struct govex_runtime_options {
 	uint32_t sandbox_uid;
 	uint32_t sandbox_gid;
 	uint32_t sandbox_uid_count;
-	/* 1: keep warm templates (DESIGN.md "Warm runs"): runs of this runtime are forked
-	 * from an interpreter started once inside the sandbox's outer layers; same controls,
-	 * same result.  For long-lived runtimes; 0 = every run starts cold. */
-	int warm;
 };
 
 /*
@@ -398,8 +394,10 @@ GOVEX_API int govex_runtime_plan_call(govex_runtime *runtime, const struct govex
 /*
  * Runs a call; with plan non-NULL, exactly that plan: the source is re-read from call
  * and a single differing byte gives source_mismatch before any user code runs.  The
- * result's "value" holds the function's return value (finite JSON only), and its stdout
- * and stderr are empty: a call's output never reaches its result.  Thread-safe.
+ * result's "value" holds the function's return value (finite JSON only), its stdout and
+ * stderr what the function printed (bounded as a run's output); an exception it raised
+ * is a diagnostic "exception" with its type, message and the traceback of the module's
+ * own code.  Thread-safe.
  */
 GOVEX_API int govex_runtime_call(govex_runtime *runtime, const govex_plan *plan,
 				 const struct govex_call *call, govex_result **ret_result,
