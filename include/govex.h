@@ -51,9 +51,9 @@ extern "C" {
 
 /* Library version and the contract versions it speaks. */
 #define GOVEX_VERSION_MAJOR 0
-#define GOVEX_VERSION_MINOR 1
+#define GOVEX_VERSION_MINOR 2
 #define GOVEX_VERSION_PATCH 0
-#define GOVEX_VERSION_STRING "0.1.0"
+#define GOVEX_VERSION_STRING "0.2.0"
 
 #define GOVEX_POLICY_VERSION "govex.policy/v1"
 #define GOVEX_BACKEND_VERSION "govex.backend/v1"

@@ -458,16 +458,12 @@ static void cache_name(char out[64], const char *id)
 	snprintf(out, 64, "probe-v1-%.16s.json", dg + 7);
 }
 
-/* Appends "path=identity" (or "path=-" when it does not exist) to a key. */
-static int key_add_file(char **key, const char *path)
+/* Writes "path=identity" (or "path=-" when it does not exist) to a key. */
+static void key_file(FILE *k, const char *path)
 {
-	_cleanup_free_ char *id = identity(path);
-	char *n = NULL;
-	if (asprintf(&n, "%s%s=%s\n", *key, path, id ? id : "-") < 0)
-		return -ENOMEM;
-	free(*key);
-	*key = n;
-	return 0;
+	char *id = identity(path);
+	fprintf(k, "%s=%s\n", path, id ? id : "-");
+	free(id);
 }
 
 /*
@@ -497,36 +493,33 @@ static char *pyenv_selection_key(const char *script)
 		return NULL;
 	r += sizeof(root_mark) - 1;
 	const char *q = strchr(r, '"');
-	if (!q || q == r || *r != '/' || memchr(r, '\n', (size_t)(q - r)) || (size_t)(q - r) > 1024)
+	char root[1024], d[4096], cwd[4096], f[4096 + 64];
+	if (!q || q == r || *r != '/' || memchr(r, '\n', (size_t)(q - r)) ||
+	    (size_t)(q - r) >= sizeof(root))
 		return NULL;
-	_cleanup_free_ char *root = strndup(r, (size_t)(q - r));
-	_cleanup_free_ char *key = strdup("pyenv-shim-v1\n");
-	char cwd[4096];
+	memcpy(root, r, (size_t)(q - r));
+	root[q - r] = 0;
 	const char *dir = getenv("PYENV_DIR");
 	if (!dir)
 		dir = getcwd(cwd, sizeof(cwd));
-	if (!root || !key || !dir || dir[0] != '/')
+	if (!dir || dir[0] != '/' || strlen(dir) >= sizeof(d))
 		return NULL;
-	if (key_add_file(&key, script) < 0)
+	memcpy(d, dir, strlen(dir) + 1);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *k = open_memstream(&buf, &len);
+	if (!k)
 		return NULL;
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "PYENV_", 6) != 0 && strncmp(*e, "PATH=", 5) != 0)
-			continue;
-		char *k2 = NULL;
-		if (asprintf(&k2, "%senv %s\n", key, *e) < 0)
-			return NULL;
-		free(key);
-		key = k2;
-	}
+	fputs("pyenv-shim-v1\n", k);
+	key_file(k, script);
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "PYENV_", 6) == 0 || strncmp(*e, "PATH=", 5) == 0)
+			fprintf(k, "env %s\n", *e);
 	/* candidates from dir up to / (pyenv-version-file) */
-	_cleanup_free_ char *d = strdup(dir);
-	if (!d)
-		return NULL;
 	for (;;) {
-		_cleanup_free_ char *f = NULL;
-		if (asprintf(&f, "%s/.python-version", strcmp(d, "/") == 0 ? "" : d) < 0 ||
-		    key_add_file(&key, f) < 0)
-			return NULL;
+		snprintf(f, sizeof(f), "%s/.python-version", strcmp(d, "/") == 0 ? "" : d);
+		key_file(k, f);
 		char *slash = strrchr(d, '/');
 		if (!slash || strcmp(d, "/") == 0)
 			break;
@@ -538,15 +531,22 @@ static char *pyenv_selection_key(const char *script)
 	static const char *const under_root[] = {"/version", "/versions", "/plugins", "/libexec",
 						 "/libexec/pyenv"};
 	for (size_t i = 0; i < ARRAY_SIZE(under_root); i++) {
-		_cleanup_free_ char *f = NULL;
-		if (asprintf(&f, "%s%s", root, under_root[i]) < 0 || key_add_file(&key, f) < 0)
-			return NULL;
+		snprintf(f, sizeof(f), "%s%s", root, under_root[i]);
+		key_file(k, f);
 	}
+	bool ok = !ferror(k);
+	if (fclose(k) != 0)
+		ok = false;
 	/* the key may hold newlines and any byte of the environment: the cache keys by
 	 * its digest */
-	char dg[72];
-	govex__sha256_digest(key, strlen(key), dg);
-	return strdup(dg);
+	char *ret = NULL;
+	if (ok && buf) {
+		char dg[72];
+		govex__sha256_digest(buf, len, dg);
+		ret = strdup(dg);
+	}
+	free(buf);
+	return ret;
 }
 
 /* The probe's argv: isolated mode, no site; the code prints the answer. */
@@ -560,6 +560,49 @@ static int run_probe(const char *exe, enum govex__probe_mode mode, char **ret_ou
 	 * .python-version from the directories above the cwd. */
 	return govex__probe_sandboxed(exe, argv, environ, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS,
 				      ret_out, err);
+}
+
+/* A script interpreter (a pyenv shim, a wrapper): it only names the ELF it runs, whose
+ * own answer is then probed (and cached) directly.  A pyenv shim's answer is cached under
+ * its selection key; a stale or invalid entry is probed again. */
+static int probe_script(const char *exe, const char *cache_dir, enum govex__probe_mode mode,
+			struct govex__interp *ret, struct govex_error *err)
+{
+	char *key = NULL, *named = NULL, *answer = NULL;
+	char name[64];
+	int dfd = -1, r;
+	if (cache_dir && cache_dir[0] == '/' && (key = pyenv_selection_key(exe)) &&
+	    (dfd = govex__cache_dir_open(cache_dir, true)) >= 0) {
+		snprintf(name, sizeof(name), "shim-v1-%.16s.json", key + 7);
+		answer = govex__cache_get(dfd, name, key, PROBE_OUTPUT_MAX);
+		if (answer && (named = answer_executable(exe, answer, NULL)) &&
+		    govex__interp_probe(named, cache_dir, mode, ret, NULL) == 0) {
+			r = 0;
+			goto out;
+		}
+		free(answer);
+		free(named);
+		answer = named = NULL;
+	}
+	if ((r = run_probe(exe, mode, &answer, err)) < 0)
+		goto out;
+	if (!(named = answer_executable(exe, answer, err))) {
+		r = -GOVEX_EINTERP;
+		goto out;
+	}
+	if ((r = govex__interp_probe(named, cache_dir, mode, ret, err)) < 0)
+		goto out;
+	if (dfd >= 0) {
+		govex__cache_put(dfd, name, key, answer);
+		govex__cache_prune(dfd, "shim-v1-", PROBE_CACHE_KEEP);
+	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(key);
+	free(named);
+	free(answer);
+	return r;
 }
 
 int govex__interp_probe(const char *interpreter, const char *cache_dir,
@@ -577,36 +620,12 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir,
 					  "interpreter: no python3 on PATH");
 		exe = found;
 	}
-	bool elf = is_elf(exe);
-	if (!elf) {
-		/* A script (a pyenv shim, a wrapper) is the policy's to name, but its answer
-		 * is whatever it prints: it only says which interpreter it runs, and the
-		 * binds come from that ELF's own answer (probed directly, and required to
-		 * name itself).  Both probes run in the sandbox.  A pyenv shim's answer is
-		 * cached under its selection key; a stale or invalid entry is re-probed. */
-		_cleanup_free_ char *key = NULL, *named = NULL;
-		if (cache_dir && cache_dir[0] == '/' && (key = pyenv_selection_key(exe)) &&
-		    (dfd = govex__cache_dir_open(cache_dir, true)) >= 0) {
-			snprintf(name, sizeof(name), "shim-v1-%.16s.json", key + 7);
-			answer = govex__cache_get(dfd, name, key, PROBE_OUTPUT_MAX);
-			if (answer && (named = answer_executable(exe, answer, NULL)) &&
-			    govex__interp_probe(named, cache_dir, mode, ret, NULL) == 0)
-				return 0;
-			free(TAKE_PTR(answer));
-			free(TAKE_PTR(named));
-		}
-		if ((r = run_probe(exe, mode, &answer, err)) < 0)
-			return r;
-		if (!(named = answer_executable(exe, answer, err)))
-			return -GOVEX_EINTERP;
-		if ((r = govex__interp_probe(named, cache_dir, mode, ret, err)) < 0)
-			return r;
-		if (dfd >= 0) {
-			govex__cache_put(dfd, name, key, answer);
-			govex__cache_prune(dfd, "shim-v1-", PROBE_CACHE_KEEP);
-		}
-		return 0;
-	}
+	/* A script (a pyenv shim, a wrapper) is the policy's to name, but its answer is
+	 * whatever it prints: it only says which interpreter it runs, and the binds come
+	 * from that ELF's own answer (probed directly, and required to name itself).  Both
+	 * probes run in the sandbox. */
+	if (!is_elf(exe))
+		return probe_script(exe, cache_dir, mode, ret, err);
 	_cleanup_free_ char *real = realpath(exe, NULL);
 	bool cacheable = cache_dir && cache_dir[0] == '/' && real;
 	if (cacheable) {

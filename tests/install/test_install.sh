@@ -74,7 +74,7 @@ find_one() {
 	find "$dest$prefix" -path "$dest$prefix/$1" \( -type f -o -type l \) 2>/dev/null |
 		sort | head -n 1
 }
-soname_file=$(find_one 'lib*/libgovex.so.0')
+soname_file=$(find_one 'lib*/libgovex.so.1')
 devlink=$(find_one 'lib*/libgovex.so')
 pcfile=$(find_one 'lib*/pkgconfig/govex.pc')
 [ -n "$pcfile" ] || pcfile=$(find_one share/pkgconfig/govex.pc)
@@ -85,9 +85,9 @@ libdir=${soname_file%/*}
 # ---- the shared library ------------------------------------------------------------
 
 if [ -n "$soname_file" ] && [ -e "$soname_file" ]; then
-	ok "libgovex.so.0 installed (${soname_file#"$dest"})"
+	ok "libgovex.so.1 installed (${soname_file#"$dest"})"
 else
-	not_ok "libgovex.so.0 installed" "$(cd "$dest" 2>/dev/null && find . | sort)"
+	not_ok "libgovex.so.1 installed" "$(cd "$dest" 2>/dev/null && find . | sort)"
 fi
 if [ -n "$devlink" ] && [ -e "$devlink" ]; then
 	ok "libgovex.so development link installed"
@@ -97,13 +97,13 @@ fi
 
 soname=$( [ -n "$soname_file" ] && readelf -d "$soname_file" 2>/dev/null |
 	sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
-if [ "$soname" = libgovex.so.0 ]; then
-	ok "SONAME is libgovex.so.0"
+if [ "$soname" = libgovex.so.1 ]; then
+	ok "SONAME is libgovex.so.1"
 else
-	not_ok "SONAME is libgovex.so.0" "SONAME: '${soname}'"
+	not_ok "SONAME is libgovex.so.1" "SONAME: '${soname}'"
 fi
 
-# Defined dynamic symbols: "ADDR TYPE NAME[@@VERSION]".  The version node itself (GOVEX_0,
+# Defined dynamic symbols: "ADDR TYPE NAME[@@VERSION]".  The version node itself (GOVEX_1,
 # an absolute symbol) is allowed; everything else must be govex_*, and not govex__*
 # (the library's internal prefix).
 exported=$tmp/exported.txt
@@ -118,16 +118,16 @@ if [ -n "$soname_file" ] && nm -D --defined-only "$soname_file" >"$tmp/nm.txt" 2
 	else
 		not_ok "exports only govex_* symbols" "unexpected: $bad"
 	fi
-	unversioned=$(grep ' govex_' "$tmp/nm.txt" | grep -v '@@GOVEX_0$' || true)
+	unversioned=$(grep ' govex_' "$tmp/nm.txt" | grep -v '@@GOVEX_1$' || true)
 	if [ -z "$unversioned" ]; then
-		ok "every exported symbol has the version GOVEX_0"
+		ok "every exported symbol has the version GOVEX_1"
 	else
-		not_ok "every exported symbol has the version GOVEX_0" "$unversioned"
+		not_ok "every exported symbol has the version GOVEX_1" "$unversioned"
 	fi
 else
 	: >"$exported"
 	not_ok "exports only govex_* symbols" "$(cat "$tmp/nm.txt" 2>/dev/null)"
-	not_ok "every exported symbol has the version GOVEX_0"
+	not_ok "every exported symbol has the version GOVEX_1"
 fi
 
 # ---- the header --------------------------------------------------------------------
@@ -237,11 +237,11 @@ else
 fi
 
 resolved=$( [ -x "$smoke" ] && LD_LIBRARY_PATH=$export_ld ldd "$smoke" 2>/dev/null |
-	awk '$1 == "libgovex.so.0" { print $3 }')
+	awk '$1 == "libgovex.so.1" { print $3 }')
 if [ -n "$resolved" ] && [ "$(readlink -f "$resolved")" = "$(readlink -f "$soname_file")" ]; then
-	ok "smoke loads libgovex.so.0 from DESTDIR"
+	ok "smoke loads libgovex.so.1 from DESTDIR"
 else
-	not_ok "smoke loads libgovex.so.0 from DESTDIR" "resolved to '$resolved'"
+	not_ok "smoke loads libgovex.so.1 from DESTDIR" "resolved to '$resolved'"
 fi
 
 # run_smoke PRESET: ok when it exits 0 having printed the library version line and a
