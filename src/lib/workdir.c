@@ -92,6 +92,28 @@ static int rm_open_dir(int dirfd, const char *name)
 	return fd;
 }
 
+/* Pushes the frame of directory child (entered by name) on the stack, growing it. */
+static int rm_push(struct rm_frame **stack, size_t *cap, size_t *depth, int child,
+		   const char *name)
+{
+	if (*depth + 1 >= *cap) {
+		struct rm_frame *ns = realloc(*stack, 2 * *cap * sizeof(**stack));
+		if (!ns)
+			return -ENOMEM;
+		*stack = ns;
+		*cap *= 2;
+	}
+	struct stat kst;
+	if (fstat(child, &kst) < 0)
+		memset(&kst, 0, sizeof(kst)); /* then the way up finds a stale frame: -ESTALE */
+	struct rm_frame *f = &(*stack)[++*depth];
+	f->dev = kst.st_dev;
+	f->ino = kst.st_ino;
+	f->resume = 0;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	return 0;
+}
+
 static int rm_tree(int rootfd)
 {
 	struct stat st;
@@ -202,23 +224,11 @@ static int rm_tree(int rootfd)
 		if (child >= 0) {
 			/* down one level */
 			stack[depth].resume = after > 0 ? after : 0;
-			if (depth + 1 >= cap) {
-				struct rm_frame *ns = realloc(stack, 2 * cap * sizeof(*stack));
-				if (!ns) {
-					close(child);
-					r = -ENOMEM;
-					break;
-				}
-				stack = ns;
-				cap *= 2;
+			if (rm_push(&stack, &cap, &depth, child, cname) < 0) {
+				close(child);
+				r = -ENOMEM;
+				break;
 			}
-			struct stat kst;
-			fstat(child, &kst);
-			depth++;
-			stack[depth].dev = kst.st_dev;
-			stack[depth].ino = kst.st_ino;
-			stack[depth].resume = 0;
-			memcpy(stack[depth].name, cname, sizeof(cname));
 			close(fd);
 			fd = child;
 			continue;
