@@ -122,7 +122,11 @@ def test_sandboxed_exec(t):
     doc = r.result()
     g.eq(doc["status"], "success", "ls / runs in the sandbox")
     top = set(doc["stdout"].split())
-    g.check("etc" not in top and "home" not in top, "host directories visible: %r" % top)
+    g.check("home" not in top and "srv" not in top and "var" not in top,
+            "host directories visible: %r" % top)
+    # /etc is the sandbox's own: its passwd and group, nothing of the host's
+    r = t.run(["exec", "--json", "--", "ls", "/etc"])
+    g.eq(sorted(r.result()["stdout"].split()), ["group", "passwd"], "the sandbox's /etc")
     # no subprocesses under strict: sh cannot fork a child
     r = t.run(["exec", "--json", "--preset", "strict", "--", "sh", "-c", "/bin/true; echo $?"])
     doc = r.result()
