@@ -50,19 +50,19 @@ extern "C" {
 #endif
 
 /* Library version and the contract versions it speaks. */
-#define GOVEX_VERSION_MAJOR 0
-#define GOVEX_VERSION_MINOR 2
-#define GOVEX_VERSION_PATCH 0
+#define GOVEX_VERSION_MAJOR  0
+#define GOVEX_VERSION_MINOR  2
+#define GOVEX_VERSION_PATCH  0
 #define GOVEX_VERSION_STRING "0.2.0"
 
-#define GOVEX_POLICY_VERSION "govex.policy/v1"
-#define GOVEX_BACKEND_VERSION "govex.backend/v1"
-#define GOVEX_REQUEST_VERSION "govex.request/v1"
-#define GOVEX_PLAN_VERSION "govex.plan/v1"
+#define GOVEX_POLICY_VERSION	 "govex.policy/v1"
+#define GOVEX_BACKEND_VERSION	 "govex.backend/v1"
+#define GOVEX_REQUEST_VERSION	 "govex.request/v1"
+#define GOVEX_PLAN_VERSION	 "govex.plan/v1"
 #define GOVEX_INSPECTION_VERSION "govex.inspection/v1"
-#define GOVEX_RESULT_VERSION "govex.result/v1"
-#define GOVEX_AUDIT_VERSION "govex.audit/v1"
-#define GOVEX_FRAME_VERSION "govex.frame/v1"
+#define GOVEX_RESULT_VERSION	 "govex.result/v1"
+#define GOVEX_AUDIT_VERSION	 "govex.audit/v1"
+#define GOVEX_FRAME_VERSION	 "govex.frame/v1"
 
 /* Returns the library's version string, e.g. "0.1.0".  Static storage; thread-safe. */
 GOVEX_API const char *govex_version(void);
@@ -70,17 +70,17 @@ GOVEX_API const char *govex_version(void);
 /*
  * Errors.  One table generates the enum, govex_error_name() and govex_strerror().
  */
-#define GOVEX_ERRORS(X)                                                              \
-	X(INVAL, 1, "invalid argument")                                              \
-	X(POLICY, 2, "invalid policy")                                               \
-	X(JSON, 3, "malformed JSON")                                                 \
-	X(UTF8, 4, "invalid UTF-8")                                                  \
-	X(RANGE, 5, "value out of range")                                            \
-	X(PRESET, 6, "unknown preset")                                               \
-	X(PLAN, 7, "invalid plan")                                                   \
-	X(INTERP, 8, "interpreter probe failed")                                     \
-	X(BACKEND, 9, "no such backend")                                             \
-	X(TOOBIG, 10, "input too large")                                             \
+#define GOVEX_ERRORS(X)                                                                            \
+	X(INVAL, 1, "invalid argument")                                                            \
+	X(POLICY, 2, "invalid policy")                                                             \
+	X(JSON, 3, "malformed JSON")                                                               \
+	X(UTF8, 4, "invalid UTF-8")                                                                \
+	X(RANGE, 5, "value out of range")                                                          \
+	X(PRESET, 6, "unknown preset")                                                             \
+	X(PLAN, 7, "invalid plan")                                                                 \
+	X(INTERP, 8, "interpreter probe failed")                                                   \
+	X(BACKEND, 9, "no such backend")                                                           \
+	X(TOOBIG, 10, "input too large")                                                           \
 	X(INTERNAL, 11, "internal error")
 
 enum govex_error_code {
@@ -91,8 +91,8 @@ enum govex_error_code {
 
 /* Fixed size, no heap: it can be copied across a pipe from a forked child. */
 struct govex_error {
-	int code;          /* GOVEX_E* or an errno value (then equal to sys_errno) */
-	int sys_errno;     /* errno of the failing call, 0 when none */
+	int code;	   /* GOVEX_E* or an errno value (then equal to sys_errno) */
+	int sys_errno;	   /* errno of the failing call, 0 when none */
 	char message[240]; /* "subject": cause; NUL-terminated, lowercase, no period */
 };
 
@@ -197,19 +197,19 @@ struct govex_file {
  * the call that takes the request.
  */
 struct govex_request {
-	const char *language;  /* "python"; NULL means "python" */
-	const char *code;      /* the source bytes (need not be NUL-terminated) */
+	const char *language; /* "python"; NULL means "python" */
+	const char *code;     /* the source bytes (need not be NUL-terminated) */
 	size_t code_len;
 	const char *source_path; /* optional: absolute path the code was read from; recorded in
 				  * the plan so that a later execute can re-read it */
-	const char *stdin_data; /* optional */
+	const char *stdin_data;	 /* optional */
 	size_t stdin_len;
 	const char *workdir; /* optional absolute path; NULL = the policy's workdir */
 	struct govex_limits limits;
-	const char *const *env; /* optional NULL-terminated "NAME=VALUE" list; names must be
-				 * allowed by the policy's environment.allow */
-	unsigned needs;         /* enum govex_need bits */
-	int shell;              /* shell intent (only the process toolkit uses a shell) */
+	const char *const *env;	     /* optional NULL-terminated "NAME=VALUE" list; names must be
+				      * allowed by the policy's environment.allow */
+	unsigned needs;		     /* enum govex_need bits */
+	int shell;		     /* shell intent (only the process toolkit uses a shell) */
 	const char *const *metadata; /* optional NULL-terminated "key=value" list, for audit */
 	govex_cancel_token *cancel;  /* optional */
 	/* REPL-style run: the code runs in govex's worker, a final expression statement's
@@ -219,7 +219,7 @@ struct govex_request {
 	size_t inputs_len;
 	const struct govex_file *files; /* optional files in */
 	size_t n_files;
-	int outputs; /* 1: collect the files the run leaves in $GOVEX_OUTPUT_DIR */
+	int outputs;		   /* 1: collect the files the run leaves in $GOVEX_OUTPUT_DIR */
 	govex_output_fn on_output; /* optional live output */
 	void *output_userdata;
 };
@@ -250,14 +250,14 @@ struct govex_runtime_options {
 	void *approve_userdata;
 	govex_audit_fn audit; /* optional audit callback */
 	void *audit_userdata;
-	int audit_fd;          /* > 0: audit lines are also appended to this fd (borrowed);
-				* 0 or -1: none.  A zeroed struct means no audit fd, so fd 0
-				* (standard input) can never be an audit sink: dup() it above
-				* 2 if that is really meant */
+	int audit_fd;		     /* > 0: audit lines are also appended to this fd (borrowed);
+				      * 0 or -1: none.  A zeroed struct means no audit fd, so fd 0
+				      * (standard input) can never be an audit sink: dup() it above
+				      * 2 if that is really meant */
 	const char *probe_cache_dir; /* optional directory where interpreter probes are
 				      * cached across processes (keyed by the executable's
 				      * identity); NULL = cache in the runtime only */
-	const char *backend;   /* optional: force this backend (overrides policy.backend) */
+	const char *backend;	     /* optional: force this backend (overrides policy.backend) */
 	/* Restricted backend run as root: each concurrent run has a slot N (taken with a
 	 * lock in /run/govex/slots) and its code runs as host uid sandbox_uid + N and gid
 	 * sandbox_gid + N, N < sandbox_uid_count: concurrent runs never share an identity
@@ -350,7 +350,7 @@ struct govex_source {
 	const char *data; /* the file's bytes: Python source (UTF-8), or a notebook's JSON */
 	size_t len;
 	const char *path;   /* optional absolute path, recorded in plans for re-reading */
-	int notebook;       /* data is an .ipynb document: its code cells are joined in
+	int notebook;	    /* data is an .ipynb document: its code cells are joined in
 			     * order into one Python source, each ending with a newline; a
 			     * cell with an IPython magic or shell escape is invalid input */
 	const char *module; /* module name; NULL = derived from path ("module" otherwise) */
@@ -372,9 +372,9 @@ struct govex_call {
 	const char *function; /* a top-level function of the module */
 	const char *args;     /* JSON object: parameter name -> value (NULL = {}) */
 	size_t args_len;
-	struct govex_limits limits; /* wall_ms etc.; 0 = the policy's */
-	const char *const *metadata; /* optional "key=value" list, for audit */
-	govex_cancel_token *cancel;  /* optional */
+	struct govex_limits limits;	/* wall_ms etc.; 0 = the policy's */
+	const char *const *metadata;	/* optional "key=value" list, for audit */
+	govex_cancel_token *cancel;	/* optional */
 	const struct govex_file *files; /* optional files in (as struct govex_request) */
 	size_t n_files;
 	int outputs;
@@ -421,7 +421,7 @@ struct govex_exec {
 	size_t stdin_len;
 	struct govex_limits limits;
 	const char *const *env; /* optional "NAME=VALUE" list (names in environment.allow) */
-	unsigned needs;         /* enum govex_need bits */
+	unsigned needs;		/* enum govex_need bits */
 	const char *const *metadata;
 	govex_cancel_token *cancel;
 	/* files in and out, live output: as struct govex_request */
@@ -501,10 +501,10 @@ struct govex_result_view {
 	uint64_t stdout_bytes, stderr_bytes;
 	int stdout_truncated, stderr_truncated;
 	uint64_t wall_ms, cpu_ms, max_rss_bytes;
-	const char *backend_name; /* NULL when no backend was chosen */
+	const char *backend_name;  /* NULL when no backend was chosen */
 	const char *policy_digest; /* NULL when refused before the policy was read */
 	const char *plan_digest;   /* NULL when refused before planning */
-	const char *value;         /* call mode: the returned value as JSON text, else NULL */
+	const char *value;	   /* call mode: the returned value as JSON text, else NULL */
 };
 
 GOVEX_API const struct govex_result_view *govex_result_view(const govex_result *result);
@@ -555,7 +555,7 @@ typedef struct govex_toolset govex_toolset;
 
 struct govex_toolset_options {
 	const char *const *modules; /* optional NULL-terminated .py/.ipynb paths */
-	int no_snippet;             /* 1: no run_python_snippet tool */
+	int no_snippet;		    /* 1: no run_python_snippet tool */
 };
 
 /* Makes the tools for the runtime's policy (modules are read and inspected now). */
@@ -579,10 +579,9 @@ struct govex_invoke {
  * Bad arguments, exceptions, denials and refusals are results with isError true; an
  * error return is only for an unknown tool (GOVEX_EINVAL) or no memory.  Thread-safe.
  */
-GOVEX_API int govex_toolset_invoke(govex_toolset *toolset, const char *name,
-				   const char *args_json, size_t args_len,
-				   const struct govex_invoke *invoke, char **ret_json,
-				   struct govex_error *ret_err);
+GOVEX_API int govex_toolset_invoke(govex_toolset *toolset, const char *name, const char *args_json,
+				   size_t args_len, const struct govex_invoke *invoke,
+				   char **ret_json, struct govex_error *ret_err);
 
 GOVEX_API govex_toolset *govex_toolset_free(govex_toolset *toolset);
 

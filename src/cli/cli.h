@@ -118,6 +118,6 @@ int cmd_inspect(int argc, char **argv);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define EXIT_REFUSED 125
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 
 #endif

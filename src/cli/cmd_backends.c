@@ -14,8 +14,9 @@ static const struct {
 	const char *backend, *control, *how;
 } how[] = {
     {"controlled", "wall_time", "deadline, then SIGKILL of the process group"},
-    {"controlled", "output_bounds", "pipes read and bounded by govex (16 MiB past a bound "
-				    "ends the run)"},
+    {"controlled", "output_bounds",
+     "pipes read and bounded by govex (16 MiB past a bound "
+     "ends the run)"},
     {"controlled", "env_allowlist", "a built environment, nothing else inherited"},
     {"controlled", "fresh_workdir", "a new 0700 host directory, removed after"},
     {"controlled", "process_tree_kill", "a subreaper shim kills what is left"},
@@ -25,8 +26,9 @@ static const struct {
     {"controlled", "open_files_per_process", "RLIMIT_NOFILE"},
     {"controlled", "file_size_per_process", "RLIMIT_FSIZE"},
     {"restricted", "wall_time", "deadline, then the PID namespace is killed"},
-    {"restricted", "output_bounds", "pipes read and bounded by govex (16 MiB past a bound "
-				    "ends the run)"},
+    {"restricted", "output_bounds",
+     "pipes read and bounded by govex (16 MiB past a bound "
+     "ends the run)"},
     {"restricted", "env_allowlist", "a built environment, nothing else inherited"},
     {"restricted", "fresh_workdir", "a tmpfs of the run's own at /govex/work"},
     {"restricted", "process_tree_kill", "PID namespace: its init (the shim) kills all"},
@@ -75,8 +77,8 @@ int cmd_backends(int argc, char **argv)
 	govex_runtime *rt = NULL;
 	struct govex_error e = {0};
 	char *js = NULL;
-	if (govex_policy_preset("trusted", &p, &e) < 0 ||
-	    govex_runtime_new(p, NULL, &rt, &e) < 0 || govex_runtime_backends_json(rt, &js) < 0) {
+	if (govex_policy_preset("trusted", &p, &e) < 0 || govex_runtime_new(p, NULL, &rt, &e) < 0 ||
+	    govex_runtime_backends_json(rt, &js) < 0) {
 		cli_error("backends: %s", e.message);
 		govex_runtime_free(rt);
 		govex_policy_free(p);
@@ -93,7 +95,7 @@ int cmd_backends(int argc, char **argv)
 			printf("%s (%s): %s\n", json_string_value(json_object_get(b, "name")),
 			       json_string_value(json_object_get(b, "backend_version")),
 			       json_is_true(json_object_get(b, "available")) ? "available"
-									 : "unavailable");
+									     : "unavailable");
 			const char *name = json_string_value(json_object_get(b, "name"));
 			printf("  enforces:\n");
 			json_array_foreach(json_object_get(b, "enforced"), k, c)
@@ -106,9 +108,9 @@ int cmd_backends(int argc, char **argv)
 				printf("  syscalls allowed: %lld of this architecture's\n",
 				       (long long)json_integer_value(sa));
 			json_array_foreach(json_object_get(b, "unavailable"), k, c)
-				printf("  not enforced: %s (%s)\n",
-				       json_string_value(json_object_get(c, "control")),
-				       json_string_value(json_object_get(c, "reason")));
+			    printf("  not enforced: %s (%s)\n",
+				   json_string_value(json_object_get(c, "control")),
+				   json_string_value(json_object_get(c, "reason")));
 		}
 		json_decref(a);
 	}

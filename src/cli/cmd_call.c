@@ -15,11 +15,10 @@
 #include "cli.h"
 
 #define SOURCE_MAX (64u << 20)
-#define ARGS_MAX (64u << 20)
+#define ARGS_MAX   (64u << 20)
 
 /* Parses call's (and inspect's) options and checks its operands; -1 with err. */
-static int parse(unsigned cmd, int argc, char **argv, struct cli_opts *a, char *err,
-		 size_t errlen)
+static int parse(unsigned cmd, int argc, char **argv, struct cli_opts *a, char *err, size_t errlen)
 {
 	struct cli_opt_error oe;
 	/* permuted: options may follow FILE:FUNCTION */
@@ -76,8 +75,7 @@ static bool ends_with(const char *s, const char *suffix)
 }
 
 /* Reads FILE for a govex_source; path made absolute for plans. */
-static int read_source(const char *file, struct govex_source *src, char **ret_data,
-		       char **ret_path)
+static int read_source(const char *file, struct govex_source *src, char **ret_data, char **ret_path)
 {
 	size_t len = 0;
 	int r = cli_read_all(file, SOURCE_MAX, ret_data, &len);
@@ -132,7 +130,8 @@ static int call_exit_status(govex_result *res)
 	case GOVEX_STATUS_CANCELLED:
 		return 128 + (cli_caught_signal ? cli_caught_signal : 15);
 	default:
-		if (v->termination == GOVEX_TERM_SIGNALED || v->termination == GOVEX_TERM_CPU_LIMIT ||
+		if (v->termination == GOVEX_TERM_SIGNALED ||
+		    v->termination == GOVEX_TERM_CPU_LIMIT ||
 		    v->termination == GOVEX_TERM_MEMORY_LIMIT)
 			return 128 + v->signal;
 		if (v->termination == GOVEX_TERM_LAUNCH_FAILED)
@@ -186,10 +185,10 @@ static int read_call_target(const struct cli_opts *a, struct call_input *in)
 		const char *sp = govex_plan_source_path(in->plan);
 		const char *fn = govex_plan_function(in->plan);
 		if (!sp || !fn)
-			return cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
-						"missing_target",
-						"plan: it is not a call plan with a source path; give "
-						"FILE:FUNCTION");
+			return cli_emit_refusal(
+			    a->json, GOVEX_STATUS_INVALID_INPUT, "missing_target",
+			    "plan: it is not a call plan with a source path; give "
+			    "FILE:FUNCTION");
 		if (asprintf(&in->target, "%s:%s", sp, fn) < 0)
 			in->target = NULL;
 	}
@@ -281,12 +280,13 @@ int cmd_call(int argc, char **argv, bool plan_only)
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		cli_usage_print_call(name,
-		       plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
-		       plan_only ? "Plan a call of one function without running any user code and "
-				   "print the\ncanonical govex.plan/v1 document."
-				 : "Call one Python function with JSON arguments in a fresh worker and "
-				   "report its\nJSON value.");
+		cli_usage_print_call(
+		    name, plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
+		    plan_only
+			? "Plan a call of one function without running any user code and "
+			  "print the\ncanonical govex.plan/v1 document."
+			: "Call one Python function with JSON arguments in a fresh worker and "
+			  "report its\nJSON value.");
 		return 0;
 	}
 	int rc;
@@ -337,7 +337,7 @@ static void print_inspection(const char *doc)
 			printf(" (%s)", json_string_value(json_object_get(f, "reason")));
 		printf("\n    effects:");
 		json_object_foreach(json_object_get(f, "effects"), k, e)
-			printf(" %s=%s", k, json_string_value(e));
+		    printf(" %s=%s", k, json_string_value(e));
 		printf("\n");
 	}
 	json_decref(j);
@@ -347,8 +347,8 @@ int cmd_inspect(int argc, char **argv)
 {
 	struct cli_opts a;
 	char err[300], msg[600];
-	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file ||
-	    a.args || a.args_file) {
+	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file || a.args ||
+	    a.args_file) {
 		cli_error("inspect: %s (see govex inspect --help)",
 			  a.plan_file || a.args || a.args_file ? "only FILE and policy options"
 							       : err);

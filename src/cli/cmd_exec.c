@@ -88,8 +88,8 @@ int cmd_exec(int argc, char **argv)
 		int r = cli_read_all(a.stdin_file, INPUT_MAX, &stdin_data, &stdin_len);
 		if (r < 0) {
 			snprintf(msg, sizeof(msg), "stdin '%s': %s", a.stdin_file, strerror(-r));
-			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_stdin",
-					      msg);
+			rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT,
+					      "unreadable_stdin", msg);
 			goto out;
 		}
 	}

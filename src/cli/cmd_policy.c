@@ -7,10 +7,10 @@
 #include "cli.h"
 
 static const char policy_usage[] =
-	"usage: govex policy check FILE    validate FILE; exit 0 when valid, 2 naming the field\n"
-	"       govex policy canon FILE    print the canonical bytes with every default\n"
-	"       govex policy digest FILE   print sha256:<hex> of the canonical bytes\n"
-	"       govex policy show PRESET   print a built-in preset (strict, workspace, trusted)\n";
+    "usage: govex policy check FILE    validate FILE; exit 0 when valid, 2 naming the field\n"
+    "       govex policy canon FILE    print the canonical bytes with every default\n"
+    "       govex policy digest FILE   print sha256:<hex> of the canonical bytes\n"
+    "       govex policy show PRESET   print a built-in preset (strict, workspace, trusted)\n";
 
 int cmd_policy(int argc, char **argv)
 {

@@ -61,7 +61,8 @@ static int read_run_input(const struct cli_opts *a, const char *file, struct run
 	char msg[600];
 	int r = 0;
 	if (a->plan_file) {
-		if ((r = cli_read_regular(a->plan_file, 4u << 20, &in->plan_text, &in->plan_len)) < 0 ||
+		if ((r = cli_read_regular(a->plan_file, 4u << 20, &in->plan_text, &in->plan_len)) <
+			0 ||
 		    govex_plan_parse(in->plan_text, in->plan_len, &in->plan, &ge) < 0) {
 			snprintf(msg, sizeof(msg), "plan '%s': %s", a->plan_file,
 				 r < 0 ? cli_read_error(r) : ge.message);
@@ -148,7 +149,8 @@ int cmd_run(int argc, char **argv, bool plan_only)
 	char err[300];
 	const char *name = plan_only ? "plan" : "run";
 	if (cli_options_parse(CLI_CMD_RUN, false, argc, argv, &a, &oe) < 0)
-		snprintf(err, sizeof(err), oe.kind == CLI_OPTERR_UNKNOWN ? "unknown option '%s'" : "%s",
+		snprintf(err, sizeof(err),
+			 oe.kind == CLI_OPTERR_UNKNOWN ? "unknown option '%s'" : "%s",
 			 oe.kind == CLI_OPTERR_UNKNOWN ? oe.arg : oe.msg);
 	if (oe.kind != CLI_OPTERR_NONE ||
 	    (!a.help && check_run_args(&a, &file, err, sizeof(err)) < 0)) {
@@ -157,10 +159,11 @@ int cmd_run(int argc, char **argv, bool plan_only)
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		cli_usage_print_run(name,
-		       plan_only ? "Validate the request against the policy, choose a backend and "
-				   "print the\ncanonical govex.plan/v1 document.  Runs nothing."
-				 : "Run Python code under the policy and report the result.");
+		cli_usage_print_run(
+		    name, plan_only
+			      ? "Validate the request against the policy, choose a backend and "
+				"print the\ncanonical govex.plan/v1 document.  Runs nothing."
+			      : "Run Python code under the policy and report the result.");
 		return 0;
 	}
 

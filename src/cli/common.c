@@ -34,10 +34,10 @@ int cli_read_regular(const char *path, size_t max, char **ret, size_t *ret_len)
 	struct stat st;
 	if (fd < 0)
 		return -errno;
-	int r = fstat(fd, &st) < 0	    ? -errno
-		: S_ISDIR(st.st_mode)	    ? -EISDIR
-		: !S_ISREG(st.st_mode)	    ? -CLI_ENOTREG
-					    : 0;
+	int r = fstat(fd, &st) < 0     ? -errno
+		: S_ISDIR(st.st_mode)  ? -EISDIR
+		: !S_ISREG(st.st_mode) ? -CLI_ENOTREG
+				       : 0;
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -302,8 +302,8 @@ char *cli_terminal_safe(const char *s, bool json)
 		if (json && (*p == 0x7f || c1 || bidi)) {
 			snprintf(t + o, 7, "\\u%04x", bidi ? bidi : c1 ? (unsigned)p[1] : 0x7fu);
 			o += 6;
-		} else if (!json && ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1 ||
-				     bidi)) {
+		} else if (!json &&
+			   ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f || c1 || bidi)) {
 			/* dropped */
 		} else {
 			t[o++] = (char)*p;

@@ -11,23 +11,23 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: govex COMMAND [ARGS]\n"
-	"\n"
-	"Run Python code under an enforced policy and report, truthfully, what was enforced.\n"
-	"\n"
-	"commands:\n"
-	"  run       run code under a policy (govex run --help)\n"
-	"  plan      print the canonical plan of a run or call without running it\n"
-	"  call      call one function of a Python file with JSON arguments\n"
-	"  inspect   list a module's functions, signatures and effects (static)\n"
-	"  exec      run an executable, argv first, under a policy\n"
-	"  mcp       serve run_python_snippet and a module's functions as MCP tools (stdio)\n"
-	"  policy    check, canonicalize, digest or show policies\n"
-	"  backends  list backends and the controls they enforce on this host\n"
-	"  version   print the version\n"
-	"\n"
-	"The default policy is the strict preset.  Exit status of run: the program's own;\n"
-	"124 timeout; 125 refused, invalid or not started; 128+N killed by signal N.\n";
+    "usage: govex COMMAND [ARGS]\n"
+    "\n"
+    "Run Python code under an enforced policy and report, truthfully, what was enforced.\n"
+    "\n"
+    "commands:\n"
+    "  run       run code under a policy (govex run --help)\n"
+    "  plan      print the canonical plan of a run or call without running it\n"
+    "  call      call one function of a Python file with JSON arguments\n"
+    "  inspect   list a module's functions, signatures and effects (static)\n"
+    "  exec      run an executable, argv first, under a policy\n"
+    "  mcp       serve run_python_snippet and a module's functions as MCP tools (stdio)\n"
+    "  policy    check, canonicalize, digest or show policies\n"
+    "  backends  list backends and the controls they enforce on this host\n"
+    "  version   print the version\n"
+    "\n"
+    "The default policy is the strict preset.  Exit status of run: the program's own;\n"
+    "124 timeout; 125 refused, invalid or not started; 128+N killed by signal N.\n";
 
 void cli_error(const char *fmt, ...)
 {

@@ -81,11 +81,11 @@ struct cli_opts {
 	size_t n_env;
 	const char *modules[CLI_MODULES_MAX];
 	size_t n_modules;
-	unsigned max_concurrent; /* 0 = not given */
+	unsigned max_concurrent;	      /* 0 = not given */
 	const char *files[CLI_FILES_MAX + 1]; /* --file NAME=PATH, NULL-terminated */
 	size_t n_files;
 	const char *output_dir;
-	char **operands;	 /* what follows the options (argv order) */
+	char **operands; /* what follows the options (argv order) */
 	int n_operands;
 };
 

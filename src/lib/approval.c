@@ -4,13 +4,12 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "runtime.h"
 #include "approval.h"
+#include "runtime.h"
 
 json_t *govex__perms_json(unsigned perms)
 {
-	static const char *const names[] = {"filesystem_write", "network", "shell",
-					    "subprocess"};
+	static const char *const names[] = {"filesystem_write", "network", "shell", "subprocess"};
 	static const unsigned bits[] = {GOVEX_PERM_FILESYSTEM_WRITE, GOVEX_PERM_NETWORK,
 					GOVEX_PERM_SHELL, GOVEX_PERM_SUBPROCESS};
 	json_t *a = json_array();

@@ -63,7 +63,7 @@ static json_t *first_diag_code(govex_result *res)
 	const char *js = govex_result_json(res, &len);
 	json_t *doc = js ? json_loadb(js, len, 0, NULL) : NULL;
 	json_t *code = json_copy(
-		json_object_get(json_array_get(json_object_get(doc, "diagnostics"), 0), "code"));
+	    json_object_get(json_array_get(json_object_get(doc, "diagnostics"), 0), "code"));
 	json_decref(doc);
 	return code ? code : json_string("unknown");
 }
@@ -90,8 +90,8 @@ void govex__audit_received(govex_runtime *rt, const char *run_id, const char *ki
 		json_object_set_new(meta, key, json_string(eq + 1));
 	}
 	govex__audit(&rt->audit, run_id, "received",
-		     json_pack("{s:s, s:s, s:I, s:I, s:o, s:s}", "kind", kind, "language",
-			       "python", "code_bytes", (json_int_t)req->code_len, "stdin_bytes",
+		     json_pack("{s:s, s:s, s:I, s:I, s:o, s:s}", "kind", kind, "language", "python",
+			       "code_bytes", (json_int_t)req->code_len, "stdin_bytes",
 			       (json_int_t)req->stdin_len, "metadata", meta, "policy_digest",
 			       rt->policy->digest));
 }

@@ -76,7 +76,7 @@ int govex__cache_file_read(int dirfd, const char *name, size_t max, char **ret_d
 		return -EINVAL;
 	/* O_NONBLOCK: a FIFO planted under the name must not block the open */
 	_cleanup_close_ int fd =
-		openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	    openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	int r = file_trusted(fd);
@@ -88,7 +88,8 @@ int govex__cache_file_read(int dirfd, const char *name, size_t max, char **ret_d
 /* ".<name>.XXXXXX", X random: a temporary never matches a cache file's name. */
 static void temp_name(char *buf, size_t cap, const char *name)
 {
-	static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char alnum[] =
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	unsigned char rnd[8];
 	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
 		uint64_t t = govex__now_ns() ^ ((uint64_t)getpid() << 32);

@@ -6,7 +6,7 @@
 
 static const char *const control_names[] = {
 #define GOVEX__CTLNAME(id, name) name,
-	GOVEX__CONTROLS(GOVEX__CTLNAME)
+    GOVEX__CONTROLS(GOVEX__CTLNAME)
 #undef GOVEX__CTLNAME
 };
 

@@ -24,10 +24,10 @@
 #include "run.h"
 #include "runtime.h"
 
-#define ARGV_MAX 4096
+#define ARGV_MAX      4096
 #define ARG_BYTES_MAX (1u << 20)
 /* the kernel's limit on one argument (MAX_ARG_STRLEN, 32 pages) */
-#define ARG_ONE_MAX (128u * 1024 - 1)
+#define ARG_ONE_MAX    (128u * 1024 - 1)
 #define LDD_TIMEOUT_MS 5000
 
 extern char **environ;
@@ -250,7 +250,8 @@ static int target_prepare(govex_runtime *rt, const struct govex_exec *x, struct 
 					      "largest single argument the kernel passes");
 			return 0;
 		}
-		if (govex__strv_push(&t->argv, t->exe) < 0 || govex__strv_push(&t->argv, "-c") < 0 ||
+		if (govex__strv_push(&t->argv, t->exe) < 0 ||
+		    govex__strv_push(&t->argv, "-c") < 0 ||
 		    govex__strv_push(&t->argv, x->shell) < 0)
 			return -ENOMEM;
 	} else {
@@ -258,14 +259,16 @@ static int target_prepare(govex_runtime *rt, const struct govex_exec *x, struct 
 			size_t n = strlen(x->argv[i]);
 			total += n + 1;
 			if (i >= ARGV_MAX || total > ARG_BYTES_MAX || n > ARG_ONE_MAX) {
-				*ret_refusal = refuse(rt, GOVEX_STATUS_INVALID_INPUT, "argv_too_large",
-						      "argv: more than 4096 arguments, 1 MiB in all, or "
-						      "one argument over 131071 bytes");
+				*ret_refusal =
+				    refuse(rt, GOVEX_STATUS_INVALID_INPUT, "argv_too_large",
+					   "argv: more than 4096 arguments, 1 MiB in all, or "
+					   "one argument over 131071 bytes");
 				return 0;
 			}
 			if (!govex__utf8_valid(x->argv[i], strlen(x->argv[i]))) {
 				snprintf(msg, sizeof(msg), "argv[%zu]: not valid UTF-8", i);
-				*ret_refusal = refuse(rt, GOVEX_STATUS_INVALID_INPUT, "invalid_argv", msg);
+				*ret_refusal =
+				    refuse(rt, GOVEX_STATUS_INVALID_INPUT, "invalid_argv", msg);
 				return 0;
 			}
 			if (govex__strv_push(&t->argv, i == 0 ? t->exe : x->argv[i]) < 0)
@@ -379,16 +382,16 @@ const struct govex__job_ops govex__job_exec = {
 static struct govex_request exec_request(const struct govex_exec *x)
 {
 	struct govex_request req = {
-		.language = "python",
-		.code = "",
-		.stdin_data = x->stdin_data,
-		.stdin_len = x->stdin_len,
-		.limits = x->limits,
-		.env = x->env,
-		.needs = x->needs,
-		.shell = x->shell != NULL,
-		.metadata = x->metadata,
-		.cancel = x->cancel,
+	    .language = "python",
+	    .code = "",
+	    .stdin_data = x->stdin_data,
+	    .stdin_len = x->stdin_len,
+	    .limits = x->limits,
+	    .env = x->env,
+	    .needs = x->needs,
+	    .shell = x->shell != NULL,
+	    .metadata = x->metadata,
+	    .cancel = x->cancel,
 	};
 	/* files in and out, live output (files.c, supervise.c) */
 	req.files = x->files;

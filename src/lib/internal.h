@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "govex.h"
 #include "banned.h"
+#include "govex.h"
 
 /* ---- cleanup helpers (systemd style) ---------------------------------------------- */
 
@@ -34,22 +34,22 @@ static inline void govex__json_decrefp(json_t **j)
 {
 	json_decref(*j);
 }
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _cleanup_free_ _cleanup_(govex__freep)
+#define _cleanup_(f)	__attribute__((cleanup(f)))
+#define _cleanup_free_	_cleanup_(govex__freep)
 #define _cleanup_close_ _cleanup_(govex__closep)
-#define _cleanup_json_ _cleanup_(govex__json_decrefp)
+#define _cleanup_json_	_cleanup_(govex__json_decrefp)
 
-#define TAKE_PTR(p)                                                                          \
-	({                                                                                   \
-		__typeof__(p) _tp = (p);                                                     \
-		(p) = NULL;                                                                  \
-		_tp;                                                                         \
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _tp = (p);                                                           \
+		(p) = NULL;                                                                        \
+		_tp;                                                                               \
 	})
-#define TAKE_FD(fd)                                                                          \
-	({                                                                                   \
-		int _tf = (fd);                                                              \
-		(fd) = -1;                                                                   \
-		_tf;                                                                         \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _tf = (fd);                                                                    \
+		(fd) = -1;                                                                         \
+		_tf;                                                                               \
 	})
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -59,15 +59,15 @@ static inline void govex__json_decrefp(json_t **j)
 
 /* Fills *err (when non-NULL) and returns -code.  code is GOVEX_E* or an errno value. */
 int govex__err(struct govex_error *err, int code, int sys_errno, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- strings and vectors -------------------------------------------------------------- */
 
 /* A NULL-terminated vector of owned strings. */
 char **govex__strv_free(char **v);
 size_t govex__strv_len(char *const *v);
-int govex__strv_push(char ***v, const char *s);        /* copies s */
-int govex__strv_push_take(char ***v, char *s);         /* takes s */
+int govex__strv_push(char ***v, const char *s); /* copies s */
+int govex__strv_push_take(char ***v, char *s);	/* takes s */
 char **govex__strv_copy(char *const *v);
 bool govex__strv_contains(char *const *v, const char *s);
 void govex__strv_sort_uniq(char **v);
@@ -128,33 +128,33 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 
 /* ---- controls ------------------------------------------------------------------------- */
 
-#define GOVEX__CONTROLS(X)                                                                   \
-	X(WALL_TIME, "wall_time")                                                            \
-	X(OUTPUT_BOUNDS, "output_bounds")                                                    \
-	X(ENV_ALLOWLIST, "env_allowlist")                                                    \
-	X(FRESH_WORKDIR, "fresh_workdir")                                                    \
-	X(PROCESS_TREE_KILL, "process_tree_kill")                                            \
-	X(FD_HYGIENE, "fd_hygiene")                                                          \
-	X(NETWORK_DENY, "network_deny")                                                      \
-	X(FS_READ_ALLOWLIST, "fs_read_allowlist")                                            \
-	X(FS_WRITE_ALLOWLIST, "fs_write_allowlist")                                          \
-	X(SUBPROCESS_DENY, "subprocess_deny")                                                \
-	X(MEMORY_AGGREGATE, "memory_aggregate")                                              \
-	X(MEMORY_PER_PROCESS, "memory_per_process")                                          \
-	X(CPU_TIME_AGGREGATE, "cpu_time_aggregate")                                          \
-	X(CPU_TIME_PER_PROCESS, "cpu_time_per_process")                                      \
-	X(PIDS_AGGREGATE, "pids_aggregate")                                                  \
-	X(OPEN_FILES_PER_PROCESS, "open_files_per_process")                                  \
-	X(FILE_SIZE_PER_PROCESS, "file_size_per_process")                                    \
-	X(SYSCALL_FILTER, "syscall_filter")                                                  \
-	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                            \
+#define GOVEX__CONTROLS(X)                                                                         \
+	X(WALL_TIME, "wall_time")                                                                  \
+	X(OUTPUT_BOUNDS, "output_bounds")                                                          \
+	X(ENV_ALLOWLIST, "env_allowlist")                                                          \
+	X(FRESH_WORKDIR, "fresh_workdir")                                                          \
+	X(PROCESS_TREE_KILL, "process_tree_kill")                                                  \
+	X(FD_HYGIENE, "fd_hygiene")                                                                \
+	X(NETWORK_DENY, "network_deny")                                                            \
+	X(FS_READ_ALLOWLIST, "fs_read_allowlist")                                                  \
+	X(FS_WRITE_ALLOWLIST, "fs_write_allowlist")                                                \
+	X(SUBPROCESS_DENY, "subprocess_deny")                                                      \
+	X(MEMORY_AGGREGATE, "memory_aggregate")                                                    \
+	X(MEMORY_PER_PROCESS, "memory_per_process")                                                \
+	X(CPU_TIME_AGGREGATE, "cpu_time_aggregate")                                                \
+	X(CPU_TIME_PER_PROCESS, "cpu_time_per_process")                                            \
+	X(PIDS_AGGREGATE, "pids_aggregate")                                                        \
+	X(OPEN_FILES_PER_PROCESS, "open_files_per_process")                                        \
+	X(FILE_SIZE_PER_PROCESS, "file_size_per_process")                                          \
+	X(SYSCALL_FILTER, "syscall_filter")                                                        \
+	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                                  \
 	X(LANDLOCK, "landlock")
 
 enum govex__control {
 #define GOVEX__CTLENUM(id, name) GOVEX_CTL_##id,
 	GOVEX__CONTROLS(GOVEX__CTLENUM)
 #undef GOVEX__CTLENUM
-	GOVEX__CTL_COUNT
+	    GOVEX__CTL_COUNT
 };
 typedef uint64_t govex__ctlset;
 #define CTL(id) ((govex__ctlset)1 << GOVEX_CTL_##id)
@@ -174,12 +174,12 @@ enum govex__perm {
 	GOVEX_PERM_SUBPROCESS = 1u << 3,
 };
 
-#define GOVEX__EFFECTS(X)                                                                    \
-	X(NETWORK, "network")                                                                \
-	X(FILESYSTEM_READ, "filesystem_read")                                                \
-	X(FILESYSTEM_WRITE, "filesystem_write")                                              \
-	X(SUBPROCESS, "subprocess")                                                          \
-	X(ENVIRONMENT, "environment")                                                        \
+#define GOVEX__EFFECTS(X)                                                                          \
+	X(NETWORK, "network")                                                                      \
+	X(FILESYSTEM_READ, "filesystem_read")                                                      \
+	X(FILESYSTEM_WRITE, "filesystem_write")                                                    \
+	X(SUBPROCESS, "subprocess")                                                                \
+	X(ENVIRONMENT, "environment")                                                              \
 	X(DYNAMIC_CODE, "dynamic_code")
 
 /* Limits: 0 means unlimited for the nullable ones (cpu, memory, processes, open_files,
@@ -203,8 +203,8 @@ struct govex__limits {
 	uint64_t files_out_count;
 };
 
-#define GOVEX_WALL_MS_MAX 3600000ULL
-#define GOVEX_CALL_BYTES_MAX (16ULL << 20)
+#define GOVEX_WALL_MS_MAX     3600000ULL
+#define GOVEX_CALL_BYTES_MAX  (16ULL << 20)
 #define GOVEX_CALL_OUTPUT_MIN 128ULL
 
 struct govex_policy {
@@ -216,18 +216,18 @@ struct govex_policy {
 	bool site;
 	char *workdir; /* NULL = fresh */
 	struct govex__limits limits;
-	char **read_roots;  /* normalized absolute paths, sorted, unique */
+	char **read_roots; /* normalized absolute paths, sorted, unique */
 	char **write_roots;
 	bool platform_defaults;
-	bool network;    /* true = allow */
+	bool network;	 /* true = allow */
 	bool subprocess; /* true = allow */
-	bool shell;      /* true = allow */
+	bool shell;	 /* true = allow */
 	bool env_inherit;
-	char **env_allow; /* names, sorted */
-	char **env_set;   /* "NAME=VALUE", sorted by name */
-	unsigned approval;       /* enum govex__perm bits */
-	char **require_known;    /* effect names, sorted */
-	char *backend;           /* NULL = registry chooses */
+	char **env_allow;     /* names, sorted */
+	char **env_set;	      /* "NAME=VALUE", sorted by name */
+	unsigned approval;    /* enum govex__perm bits */
+	char **require_known; /* effect names, sorted */
+	char *backend;	      /* NULL = registry chooses */
 };
 
 /* Normalizes path: absolute, no "." or ".." components, no "//", no trailing "/"
@@ -245,14 +245,14 @@ govex__ctlset govex__policy_required(const struct govex_policy *p);
 /* ---- interpreter probing -------------------------------------------------------------- */
 
 struct govex__interp {
-	char *path;        /* real executable, absolute */
-	char *version;     /* "3.11.2" */
+	char *path;    /* real executable, absolute */
+	char *version; /* "3.11.2" */
 	int major, minor;
-	char *prefix;      /* sys.prefix */
+	char *prefix;	   /* sys.prefix */
 	char *base_prefix; /* sys.base_prefix */
-	char **paths;      /* directories the interpreter needs to read: stdlib, platstdlib,
+	char **paths;	   /* directories the interpreter needs to read: stdlib, platstdlib,
 			    * lib-dynload, and those of the shared libraries it maps */
-	char **libs;       /* shared-library files the interpreter maps at start */
+	char **libs;	   /* shared-library files the interpreter maps at start */
 };
 void govex__interp_free(struct govex__interp *in);
 /* How an interpreter may be probed.  SANDBOXED: inside the restricted sandbox (the only
@@ -261,9 +261,8 @@ void govex__interp_free(struct govex__interp *in);
 enum govex__probe_mode { GOVEX_PROBE_SANDBOXED, GOVEX_PROBE_HOST };
 /* Probes interpreter (absolute path, or NULL for auto = python3 on the caller's PATH).
  * cache_dir may be NULL.  The answer is validated (govex__interp_validate). */
-int govex__interp_probe(const char *interpreter, const char *cache_dir,
-			enum govex__probe_mode mode, struct govex__interp *ret,
-			struct govex_error *err);
+int govex__interp_probe(const char *interpreter, const char *cache_dir, enum govex__probe_mode mode,
+			struct govex__interp *ret, struct govex_error *err);
 /* Decodes and validates a probe answer (JSON text), as from the probe or the cache. */
 int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err);
 /* The files an answer names: the executable a regular ELF file, libraries regular ELF
@@ -273,9 +272,8 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
  * read-only view of the host, no network, no writes, no capabilities, seccomp, own PID
  * namespace, the caller's cwd; stdout (at most out_max bytes) into *ret_out when it exits
  * 0 within timeout_ms. */
-int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
-			   size_t out_max, uint64_t timeout_ms, char **ret_out,
-			   struct govex_error *err);
+int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[], size_t out_max,
+			   uint64_t timeout_ms, char **ret_out, struct govex_error *err);
 
 /* ---- the cache directory (cache.c) -------------------------------------------------- */
 
@@ -317,7 +315,7 @@ struct govex__launch {
 	const struct govex__interp *interp;
 	const struct govex_runtime_options *opts;
 	const struct govex__limits *limits; /* the run's normalized limits */
-	char *const *argv;                 /* argv[0] = interpreter path */
+	char *const *argv;		    /* argv[0] = interpreter path */
 	char *const *envp;
 	const char *workdir; /* absolute; the child's cwd; exists on the host
 			      * unless the backend's private_workdir made it */
@@ -369,8 +367,13 @@ struct govex__outcome {
 	char failed_message[sizeof(((struct govex_error *)0)->message)];
 	/* call mode: the response frame read from the dedicated descriptor */
 	struct govex__buf frame; /* header + payload, as received */
-	enum { GOVEX_FRAME_NONE, GOVEX_FRAME_OK, GOVEX_FRAME_TRUNCATED, GOVEX_FRAME_OVERSIZED,
-	       GOVEX_FRAME_TRAILING } frame_state;
+	enum {
+		GOVEX_FRAME_NONE,
+		GOVEX_FRAME_OK,
+		GOVEX_FRAME_TRUNCATED,
+		GOVEX_FRAME_OVERSIZED,
+		GOVEX_FRAME_TRAILING
+	} frame_state;
 	/* call mode: the worker sent its empty "module starts" frame (written by the worker
 	 * itself just before the module's code runs, so before any code of the caller
 	 * could write to the descriptor).  Without it nothing but govex's worker ran. */
@@ -427,11 +430,11 @@ extern const size_t govex__n_backends;
 
 /* Message the shim writes to the host at the end of a run. */
 struct govex__shim_report {
-	int wait_status;  /* of the main child */
-	int killed;       /* 1 when the shim killed the tree on the host's request */
-	int64_t cpu_us;   /* user+sys of every reaped descendant */
+	int wait_status; /* of the main child */
+	int killed;	 /* 1 when the shim killed the tree on the host's request */
+	int64_t cpu_us;	 /* user+sys of every reaped descendant */
 	int64_t max_rss_kb;
-	int cgroup_oom;   /* restricted: the cgroup saw an OOM kill */
+	int cgroup_oom; /* restricted: the cgroup saw an OOM kill */
 	/* restricted: attempts the sandbox refused and counted (execonce.c): socket() under
 	 * network: deny, a second execve under subprocess: deny */
 	uint32_t net_denied, exec_denied;
@@ -446,65 +449,65 @@ struct govex__shim_report {
  * the step into its name only for the result ("step" of a launch_failed diagnostic:
  * the names are part of the result's contract).
  */
-#define GOVEX__LAUNCH_STEPS(X)                                                               \
-	/* host, before the shim exists */                                                  \
-	X(PREPARE, "prepare")                                                                \
-	X(SLOT, "slot")                                                                      \
-	X(PLAN, "plan")                                                                      \
-	X(WORKDIR, "workdir")                                                                \
-	X(CGROUP, "cgroup")                                                                  \
-	X(PIPE, "pipe")                                                                      \
-	X(SOCKETPAIR, "socketpair")                                                          \
-	X(SUPERVISOR, "supervisor")                                                          \
-	X(FORK, "fork")                                                                      \
-	X(CLONE, "clone")                                                                    \
-	X(ALLOC, "alloc")                                                                    \
-	/* the shim */                                                                       \
-	X(SHIM, "shim")                                                                      \
-	X(SUBREAPER, "subreaper")                                                            \
-	X(UID_MAP, "uid_map")                                                                \
-	X(GID_MAP, "gid_map")                                                                \
-	X(HOSTNAME, "hostname")                                                              \
-	X(MOUNT_PRIVATE, "mount_private")                                                    \
-	X(PROC, "proc")                                                                      \
-	X(BIND_OPEN, "bind_open")                                                            \
-	X(OPEN_TREE, "open_tree")                                                            \
-	X(MOUNT_SETATTR, "mount_setattr")                                                    \
-	X(TMPFS_ROOT, "tmpfs_root")                                                          \
-	X(PIVOT_ROOT, "pivot_root")                                                          \
-	X(MOUNTPOINT, "mountpoint")                                                          \
-	X(MOVE_MOUNT, "move_mount")                                                          \
-	X(TMPFS, "tmpfs")                                                                    \
-	X(PROC_MASK, "proc_mask")                                                            \
-	X(SYMLINK, "symlink")                                                                \
-	X(REMOUNT_RO, "remount_ro")                                                          \
-	X(SIGNALFD, "signalfd")                                                              \
-	/* the program child */                                                              \
-	X(CGROUPNS, "cgroupns")                                                              \
-	X(SETSID, "setsid")                                                                  \
-	X(SETPGID, "setpgid")                                                                \
-	X(SECCOMP_GUARD, "seccomp_guard")                                                    \
-	X(STDIO, "stdio")                                                                    \
-	X(CHDIR, "chdir")                                                                    \
-	X(NO_NEW_PRIVS, "no_new_privs")                                                      \
-	X(LANDLOCK, "landlock")                                                              \
-	X(SECUREBITS, "securebits")                                                          \
-	X(CAPS, "caps")                                                                      \
-	X(SETGROUPS, "setgroups")                                                            \
-	X(SETGID, "setgid")                                                                  \
-	X(SETUID, "setuid")                                                                  \
-	X(RLIMIT_CORE, "rlimit_core")                                                        \
-	X(RLIMIT_SIGPENDING, "rlimit_sigpending")                                            \
-	X(RLIMIT_CPU, "rlimit_cpu")                                                          \
-	X(RLIMIT_AS, "rlimit_as")                                                            \
-	X(RLIMIT_FSIZE, "rlimit_fsize")                                                      \
-	X(RLIMIT_NOFILE, "rlimit_nofile")                                                    \
-	X(SECCOMP, "seccomp")                                                                \
-	X(EXECVE, "execve")                                                                  \
-	/* the host, after the shim */                                                       \
-	X(WAIT, "wait")                                                                      \
-	/* the namespace probe */                                                            \
-	X(PROBE, "probe")                                                                    \
+#define GOVEX__LAUNCH_STEPS(X)                                                                     \
+	/* host, before the shim exists */                                                         \
+	X(PREPARE, "prepare")                                                                      \
+	X(SLOT, "slot")                                                                            \
+	X(PLAN, "plan")                                                                            \
+	X(WORKDIR, "workdir")                                                                      \
+	X(CGROUP, "cgroup")                                                                        \
+	X(PIPE, "pipe")                                                                            \
+	X(SOCKETPAIR, "socketpair")                                                                \
+	X(SUPERVISOR, "supervisor")                                                                \
+	X(FORK, "fork")                                                                            \
+	X(CLONE, "clone")                                                                          \
+	X(ALLOC, "alloc")                                                                          \
+	/* the shim */                                                                             \
+	X(SHIM, "shim")                                                                            \
+	X(SUBREAPER, "subreaper")                                                                  \
+	X(UID_MAP, "uid_map")                                                                      \
+	X(GID_MAP, "gid_map")                                                                      \
+	X(HOSTNAME, "hostname")                                                                    \
+	X(MOUNT_PRIVATE, "mount_private")                                                          \
+	X(PROC, "proc")                                                                            \
+	X(BIND_OPEN, "bind_open")                                                                  \
+	X(OPEN_TREE, "open_tree")                                                                  \
+	X(MOUNT_SETATTR, "mount_setattr")                                                          \
+	X(TMPFS_ROOT, "tmpfs_root")                                                                \
+	X(PIVOT_ROOT, "pivot_root")                                                                \
+	X(MOUNTPOINT, "mountpoint")                                                                \
+	X(MOVE_MOUNT, "move_mount")                                                                \
+	X(TMPFS, "tmpfs")                                                                          \
+	X(PROC_MASK, "proc_mask")                                                                  \
+	X(SYMLINK, "symlink")                                                                      \
+	X(REMOUNT_RO, "remount_ro")                                                                \
+	X(SIGNALFD, "signalfd")                                                                    \
+	/* the program child */                                                                    \
+	X(CGROUPNS, "cgroupns")                                                                    \
+	X(SETSID, "setsid")                                                                        \
+	X(SETPGID, "setpgid")                                                                      \
+	X(SECCOMP_GUARD, "seccomp_guard")                                                          \
+	X(STDIO, "stdio")                                                                          \
+	X(CHDIR, "chdir")                                                                          \
+	X(NO_NEW_PRIVS, "no_new_privs")                                                            \
+	X(LANDLOCK, "landlock")                                                                    \
+	X(SECUREBITS, "securebits")                                                                \
+	X(CAPS, "caps")                                                                            \
+	X(SETGROUPS, "setgroups")                                                                  \
+	X(SETGID, "setgid")                                                                        \
+	X(SETUID, "setuid")                                                                        \
+	X(RLIMIT_CORE, "rlimit_core")                                                              \
+	X(RLIMIT_SIGPENDING, "rlimit_sigpending")                                                  \
+	X(RLIMIT_CPU, "rlimit_cpu")                                                                \
+	X(RLIMIT_AS, "rlimit_as")                                                                  \
+	X(RLIMIT_FSIZE, "rlimit_fsize")                                                            \
+	X(RLIMIT_NOFILE, "rlimit_nofile")                                                          \
+	X(SECCOMP, "seccomp")                                                                      \
+	X(EXECVE, "execve")                                                                        \
+	/* the host, after the shim */                                                             \
+	X(WAIT, "wait")                                                                            \
+	/* the namespace probe */                                                                  \
+	X(PROBE, "probe")                                                                          \
 	X(PROBE_CHILD, "probe child")
 
 enum govex__step {
@@ -512,7 +515,7 @@ enum govex__step {
 #define GOVEX__STEPENUM(id, name) GOVEX_STEP_##id,
 	GOVEX__LAUNCH_STEPS(GOVEX__STEPENUM)
 #undef GOVEX__STEPENUM
-	GOVEX__STEP_COUNT
+	    GOVEX__STEP_COUNT
 };
 /* The step's name ("execve"), or "unknown" for a value outside the table (a child's
  * report is data: it is checked like any other). */
@@ -559,7 +562,7 @@ int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o
  * (may be NULL) adds the backend's accounting, and the report is interpreted.
  */
 struct govex__shim_ops {
-	int clone_flags;            /* namespaces for the shim; 0: a plain child */
+	int clone_flags;	    /* namespaces for the shim; 0: a plain child */
 	enum govex__step fork_step; /* what a failed clone is called (fork, clone) */
 	__attribute__((noreturn)) void (*shim)(void *ctx);
 	void (*after_fork)(void *ctx);
@@ -627,7 +630,7 @@ void govex__result_set_status(govex_result *r, enum govex_status status,
 			      enum govex_termination term);
 /* Appends {"code": code, "message": ..., extra...}; takes extra (an object or NULL). */
 void govex__result_diag(govex_result *r, const char *code, json_t *extra, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 void govex__result_set_backend(govex_result *r, const char *name, const char *version,
 			       govex__ctlset controls);
 void govex__result_set_digests(govex_result *r, const char *policy, const char *plan);

@@ -27,13 +27,13 @@
  * processes.  A cached answer that fails validation is ignored and rewritten.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
-#include <elf.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -47,24 +47,24 @@ extern char **environ;
 #define PROBE_CACHE_KEEP 16
 
 static const char probe_code[] =
-	"import sys, json, sysconfig\n"
-	"p = sysconfig.get_paths()\n"
-	"libs = set()\n"
-	"try:\n"
-	"    with open('/proc/self/maps') as f:\n"
-	"        for line in f:\n"
-	"            parts = line.split(None, 5)\n"
-	"            if len(parts) == 6 and '.so' in parts[5]:\n"
-	"                libs.add(parts[5].strip())\n"
-	"except OSError:\n"
-	"    pass\n"
-	"dyn = [d for d in sys.path if d.endswith('lib-dynload')]\n"
-	"sys.stdout.write(json.dumps({'executable': sys.executable,\n"
-	"    'version': '%d.%d.%d' % tuple(sys.version_info[:3]),\n"
-	"    'major': sys.version_info[0], 'minor': sys.version_info[1],\n"
-	"    'prefix': sys.prefix, 'base_prefix': getattr(sys, 'base_prefix', sys.prefix),\n"
-	"    'stdlib': p.get('stdlib'), 'platstdlib': p.get('platstdlib'),\n"
-	"    'dynload': dyn, 'libs': sorted(libs)}))\n";
+    "import sys, json, sysconfig\n"
+    "p = sysconfig.get_paths()\n"
+    "libs = set()\n"
+    "try:\n"
+    "    with open('/proc/self/maps') as f:\n"
+    "        for line in f:\n"
+    "            parts = line.split(None, 5)\n"
+    "            if len(parts) == 6 and '.so' in parts[5]:\n"
+    "                libs.add(parts[5].strip())\n"
+    "except OSError:\n"
+    "    pass\n"
+    "dyn = [d for d in sys.path if d.endswith('lib-dynload')]\n"
+    "sys.stdout.write(json.dumps({'executable': sys.executable,\n"
+    "    'version': '%d.%d.%d' % tuple(sys.version_info[:3]),\n"
+    "    'major': sys.version_info[0], 'minor': sys.version_info[1],\n"
+    "    'prefix': sys.prefix, 'base_prefix': getattr(sys, 'base_prefix', sys.prefix),\n"
+    "    'stdlib': p.get('stdlib'), 'platstdlib': p.get('platstdlib'),\n"
+    "    'dynload': dyn, 'libs': sorted(libs)}))\n";
 
 void govex__interp_free(struct govex__interp *in)
 {
@@ -105,7 +105,7 @@ static int run_probe_host(const char *exe, char **ret_out, struct govex_error *e
 	posix_spawnattr_init(&at);
 	/* own group so a hung probe can be killed with its children */
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF);
+					  POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setpgroup(&at, 0);
 	sigset_t none, all;
 	sigemptyset(&none);
@@ -181,9 +181,8 @@ static int add_dir_of(char ***v, const char *file)
  * /dev (kernel interfaces and devices: never the interpreter's files). */
 static bool answer_path_ok(const char *p)
 {
-	return govex__path_normalized(p) && strcmp(p, "/") != 0 &&
-	       !govex__path_under(p, "/proc") && !govex__path_under(p, "/sys") &&
-	       !govex__path_under(p, "/dev");
+	return govex__path_normalized(p) && strcmp(p, "/") != 0 && !govex__path_under(p, "/proc") &&
+	       !govex__path_under(p, "/sys") && !govex__path_under(p, "/dev");
 }
 
 /* "3.11.2": numbers only, matching major and minor. */
@@ -246,23 +245,24 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 		   *plat = NULL;
 	json_t *dyn = NULL, *libs = NULL;
 	int major = 0, minor = 0;
-	if (!j || json_unpack(j, "{s:s, s:s, s:i, s:i, s:s, s:s, s?s, s?s, s:o, s:o}",
-			      "executable", &exe, "version", &ver, "major", &major, "minor",
-			      &minor, "prefix", &prefix, "base_prefix", &base, "stdlib", &stdlib,
-			      "platstdlib", &plat, "dynload", &dyn, "libs", &libs) < 0 ||
+	if (!j ||
+	    json_unpack(j, "{s:s, s:s, s:i, s:i, s:s, s:s, s?s, s?s, s:o, s:o}", "executable", &exe,
+			"version", &ver, "major", &major, "minor", &minor, "prefix", &prefix,
+			"base_prefix", &base, "stdlib", &stdlib, "platstdlib", &plat, "dynload",
+			&dyn, "libs", &libs) < 0 ||
 	    !json_is_array(dyn) || !json_is_array(libs))
 		return govex__err(err, GOVEX_EINTERP, 0, "interpreter: unreadable probe answer");
 	if (exe[0] != '/')
 		return govex__err(err, GOVEX_EINTERP, 0,
 				  "interpreter: sys.executable '%.100s' is not absolute", exe);
 	if (major < 3)
-		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': Python %.20s is not supported (3.x needed)",
-				  exe, ver);
+		return govex__err(
+		    err, GOVEX_EINTERP, 0,
+		    "interpreter '%.100s': Python %.20s is not supported (3.x needed)", exe, ver);
 	if (!version_ok(ver, major, minor))
 		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': invalid probe answer: version '%.20s'", exe,
-				  ver);
+				  "interpreter '%.100s': invalid probe answer: version '%.20s'",
+				  exe, ver);
 	/* every path as named, before anything is derived from it */
 	const char *named[] = {exe, prefix, base, stdlib, plat};
 	const char *what[] = {"executable", "prefix", "base_prefix", "stdlib", "platstdlib"};
@@ -277,10 +277,11 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 		return govex__err(err, GOVEX_EINTERP, 0,
 				  "interpreter '%.100s': invalid probe answer: no stdlib", exe);
 	if (!is_dir(stdlib))
-		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': invalid probe answer: stdlib '%.100s' is not "
-				  "a directory",
-				  exe, stdlib);
+		return govex__err(
+		    err, GOVEX_EINTERP, 0,
+		    "interpreter '%.100s': invalid probe answer: stdlib '%.100s' is not "
+		    "a directory",
+		    exe, stdlib);
 	bool under = false;
 	const char *bad = NULL;
 	under = govex__path_under(stdlib, prefix) || govex__path_under(stdlib, base);
@@ -302,10 +303,11 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 			bad = d;
 	}
 	if (bad)
-		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': invalid probe answer: '%.100s' is not under "
-				  "sys.prefix or sys.base_prefix",
-				  exe, bad);
+		return govex__err(
+		    err, GOVEX_EINTERP, 0,
+		    "interpreter '%.100s': invalid probe answer: '%.100s' is not under "
+		    "sys.prefix or sys.base_prefix",
+		    exe, bad);
 	json_array_foreach(libs, i, e)
 	{
 		const char *l = json_string_value(e);
@@ -358,30 +360,34 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 {
 	const char *exe = in->path ? in->path : "?";
 	if (!in->path || !answer_path_ok(in->path) || !elf_file(in->path, 0))
-		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': invalid probe answer: the executable is not "
-				  "a regular ELF file",
-				  exe);
+		return govex__err(
+		    err, GOVEX_EINTERP, 0,
+		    "interpreter '%.100s': invalid probe answer: the executable is not "
+		    "a regular ELF file",
+		    exe);
 	const char *pre[] = {in->prefix, in->base_prefix};
 	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
 		if (!pre[i] || !answer_path_ok(pre[i]) || !is_dir(pre[i]))
-			return govex__err(err, GOVEX_EINTERP, 0,
-					  "interpreter '%.100s': invalid probe answer: prefix "
-					  "'%.100s' (an existing directory, not /, not under /proc, "
-					  "/sys or /dev, is required)",
-					  exe, pre[i] ? pre[i] : "(none)");
+			return govex__err(
+			    err, GOVEX_EINTERP, 0,
+			    "interpreter '%.100s': invalid probe answer: prefix "
+			    "'%.100s' (an existing directory, not /, not under /proc, "
+			    "/sys or /dev, is required)",
+			    exe, pre[i] ? pre[i] : "(none)");
 	/* the executable lies in its own installation (a venv's base_prefix holds the real
 	 * interpreter its bin/python links to): a prefix of /etc cannot name the libc */
-	if (!govex__path_under(in->path, in->prefix) && !govex__path_under(in->path, in->base_prefix))
+	if (!govex__path_under(in->path, in->prefix) &&
+	    !govex__path_under(in->path, in->base_prefix))
 		return govex__err(err, GOVEX_EINTERP, 0,
 				  "interpreter '%.100s': invalid probe answer: the executable is "
 				  "under neither prefix '%.100s' nor base_prefix '%.100s'",
 				  exe, in->prefix, in->base_prefix);
 	for (size_t i = 0; in->paths && in->paths[i]; i++)
 		if (!answer_path_ok(in->paths[i]))
-			return govex__err(err, GOVEX_EINTERP, 0,
-					  "interpreter '%.100s': invalid probe answer: path '%.100s'",
-					  exe, in->paths[i]);
+			return govex__err(
+			    err, GOVEX_EINTERP, 0,
+			    "interpreter '%.100s': invalid probe answer: path '%.100s'", exe,
+			    in->paths[i]);
 	for (size_t i = 0; in->libs && in->libs[i]; i++)
 		if (!answer_path_ok(in->libs[i]) || !elf_file(in->libs[i], ET_DYN))
 			return govex__err(err, GOVEX_EINTERP, 0,
@@ -443,10 +449,10 @@ static char *identity(const char *path)
 	char *s = NULL;
 	if (stat(path, &st) < 0)
 		return NULL;
-	if (asprintf(&s, "%s|%llu|%llu|%lld|%lld.%ld|%lld.%ld", path,
-		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-		     (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-		     (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec) < 0)
+	if (asprintf(&s, "%s|%llu|%llu|%lld|%lld.%ld|%lld.%ld", path, (unsigned long long)st.st_dev,
+		     (unsigned long long)st.st_ino, (long long)st.st_size,
+		     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+		     st.st_ctim.tv_nsec) < 0)
 		return NULL;
 	return s;
 }
@@ -605,9 +611,8 @@ out:
 	return r;
 }
 
-int govex__interp_probe(const char *interpreter, const char *cache_dir,
-			enum govex__probe_mode mode, struct govex__interp *ret,
-			struct govex_error *err)
+int govex__interp_probe(const char *interpreter, const char *cache_dir, enum govex__probe_mode mode,
+			struct govex__interp *ret, struct govex_error *err)
 {
 	_cleanup_free_ char *found = NULL, *id = NULL, *answer = NULL;
 	_cleanup_close_ int dfd = -1;

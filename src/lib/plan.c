@@ -73,8 +73,8 @@ govex_plan *govex__plan_from_doc(json_t *doc)
 	if (govex__canon(doc, &p->canon, &p->len) < 0)
 		return govex_plan_free(p);
 	govex__sha256_digest(p->canon, p->len, p->digest);
-	const char *sp = json_string_value(json_object_get(json_object_get(doc, "code"),
-							   "source_path"));
+	const char *sp =
+	    json_string_value(json_object_get(json_object_get(doc, "code"), "source_path"));
 	if (!sp) /* a call plan */
 		sp = json_string_value(json_object_get(json_object_get(doc, "source"), "path"));
 	if (sp && !(p->source_path = strdup(sp)))
@@ -233,10 +233,10 @@ struct plan_field {
 
 static const char *const pf_backend[] = {"name", "version", NULL};
 static const char *const pf_limits[] = {
-	"wall_ms",	"cpu_ms",	"memory_bytes",	    "processes",
-	"open_files",	"file_size_bytes", "code_bytes",    "stdin_bytes",
-	"stdout_bytes", "stderr_bytes", "call_input_bytes", "call_output_bytes",
-	"files_in_bytes", "files_out_bytes", "files_out_count", NULL};
+    "wall_ms",	      "cpu_ms",		 "memory_bytes",     "processes",
+    "open_files",     "file_size_bytes", "code_bytes",	     "stdin_bytes",
+    "stdout_bytes",   "stderr_bytes",	 "call_input_bytes", "call_output_bytes",
+    "files_in_bytes", "files_out_bytes", "files_out_count",  NULL};
 static const char *const pf_environment[] = {"names", NULL};
 static const char *const pf_workdir[] = {"mode", "path", NULL};
 static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
@@ -244,19 +244,21 @@ static const char *const pf_controls[] = {"required", NULL};
 static const char *const pf_code[] = {"language", "digest", "bytes", "source_path", NULL};
 static const char *const pf_stdin[] = {"digest", "bytes", NULL};
 static const char *const pf_interpreter[] = {"path", "version", "args", NULL};
-static const char *const pf_source[] = {"digest", "bytes", "path", "notebook_digest", "module",
-					NULL};
+static const char *const pf_source[] = {"digest",	   "bytes",  "path",
+					"notebook_digest", "module", NULL};
 static const char *const pf_effects[] = {"require_known", "observed", NULL};
 static const char *const pf_executable[] = {"path", "digest", "bytes", NULL};
 static const char *const pf_repl[] = {"inputs_digest", NULL};
 static const char *const pf_outputs[] = {"max_files", "max_bytes", NULL};
 
-#define PF_COMMON                                                                          \
-	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},  \
-		{"environment", pf_environment}, {"workdir", pf_workdir},                  \
-		{"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},    \
-		{"shell", NULL}, {"needs", NULL}, {"approval", NULL},                      \
-		{"controls", pf_controls}, {"policy_digest", NULL }
+#define PF_COMMON                                                                                  \
+	{"version", NULL}, {"kind", NULL}, {"backend", pf_backend}, {"limits", pf_limits},         \
+	    {"environment", pf_environment}, {"workdir", pf_workdir},                              \
+	    {"filesystem", pf_filesystem}, {"network", NULL}, {"subprocess", NULL},                \
+	    {"shell", NULL}, {"needs", NULL}, {"approval", NULL}, {"controls", pf_controls},       \
+	{                                                                                          \
+		"policy_digest", NULL                                                              \
+	}
 static const struct plan_field pf_run[] = {PF_COMMON,
 					   {"code", pf_code},
 					   {"stdin", pf_stdin},
@@ -270,9 +272,14 @@ static const struct plan_field pf_call[] = {
     PF_COMMON,		{"interpreter", pf_interpreter}, {"source", pf_source},
     {"function", NULL}, {"inspection_digest", NULL},	 {"effects", pf_effects},
     {"files", NULL},	{"outputs", pf_outputs},	 {NULL, NULL}};
-static const struct plan_field pf_exec[] = {
-	PF_COMMON,	   {"executable", pf_executable}, {"argv", NULL}, {"shell_string", NULL},
-	{"binds", NULL}, {"files", NULL},		    {"outputs", pf_outputs}, {NULL, NULL}};
+static const struct plan_field pf_exec[] = {PF_COMMON,
+					    {"executable", pf_executable},
+					    {"argv", NULL},
+					    {"shell_string", NULL},
+					    {"binds", NULL},
+					    {"files", NULL},
+					    {"outputs", pf_outputs},
+					    {NULL, NULL}};
 #undef PF_COMMON
 
 static bool name_in(const char *name, const char *const *names)
@@ -286,11 +293,11 @@ static bool name_in(const char *name, const char *const *names)
 static int plan_check_fields(json_t *doc, struct govex_error *err)
 {
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	const struct plan_field *f = !kind			  ? NULL
-				     : strcmp(kind, "run") == 0	  ? pf_run
+	const struct plan_field *f = !kind			 ? NULL
+				     : strcmp(kind, "run") == 0	 ? pf_run
 				     : strcmp(kind, "call") == 0 ? pf_call
 				     : strcmp(kind, "exec") == 0 ? pf_exec
-								  : NULL;
+								 : NULL;
 	if (!f)
 		return govex__err(err, GOVEX_EPLAN, 0,
 				  "plan: kind: must be \"run\", \"call\" or \"exec\"");
@@ -303,16 +310,15 @@ static int plan_check_fields(json_t *doc, struct govex_error *err)
 			if (strcmp(k, f[i].name) == 0)
 				hit = &f[i];
 		if (!hit)
-			return govex__err(err, GOVEX_EPLAN, 0,
-					  "plan: %.80s: unknown field (a %s plan has no such field)",
-					  k, kind);
+			return govex__err(
+			    err, GOVEX_EPLAN, 0,
+			    "plan: %.80s: unknown field (a %s plan has no such field)", k, kind);
 		if (!hit->sub || !json_is_object(v))
 			continue;
 		const char *k2;
 		json_t *v2;
-		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub))
-			return govex__err(err, GOVEX_EPLAN, 0, "plan: %s.%.80s: unknown field", k,
-					  k2);
+		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub)) return govex__err(
+		    err, GOVEX_EPLAN, 0, "plan: %s.%.80s: unknown field", k, k2);
 	}
 	return 0;
 }
@@ -385,7 +391,7 @@ govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
 		snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
 	}
 	govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
-	govex__result_diag(r, "plan_mismatch", NULL,
-			   "plan: differs from the request in: %s", keys[0] ? keys : "encoding");
+	govex__result_diag(r, "plan_mismatch", NULL, "plan: differs from the request in: %s",
+			   keys[0] ? keys : "encoding");
 	return r;
 }

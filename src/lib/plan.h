@@ -41,7 +41,6 @@ enum govex__job_kind {
 	GOVEX_JOB_INSPECT,
 };
 
-
 /* A file handed to the run, as its plan names it. */
 struct govex__plan_file {
 	const char *name;

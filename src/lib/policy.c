@@ -34,8 +34,7 @@ const struct govex__limit_desc govex__limit_table[] = {
     {"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
      GOVEX_CALL_BYTES_MAX, 1ULL << 20},
     {"files_in_bytes", LIM(files_in_bytes), false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT, true},
-    {"files_out_bytes", LIM(files_out_bytes), false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT,
-     true},
+    {"files_out_bytes", LIM(files_out_bytes), false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT, true},
     {"files_out_count", LIM(files_out_count), false, 0, GOVEX__FILES_COUNT_MAX,
      GOVEX__FILES_COUNT_DEFAULT, true},
 };
@@ -108,17 +107,17 @@ static json_t *policy_json(const govex_policy *p)
 	govex__strv_free(ap);
 
 	return json_pack(
-		"{s:s, s:[s], s:{s:s, s:b}, s:s, s:o, s:{s:o, s:o, s:b}, s:s, s:s, s:s,"
-		" s:{s:b, s:o, s:o}, s:o, s:{s:o}, s:s?}",
-		"version", GOVEX_POLICY_VERSION, "languages", "python", "python", "interpreter",
-		p->interpreter ? p->interpreter : "auto", "site", p->site, "workdir",
-		p->workdir ? p->workdir : "fresh", "limits", govex__limits_json(&p->limits),
-		"filesystem", "read", govex__strv_json(p->read_roots), "write", govex__strv_json(p->write_roots),
-		"platform_defaults", p->platform_defaults, "network",
-		p->network ? "allow" : "deny", "subprocess", p->subprocess ? "allow" : "deny",
-		"shell", p->shell ? "allow" : "deny", "environment", "inherit", p->env_inherit,
-		"allow", govex__strv_json(p->env_allow), "set", env_set, "approval", approval, "effects",
-		"require_known", govex__strv_json(p->require_known), "backend", p->backend);
+	    "{s:s, s:[s], s:{s:s, s:b}, s:s, s:o, s:{s:o, s:o, s:b}, s:s, s:s, s:s,"
+	    " s:{s:b, s:o, s:o}, s:o, s:{s:o}, s:s?}",
+	    "version", GOVEX_POLICY_VERSION, "languages", "python", "python", "interpreter",
+	    p->interpreter ? p->interpreter : "auto", "site", p->site, "workdir",
+	    p->workdir ? p->workdir : "fresh", "limits", govex__limits_json(&p->limits),
+	    "filesystem", "read", govex__strv_json(p->read_roots), "write",
+	    govex__strv_json(p->write_roots), "platform_defaults", p->platform_defaults, "network",
+	    p->network ? "allow" : "deny", "subprocess", p->subprocess ? "allow" : "deny", "shell",
+	    p->shell ? "allow" : "deny", "environment", "inherit", p->env_inherit, "allow",
+	    govex__strv_json(p->env_allow), "set", env_set, "approval", approval, "effects",
+	    "require_known", govex__strv_json(p->require_known), "backend", p->backend);
 }
 
 int govex__policy_finish(govex_policy *p, struct govex_error *err)
@@ -260,16 +259,16 @@ GOVEX_API int govex_policy_preset(const char *name, govex_policy **ret_policy,
 	/* strict: a fresh workdir and nothing else.  Memory, CPU, processes, open files and
 	 * file size are bounded. */
 	static const char strict[] =
-		"{\"version\":\"govex.policy/v1\","
-		"\"limits\":{\"cpu_ms\":10000,\"memory_bytes\":536870912,\"processes\":64,"
-		"\"open_files\":256,\"file_size_bytes\":67108864},"
-		"\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\",\"PATH\":\"/usr/bin:/bin\"}}}";
+	    "{\"version\":\"govex.policy/v1\","
+	    "\"limits\":{\"cpu_ms\":10000,\"memory_bytes\":536870912,\"processes\":64,"
+	    "\"open_files\":256,\"file_size_bytes\":67108864},"
+	    "\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\",\"PATH\":\"/usr/bin:/bin\"}}}";
 	static const char trusted[] =
-		"{\"version\":\"govex.policy/v1\","
-		"\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
-		"\"network\":\"allow\",\"subprocess\":\"allow\",\"shell\":\"allow\","
-		"\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\","
-		"\"PATH\":\"/usr/local/bin:/usr/bin:/bin\"}}}";
+	    "{\"version\":\"govex.policy/v1\","
+	    "\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
+	    "\"network\":\"allow\",\"subprocess\":\"allow\",\"shell\":\"allow\","
+	    "\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\","
+	    "\"PATH\":\"/usr/local/bin:/usr/bin:/bin\"}}}";
 	if (!name || !ret_policy)
 		return govex__err(ret_err, GOVEX_EINVAL, 0, "preset: missing argument");
 	if (strcmp(name, "strict") == 0)
@@ -288,8 +287,7 @@ GOVEX_API int govex_policy_preset(const char *name, govex_policy **ret_policy,
 		int r = govex__json_parse(strict, sizeof(strict) - 1, 0, &doc, ret_err);
 		if (r < 0)
 			return r;
-		json_object_set_new(doc, "filesystem",
-				    json_pack("{s:[s]}", "read", cwd));
+		json_object_set_new(doc, "filesystem", json_pack("{s:[s]}", "read", cwd));
 		r = govex__policy_from_json(doc, ret_policy, ret_err);
 		if (r < 0)
 			return govex__err(ret_err, r, 0,

@@ -5,14 +5,14 @@
  * run-slot locks, the interpreter's files), by name, by inode and through bind mounts.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <dlfcn.h>
 
-#include "runtime.h"
 #include "protect.h"
+#include "runtime.h"
 
 /* path as given (normalized lexically) and as it really is (symlinks resolved), each
  * pushed when it differs; nothing for a relative path */
@@ -120,8 +120,8 @@ static struct mnt *mounts_read(size_t *ret_n)
 /* Where path lies within its filesystem: the device and the path from that
  * filesystem's root (a bind mount shows a directory under another name; this is the
  * same for both names).  False when it cannot be told. */
-static bool fs_location(const struct mnt *m, size_t n, const char *path, dev_t *ret_dev,
-			char *ret, size_t cap)
+static bool fs_location(const struct mnt *m, size_t n, const char *path, dev_t *ret_dev, char *ret,
+			size_t cap)
 {
 	_cleanup_free_ char *real = realpath(path, NULL);
 	struct stat st;
@@ -174,8 +174,7 @@ static bool overlap(const struct mnt *m, size_t n, const char *a, const char *b)
  * code that later runs on the host.  Returns what it protects (and the protected path in
  * *ret_path, owned) or NULL.
  */
-const char *govex__protected_overlap(const govex_runtime *rt, const char *writable,
-				     char **ret_path)
+const char *govex__protected_overlap(const govex_runtime *rt, const char *writable, char **ret_path)
 {
 	const char *kinds[] = {"cache", "govex", "interpreter"};
 	char **w = calloc(1, sizeof(char *));

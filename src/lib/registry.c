@@ -5,20 +5,20 @@
  * the backends' reports: probed once per runtime, the restricted one cached across
  * processes; and each backend's per-runtime state, prepared on first use. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <dlfcn.h>
 
-#include "runtime.h"
 #include "registry.h"
+#include "runtime.h"
 
 const struct govex__backend_ops *const govex__backends[] = {
-	&govex__controlled_backend,
-	&govex__restricted_backend,
+    &govex__controlled_backend,
+    &govex__restricted_backend,
 };
 const size_t govex__n_backends = ARRAY_SIZE(govex__backends);
 
@@ -101,14 +101,13 @@ static json_t *reports_doc(const govex_runtime *rt)
 		const struct govex__report *r = &rt->reports[i];
 		json_t *un = json_array();
 		for (size_t k = 0; k < r->n_unavailable; k++)
-			json_array_append_new(un, json_pack("[s, s]",
-							    govex__control_name(r->unavailable[k].control),
-							    r->unavailable[k].reason));
-		json_array_append_new(a, json_pack("{s:s, s:b, s:s, s:o, s:o}", "name",
-						   govex__backends[i]->name, "available",
-						   r->available, "reason", r->unavailable_reason,
-						   "enforced", govex__ctlset_json(r->enforced),
-						   "unavailable", un));
+			json_array_append_new(
+			    un, json_pack("[s, s]", govex__control_name(r->unavailable[k].control),
+					  r->unavailable[k].reason));
+		json_array_append_new(
+		    a, json_pack("{s:s, s:b, s:s, s:o, s:o}", "name", govex__backends[i]->name,
+				 "available", r->available, "reason", r->unavailable_reason,
+				 "enforced", govex__ctlset_json(r->enforced), "unavailable", un));
 	}
 	return a;
 }
@@ -171,7 +170,8 @@ static bool reports_load(govex_runtime *rt, json_t *a)
 		json_t *av = json_object_get(o, "available");
 		size_t k;
 		memset(r, 0, sizeof(*r));
-		if (!name || strcmp(name, govex__backends[i]->name) != 0 || !why || !json_is_boolean(av))
+		if (!name || strcmp(name, govex__backends[i]->name) != 0 || !why ||
+		    !json_is_boolean(av))
 			return false;
 		r->available = json_is_true(av);
 		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason), "%s", why);
@@ -228,8 +228,8 @@ void govex__probe_backends(govex_runtime *rt)
 	 * not refuse every run of this build until the next boot. */
 	for (size_t i = 0; loaded && i < govex__n_backends; i++) {
 		const struct govex__report *rep = &rt->reports[i];
-		if (!report_cacheable(i) || (rep->available && (govex__restricted_max_controls() &
-								~rep->enforced) == 0))
+		if (!report_cacheable(i) ||
+		    (rep->available && (govex__restricted_max_controls() & ~rep->enforced) == 0))
 			continue;
 		struct stat st;
 		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -270,10 +270,10 @@ static json_t *report_json(const struct govex__backend_ops *b, const struct gove
 		json_array_append_new(un, json_pack("{s:s, s:s}", "control",
 						    govex__control_name(r->unavailable[i].control),
 						    "reason", r->unavailable[i].reason));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION,
-			      "name", b->name, "backend_version", b->version, "available",
-			      r->available, "enforced",
-			      govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION, "name",
+		      b->name, "backend_version", b->version, "available", r->available, "enforced",
+		      govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
 	/* the size of the seccomp allowlist, from this build (not from the cached report) */
 	if (o && b == &govex__restricted_backend && r->available &&
 	    (r->enforced & ((govex__ctlset)1 << GOVEX_CTL_SYSCALL_FILTER)))

@@ -243,10 +243,11 @@ int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_
 	/* exit 0 and no frame: the worker never answered (it answers sys.exit() too): the
 	 * code ended the process under it (os._exit) or took its response descriptor */
 	if (!resp) {
-		worker_failed(res, o->frame_state == GOVEX_FRAME_NONE
-				       ? "the worker exited 0 without a response frame (os._exit, or "
-					 "the response descriptor closed by the code): no value"
-				       : "the worker's response frame is not valid");
+		worker_failed(res,
+			      o->frame_state == GOVEX_FRAME_NONE
+				  ? "the worker exited 0 without a response frame (os._exit, or "
+				    "the response descriptor closed by the code): no value"
+				  : "the worker's response frame is not valid");
 		return 0;
 	}
 	const char *st = json_string_value(json_object_get(resp, "status"));

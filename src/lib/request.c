@@ -9,14 +9,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime.h"
-#include "request.h"
 #include "approval.h"
+#include "request.h"
+#include "runtime.h"
 
 extern char **environ;
 
 /* A single argv string is limited by the kernel (MAX_ARG_STRLEN, 32 pages). */
-#define CODE_ARG_MAX (128 * 1024 - 1)
+#define CODE_ARG_MAX  (128 * 1024 - 1)
 #define ENV_ITEMS_MAX 1024
 
 /* Sets *ret_env to the final environment: inherited names, then the request's values,
@@ -31,7 +31,8 @@ int govex__build_env(const govex_policy *p, const struct govex_request *req, cha
 	for (size_t i = 0; req->env && req->env[i]; i++, n_req++) {
 		const char *kv = req->env[i];
 		const char *eq = strchr(kv, '=');
-		if (n_req >= ENV_ITEMS_MAX || !eq || !govex__identifier(kv, (size_t)(eq - kv), 255)) {
+		if (n_req >= ENV_ITEMS_MAX || !eq ||
+		    !govex__identifier(kv, (size_t)(eq - kv), 255)) {
 			govex_result *r = govex__refusal(rt, GOVEX_STATUS_INVALID_INPUT);
 			govex__result_diag(r, "invalid_environment", NULL,
 					   "env[%zu]: must be NAME=VALUE with a valid name", i);

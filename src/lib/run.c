@@ -46,7 +46,7 @@ static govex_result *launch_failure(govex_runtime *rt, const govex_plan *plan, c
 				    const char *what, const char *detail)
 {
 	govex_result *res =
-		govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
+	    govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
 	if (!res)
 		return NULL;
 	govex__result_diag(res, "launch_failed", json_pack("{s:s}", "step", step), "%s: %s", what,
@@ -148,9 +148,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	} else if (priv) {
 		workdir = strdup(priv);
 	} else if ((r = govex__make_workdir(&workdir, &workdir_lock, err)) < 0) {
-		*ret_result = launch_failure(rt, plan, "workdir",
-					     "workdir: cannot create a fresh directory",
-					     strerror(-r));
+		*ret_result = launch_failure(
+		    rt, plan, "workdir", "workdir: cannot create a fresh directory", strerror(-r));
 		goto fail;
 	}
 	if (!workdir)
@@ -195,8 +194,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	if (env)
 		l.envp = env;
 	govex__audit(&rt->audit, run_id, "launch",
-		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version",
-			       b->version, "plan_digest", plan->digest));
+		     json_pack("{s:s, s:s, s:s}", "backend", b->name, "backend_version", b->version,
+			       "plan_digest", plan->digest));
 	struct govex_error rerr = {0};
 	if (b->run(state, &l, o, &rerr) < 0 && !o->failed_message[0])
 		snprintf(o->failed_message, sizeof(o->failed_message), "%s", rerr.message);
@@ -230,8 +229,8 @@ static govex_result *run_result_keep(govex_runtime *rt, const struct decision *d
 		govex__result_take_outcome(res, o);
 		govex__result_set_digests(res, rt->policy->digest, plan->digest);
 		govex__result_set_backend(
-			res, b->name, b->version,
-			govex__run_controls(&rt->reports[d->backend], rt->policy, d));
+		    res, b->name, b->version,
+		    govex__run_controls(&rt->reports[d->backend], rt->policy, d));
 		govex__outcome_diagnostics(res, o, &d->limits);
 	}
 	return res;
@@ -250,11 +249,11 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				const struct govex__limits *l)
 {
 	if (o->term == GOVEX_TERM_LAUNCH_FAILED)
-		govex__result_diag(res, "launch_failed",
-				   json_pack("{s:s, s:i}", "step", o->failed_step, "errno",
-					     o->failed_errno),
-				   "launch step '%s' failed: %s", o->failed_step,
-				   o->failed_message[0] ? o->failed_message : strerror(o->failed_errno));
+		govex__result_diag(
+		    res, "launch_failed",
+		    json_pack("{s:s, s:i}", "step", o->failed_step, "errno", o->failed_errno),
+		    "launch step '%s' failed: %s", o->failed_step,
+		    o->failed_message[0] ? o->failed_message : strerror(o->failed_errno));
 	else if (o->term == GOVEX_TERM_TIMEOUT)
 		govex__result_diag(res, "timeout", NULL, "wall time limit of %llu ms reached",
 				   (unsigned long long)l->wall_ms);
@@ -264,8 +263,7 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 		govex__result_diag(res, "cpu_limit", NULL, "CPU time limit of %llu ms reached",
 				   (unsigned long long)l->cpu_ms);
 	else if (o->term == GOVEX_TERM_MEMORY_LIMIT)
-		govex__result_diag(res, "memory_limit", NULL,
-				   "memory limit of %llu bytes reached",
+		govex__result_diag(res, "memory_limit", NULL, "memory limit of %llu bytes reached",
 				   (unsigned long long)l->memory_bytes);
 	else if (o->term == GOVEX_TERM_OUTPUT_LIMIT)
 		govex__result_diag(res, "output_limit", NULL,

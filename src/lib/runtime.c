@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "runtime.h"
 #include "registry.h"
+#include "runtime.h"
 
 /* ---- runtime lifecycle ---------------------------------------------------------------- */
 
@@ -114,4 +114,3 @@ govex_result *govex__refusal(govex_runtime *rt, enum govex_status status)
 		govex__result_set_digests(r, rt->policy->digest, NULL);
 	return r;
 }
-

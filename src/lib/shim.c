@@ -5,9 +5,9 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
-#include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,10 +18,9 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-static const char *const step_names[] = {
-	[GOVEX__STEP_NONE] = "none",
+static const char *const step_names[] = {[GOVEX__STEP_NONE] = "none",
 #define GOVEX__STEPNAME(id, name) [GOVEX_STEP_##id] = name,
-	GOVEX__LAUNCH_STEPS(GOVEX__STEPNAME)
+					 GOVEX__LAUNCH_STEPS(GOVEX__STEPNAME)
 #undef GOVEX__STEPNAME
 };
 
@@ -250,7 +249,8 @@ int govex__rlimits_above_host(const struct govex__limits *l, struct govex__host_
 		if (rl_above(&u[i], &host)) {
 			if (can_raise_rlimits())
 				return 0;
-			*ret = (struct govex__host_rlimit){u[i].limit, u[i].rlimit, u[i].want, host};
+			*ret =
+			    (struct govex__host_rlimit){u[i].limit, u[i].rlimit, u[i].want, host};
 			return 1;
 		}
 	}
@@ -322,7 +322,8 @@ int govex__child_rlimits(const struct govex__limits *l, enum govex__step *ret_st
 	return 0;
 }
 
-int govex__child_stdio(int in, int out, int err, int extra, int *errpipe, enum govex__step *ret_step)
+int govex__child_stdio(int in, int out, int err, int extra, int *errpipe,
+		       enum govex__step *ret_step)
 {
 	/* Move everything above 10 first, so that dup2 onto 0..3 cannot clobber a source
 	 * (a host started with closed stdio gets pipes on fds 0..2). */

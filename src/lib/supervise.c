@@ -11,8 +11,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -195,16 +195,16 @@ static int64_t remaining_ns(uint64_t deadline)
 struct supervise {
 	int stdin_fd, stdout_fd, stderr_fd;
 	int report_fd, err_fd, kill_fd;
-	int frame_fd;       /* call mode: read end of the response descriptor, or -1 */
+	int frame_fd;	    /* call mode: read end of the response descriptor, or -1 */
 	uint64_t frame_max; /* largest payload accepted from frame_fd */
-	int cancel_fd;      /* borrowed */
+	int cancel_fd;	    /* borrowed */
 	pid_t shim_pid;
 	uint64_t wall_ms;
 	uint64_t stdout_max, stderr_max;
 	const char *stdin_data;
 	size_t stdin_len, in_off;
 	uint64_t start_ns; /* CLOCK_MONOTONIC at launch */
-	char *scratch;     /* SCRATCH bytes */
+	char *scratch;	   /* SCRATCH bytes */
 	struct live live_out, live_err;
 	/* what came back */
 	struct govex__shim_report rep;
@@ -283,13 +283,13 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 		int fd;
 		short ev;
 	} want[P_N] = {
-		[P_FRAME] = {s->frame_fd, POLLIN},
-		[P_IN] = {s->stdin_fd, POLLOUT},
-		[P_OUT] = {s->stdout_fd, POLLIN},
-		[P_ERR] = {s->stderr_fd, POLLIN},
-		[P_REP] = {s->report_fd, POLLIN},
-		[P_CE] = {s->err_fd, POLLIN},
-		[P_CANCEL] = {s->killed ? -1 : s->cancel_fd, POLLIN},
+	    [P_FRAME] = {s->frame_fd, POLLIN},
+	    [P_IN] = {s->stdin_fd, POLLOUT},
+	    [P_OUT] = {s->stdout_fd, POLLIN},
+	    [P_ERR] = {s->stderr_fd, POLLIN},
+	    [P_REP] = {s->report_fd, POLLIN},
+	    [P_CE] = {s->err_fd, POLLIN},
+	    [P_CANCEL] = {s->killed ? -1 : s->cancel_fd, POLLIN},
 	};
 	for (int i = 0; i < P_N; i++) {
 		idx[i] = -1;
@@ -363,8 +363,8 @@ static void supervise(struct supervise *s, struct govex__outcome *o,
 
 	if (s->stdin_fd >= 0 && s->stdin_len == 0)
 		close_fd(&s->stdin_fd);
-	int *fds[] = {&s->stdin_fd, &s->stdout_fd, &s->stderr_fd, &s->report_fd, &s->err_fd,
-		      &s->frame_fd};
+	int *fds[] = {&s->stdin_fd,  &s->stdout_fd, &s->stderr_fd,
+		      &s->report_fd, &s->err_fd,    &s->frame_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0)
 			set_nonblock(*fds[i]);
@@ -448,7 +448,8 @@ void govex__outcome_from_report(struct govex__outcome *o, const struct govex__li
 		o->signal = sig;
 		o->term = GOVEX_TERM_SIGNALED;
 		/* RLIMIT_CPU sends SIGXCPU at the soft limit and SIGKILL at the hard one. */
-		if (l->cpu_ms && (sig == SIGXCPU || (sig == SIGKILL && o->cpu_ms + 50 >= l->cpu_ms)))
+		if (l->cpu_ms &&
+		    (sig == SIGXCPU || (sig == SIGKILL && o->cpu_ms + 50 >= l->cpu_ms)))
 			o->term = GOVEX_TERM_CPU_LIMIT;
 	} else {
 		o->term = GOVEX_TERM_LAUNCH_FAILED;

@@ -44,7 +44,7 @@ struct errdesc {
 
 static const struct errdesc error_table[] = {
 #define GOVEX__ERRDESC(name, num, msg) {1000 + (num), "GOVEX_E" #name, msg},
-	GOVEX_ERRORS(GOVEX__ERRDESC)
+    GOVEX_ERRORS(GOVEX__ERRDESC)
 #undef GOVEX__ERRDESC
 };
 
@@ -199,8 +199,10 @@ static size_t utf8_seq(const unsigned char *s, size_t len)
 static bool utf8_prefix(const unsigned char *s, size_t len)
 {
 	unsigned c = s[0];
-	size_t need = (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
-		    : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+	size_t need = (c >= 0xc2 && c <= 0xdf)	 ? 2
+		      : (c >= 0xe0 && c <= 0xef) ? 3
+		      : (c >= 0xf0 && c <= 0xf4) ? 4
+						 : 0;
 	if (!need || len >= need)
 		return false;
 	if (len >= 2) {
@@ -279,14 +281,10 @@ static bool has_real(const json_t *j)
 	case JSON_REAL:
 		return true;
 	case JSON_OBJECT:
-		json_object_foreach((json_t *)j, k, v)
-			if (has_real(v))
-				return true;
+		json_object_foreach((json_t *)j, k, v) if (has_real(v)) return true;
 		return false;
 	case JSON_ARRAY:
-		json_array_foreach(j, i, v)
-			if (has_real(v))
-				return true;
+		json_array_foreach(j, i, v) if (has_real(v)) return true;
 		return false;
 	default:
 		return false;
@@ -490,7 +488,8 @@ int govex__find_in_path(const char *name, char **ret)
 			if (asprintf(&cand, "%.*s/%s", (int)n, p, name) < 0)
 				return -ENOMEM;
 			struct stat st;
-			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(cand, X_OK) == 0) {
 				*ret = cand;
 				return 0;
 			}
@@ -585,7 +584,7 @@ char *govex__text_clean(const char *s, size_t n, size_t max, bool *ret_truncated
 			if (cp >= 0x40 && cp <= 0x7e)
 				continue;
 			break; /* anything else ends the sequence and is text */
-		case STR: /* OSC, DCS, SOS, PM, APC: up to BEL, ST or ESC \ */
+		case STR:      /* OSC, DCS, SOS, PM, APC: up to BEL, ST or ESC \ */
 			if (cp == 0x07 || cp == 0x9c)
 				st = TEXT;
 			else if (cp == 0x1b)
@@ -614,8 +613,8 @@ char *govex__text_clean(const char *s, size_t n, size_t max, bool *ret_truncated
 		/* Unicode's bidirectional controls reorder what a terminal shows (the text
 		 * read is not the text displayed): ALM, LRM, RLM, the embeddings and
 		 * overrides, the isolates */
-		if (cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-		    (cp >= 0x2066 && cp <= 0x2069))
+		if (cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+		    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
 			continue;
 		if (o + cl > max) {
 			*ret_truncated = true;

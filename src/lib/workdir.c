@@ -64,8 +64,8 @@ static int rm_openat(int dirfd, const char *name)
 	/* RESOLVE_NO_XDEV: a bind mount of the same file system (same st_dev) is a mount
 	 * point all the same, and is never entered */
 	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-			       .resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
-					  RESOLVE_NO_MAGICLINKS};
+			       .resolve =
+				   RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
 	if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: st_dev is what is compared */
 		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -93,8 +93,7 @@ static int rm_open_dir(int dirfd, const char *name)
 }
 
 /* Pushes the frame of directory child (entered by name) on the stack, growing it. */
-static int rm_push(struct rm_frame **stack, size_t *cap, size_t *depth, int child,
-		   const char *name)
+static int rm_push(struct rm_frame **stack, size_t *cap, size_t *depth, int child, const char *name)
 {
 	if (*depth + 1 >= *cap) {
 		struct rm_frame *ns = realloc(*stack, 2 * *cap * sizeof(**stack));
@@ -292,8 +291,8 @@ static int lock_dir(int fd)
  * an old-style govex-XXXXXX (an earlier govex, which held no lock) only when it is older
  * than any run can last (wall_ms is at most an hour).
  */
-#define WORKDIR_PREFIX	      "govex-w-"
-#define WORKDIR_NEW_PREFIX    ".govex-new-"
+#define WORKDIR_PREFIX	       "govex-w-"
+#define WORKDIR_NEW_PREFIX     ".govex-new-"
 #define SWEEP_NEW_MIN_AGE_S    60L
 #define SWEEP_LEGACY_MIN_AGE_S ((long)(GOVEX_WALL_MS_MAX / 1000) + 300)
 #define SWEEP_MAX_REMOVE       16
@@ -388,8 +387,7 @@ int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *e
 	 * it (or keeps it past us).  Only then does it get its name. */
 	int fd = open(np, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int r = fd < 0 ? -errno : lock_dir(fd);
-	if (r == 0 && asprintf(&p, "%s/" WORKDIR_PREFIX "%s", tmp,
-			       np + strlen(np) - 6) < 0) {
+	if (r == 0 && asprintf(&p, "%s/" WORKDIR_PREFIX "%s", tmp, np + strlen(np) - 6) < 0) {
 		p = NULL;
 		r = -ENOMEM;
 	}

@@ -31,15 +31,15 @@
 #include "mcp.h"
 #include "mcp_serve.h"
 
-#define MODERN_VERSION	   "2026-07-28"
-#define LATEST_LEGACY	   "2025-11-25"
-#define META_VERSION	   "io.modelcontextprotocol/protocolVersion"
-#define META_CAPS	   "io.modelcontextprotocol/clientCapabilities"
-#define META_INFO	   "io.modelcontextprotocol/clientInfo"
-#define META_LOGLEVEL	   "io.modelcontextprotocol/logLevel"
-#define META_SERVERINFO	   "io.modelcontextprotocol/serverInfo"
-#define LIST_TTL_MS	   300000
-#define READ_CHUNK	   65536
+#define MODERN_VERSION	"2026-07-28"
+#define LATEST_LEGACY	"2025-11-25"
+#define META_VERSION	"io.modelcontextprotocol/protocolVersion"
+#define META_CAPS	"io.modelcontextprotocol/clientCapabilities"
+#define META_INFO	"io.modelcontextprotocol/clientInfo"
+#define META_LOGLEVEL	"io.modelcontextprotocol/logLevel"
+#define META_SERVERINFO "io.modelcontextprotocol/serverInfo"
+#define LIST_TTL_MS	300000
+#define READ_CHUNK	65536
 
 /* newest first: the order of server/discover and of -32022's "supported" */
 static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18",

@@ -103,7 +103,8 @@ int main(int argc, char **argv)
 			return 1;
 		int r = read_all(path, &data, &len);
 		if (r < 0) {
-			printf("not ok %zu - %s # cannot read: %s\n", i + 1, names[i], strerror(-r));
+			printf("not ok %zu - %s # cannot read: %s\n", i + 1, names[i],
+			       strerror(-r));
 			failed = 1;
 		} else {
 			LLVMFuzzerTestOneInput(data, len);

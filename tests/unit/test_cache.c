@@ -274,17 +274,17 @@ static void answer_setup(void)
 
 struct answer {
 	const char *executable, *version, *prefix, *base_prefix, *stdlib, *platstdlib, *dynload,
-		*lib;
+	    *lib;
 	int major, minor;
 };
 
 static char *answer_json(const struct answer *a)
 {
-	json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:[s], s:[s]}", "executable",
-			      a->executable, "version", a->version, "major", a->major, "minor",
-			      a->minor, "prefix", a->prefix, "base_prefix", a->base_prefix,
-			      "stdlib", a->stdlib, "platstdlib", a->platstdlib, "dynload",
-			      a->dynload, "libs", a->lib);
+	json_t *j =
+	    json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:[s], s:[s]}", "executable",
+		      a->executable, "version", a->version, "major", a->major, "minor", a->minor,
+		      "prefix", a->prefix, "base_prefix", a->base_prefix, "stdlib", a->stdlib,
+		      "platstdlib", a->platstdlib, "dynload", a->dynload, "libs", a->lib);
 	ck_assert_ptr_nonnull(j);
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -344,35 +344,35 @@ END_TEST
 /* Each case breaks one rule of contract item 1. */
 static const struct {
 	const char *what;
-	int field; /* 0 exe, 1 version, 2 prefix, 3 stdlib, 4 platstdlib, 5 dynload, 6 lib,
-		    * 7 base_prefix, 8 major */
+	int field;	   /* 0 exe, 1 version, 2 prefix, 3 stdlib, 4 platstdlib, 5 dynload, 6 lib,
+			    * 7 base_prefix, 8 major */
 	const char *value; /* "@" + suffix: prefix + suffix */
 } bad_cases[] = {
-	{"relative executable", 0, "python3"},
-	{"non-normalized executable", 0, "/usr/bin/../bin/python3"},
-	{"executable under /proc", 0, "/proc/self/exe"},
-	{"executable not ELF", 0, "@/script.sh"},
-	{"executable outside the prefixes", 0, "@/python-elsewhere"},
-	{"version with text", 1, "3.11.7; rm -rf /"},
-	{"version not matching major.minor", 1, "3.12.1"},
-	{"version too long", 1, "3.11.7.1"},
-	{"prefix /", 2, "/"},
-	{"prefix non-normalized", 2, "@/./x"},
-	{"base_prefix under /sys", 7, "/sys/kernel"},
-	{"stdlib outside the prefixes", 3, "/etc"},
-	{"stdlib under /proc", 3, "/proc/1/root"},
-	{"stdlib /", 3, "/"},
-	{"stdlib not a directory", 3, "@/lib/nothing"},
-	{"prefix not a directory", 2, "@/nothing"},
-	{"platstdlib outside the prefixes", 4, "/root/.ssh"},
-	{"dynload outside the prefixes", 5, "/home"},
-	{"dynload under /dev", 5, "/dev/shm"},
-	{"lib not ELF", 6, "@/script.sh"},
-	{"lib that does not exist", 6, "@/nothing.so"},
-	{"lib under /dev", 6, "/dev/zero"},
-	{"lib non-normalized", 6, "/lib/../etc/passwd"},
-	{"lib a directory", 6, "@"},
-	{"major 2", 8, "2"},
+    {"relative executable", 0, "python3"},
+    {"non-normalized executable", 0, "/usr/bin/../bin/python3"},
+    {"executable under /proc", 0, "/proc/self/exe"},
+    {"executable not ELF", 0, "@/script.sh"},
+    {"executable outside the prefixes", 0, "@/python-elsewhere"},
+    {"version with text", 1, "3.11.7; rm -rf /"},
+    {"version not matching major.minor", 1, "3.12.1"},
+    {"version too long", 1, "3.11.7.1"},
+    {"prefix /", 2, "/"},
+    {"prefix non-normalized", 2, "@/./x"},
+    {"base_prefix under /sys", 7, "/sys/kernel"},
+    {"stdlib outside the prefixes", 3, "/etc"},
+    {"stdlib under /proc", 3, "/proc/1/root"},
+    {"stdlib /", 3, "/"},
+    {"stdlib not a directory", 3, "@/lib/nothing"},
+    {"prefix not a directory", 2, "@/nothing"},
+    {"platstdlib outside the prefixes", 4, "/root/.ssh"},
+    {"dynload outside the prefixes", 5, "/home"},
+    {"dynload under /dev", 5, "/dev/shm"},
+    {"lib not ELF", 6, "@/script.sh"},
+    {"lib that does not exist", 6, "@/nothing.so"},
+    {"lib under /dev", 6, "/dev/zero"},
+    {"lib non-normalized", 6, "/lib/../etc/passwd"},
+    {"lib a directory", 6, "@"},
+    {"major 2", 8, "2"},
 };
 
 START_TEST(test_answer_invalid)
@@ -392,15 +392,34 @@ START_TEST(test_answer_invalid)
 		v = val;
 	}
 	switch (bad_cases[_i].field) {
-	case 0: a.executable = v; break;
-	case 1: a.version = v; break;
-	case 2: a.prefix = v; break;
-	case 3: a.stdlib = v; break;
-	case 4: a.platstdlib = v; break;
-	case 5: a.dynload = v; break;
-	case 6: a.lib = v; break;
-	case 7: a.base_prefix = v; a.prefix = v; break;
-	case 8: a.major = 2; break;
+	case 0:
+		a.executable = v;
+		break;
+	case 1:
+		a.version = v;
+		break;
+	case 2:
+		a.prefix = v;
+		break;
+	case 3:
+		a.stdlib = v;
+		break;
+	case 4:
+		a.platstdlib = v;
+		break;
+	case 5:
+		a.dynload = v;
+		break;
+	case 6:
+		a.lib = v;
+		break;
+	case 7:
+		a.base_prefix = v;
+		a.prefix = v;
+		break;
+	case 8:
+		a.major = 2;
+		break;
 	}
 	char *s = answer_json(&a);
 	struct govex__interp in;

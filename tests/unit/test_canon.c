@@ -25,28 +25,29 @@
 /* Every field set to a value other than its default; unsorted, with duplicates and
  * whitespace, so that normalization shows in the canonical form. */
 static const char maximal_doc[] =
-	"{\n"
-	"  \"backend\": \"restricted\",\n"
-	"  \"version\": \"govex.policy/v1\",\n"
-	"  \"languages\": [\"python\", \"python\"],\n"
-	"  \"python\": {\"site\": true, \"interpreter\": \"/usr/bin/python3\"},\n"
-	"  \"workdir\": \"/srv/work/job\",\n"
-	"  \"limits\": {\n"
-	"    \"wall_ms\": 3600000, \"cpu_ms\": 86400000, \"memory_bytes\": 4398046511104,\n"
-	"    \"processes\": 1048576, \"open_files\": 8, \"file_size_bytes\": 1125899906842624,\n"
-	"    \"code_bytes\": 67108864, \"stdin_bytes\": 0, \"stdout_bytes\": 1073741824,\n"
-	"    \"stderr_bytes\": 0, \"call_input_bytes\": 16777216, \"call_output_bytes\": 128\n"
-	"  },\n"
-	"  \"filesystem\": {\"read\": [\"/usr\", \"/etc\", \"/srv\", \"/usr\"],\n"
-	"                 \"write\": [\"/tmp\", \"/srv/work\"], \"platform_defaults\": false},\n"
-	"  \"network\": \"allow\", \"subprocess\": \"allow\", \"shell\": \"allow\",\n"
-	"  \"environment\": {\"inherit\": true, \"allow\": [\"HOME\", \"A_B\", \"_X\", \"HOME\"],\n"
-	"                  \"set\": {\"Z\": \"z value\", \"LANG\": \"C.UTF-8\", \"EMPTY\": \"\",\n"
-	"                          \"U\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"Q\": \"a\\\"b\\\\c\\td/e\"}},\n"
-	"  \"approval\": [\"subprocess\", \"network\", \"shell\", \"filesystem_write\"],\n"
-	"  \"effects\": {\"require_known\": [\"network\", \"dynamic_code\", \"filesystem_read\",\n"
-	"                                  \"filesystem_write\", \"subprocess\", \"environment\"]}\n"
-	"}\n";
+    "{\n"
+    "  \"backend\": \"restricted\",\n"
+    "  \"version\": \"govex.policy/v1\",\n"
+    "  \"languages\": [\"python\", \"python\"],\n"
+    "  \"python\": {\"site\": true, \"interpreter\": \"/usr/bin/python3\"},\n"
+    "  \"workdir\": \"/srv/work/job\",\n"
+    "  \"limits\": {\n"
+    "    \"wall_ms\": 3600000, \"cpu_ms\": 86400000, \"memory_bytes\": 4398046511104,\n"
+    "    \"processes\": 1048576, \"open_files\": 8, \"file_size_bytes\": 1125899906842624,\n"
+    "    \"code_bytes\": 67108864, \"stdin_bytes\": 0, \"stdout_bytes\": 1073741824,\n"
+    "    \"stderr_bytes\": 0, \"call_input_bytes\": 16777216, \"call_output_bytes\": 128\n"
+    "  },\n"
+    "  \"filesystem\": {\"read\": [\"/usr\", \"/etc\", \"/srv\", \"/usr\"],\n"
+    "                 \"write\": [\"/tmp\", \"/srv/work\"], \"platform_defaults\": false},\n"
+    "  \"network\": \"allow\", \"subprocess\": \"allow\", \"shell\": \"allow\",\n"
+    "  \"environment\": {\"inherit\": true, \"allow\": [\"HOME\", \"A_B\", \"_X\", \"HOME\"],\n"
+    "                  \"set\": {\"Z\": \"z value\", \"LANG\": \"C.UTF-8\", \"EMPTY\": \"\",\n"
+    "                          \"U\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"Q\": "
+    "\"a\\\"b\\\\c\\td/e\"}},\n"
+    "  \"approval\": [\"subprocess\", \"network\", \"shell\", \"filesystem_write\"],\n"
+    "  \"effects\": {\"require_known\": [\"network\", \"dynamic_code\", \"filesystem_read\",\n"
+    "                                  \"filesystem_write\", \"subprocess\", \"environment\"]}\n"
+    "}\n";
 
 static const char minimal_doc[] = "{" V "}";
 
@@ -63,8 +64,7 @@ static int make_policy(const char *name, govex_policy **ret)
 	return govex_policy_preset(name, ret, &err);
 }
 
-static const char *const golden_names[] = {"strict", "workspace", "trusted", "maximal",
-					   "minimal"};
+static const char *const golden_names[] = {"strict", "workspace", "trusted", "maximal", "minimal"};
 
 static char *slurp(const char *path, size_t *ret_len)
 {
@@ -121,8 +121,7 @@ START_TEST(test_golden)
 
 	const char *c = govex_policy_canonical(p, &len);
 	ck_assert_msg(len == glen && memcmp(c, golden, len) == 0,
-		      "%s: canonical bytes differ from golden\n got: %s want: %s", name, c,
-		      golden);
+		      "%s: canonical bytes differ from golden\n got: %s want: %s", name, c, golden);
 	ck_assert_uint_eq(dlen, 72); /* sha256: + 64 hex + \n */
 	ck_assert_int_eq(digest[71], '\n');
 	digest[71] = '\0';
@@ -163,16 +162,15 @@ START_TEST(test_canonical_shape)
 		ck_assert_msg(ch != ' ' && ch != '\n' && ch != '\t' && ch != '\r',
 			      "%s: whitespace at %zu", name, i);
 		ck_assert_msg(ch != '.' && !((ch == 'e' || ch == 'E') && i > 0 && c[i - 1] >= '0' &&
-						 c[i - 1] <= '9'),
+					     c[i - 1] <= '9'),
 			      "%s: number with fraction/exponent at %zu", name, i);
 	}
 	/* every member present, keys in order */
 	json_t *j = json_loadb(c, len, JSON_REJECT_DUPLICATES, NULL);
 	ck_assert_ptr_nonnull(j);
-	static const char *const keys[] = {"approval", "backend", "effects",   "environment",
-					   "filesystem", "languages", "limits", "network",
-					   "python",     "shell",     "subprocess", "version",
-					   "workdir"};
+	static const char *const keys[] = {
+	    "approval", "backend", "effects", "environment", "filesystem", "languages", "limits",
+	    "network",	"python",  "shell",   "subprocess",  "version",	   "workdir"};
 	ck_assert_uint_eq(json_object_size(j), ARRAY_SIZE(keys));
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
 		ck_assert_msg(json_object_get(j, keys[i]) != NULL, "%s: no %s", name, keys[i]);
@@ -240,13 +238,13 @@ START_TEST(test_order_and_whitespace_irrelevant)
 				"  \"network\": \"allow\", \"version\": \"govex.policy/v1\" }  \n";
 	/* same policy with the defaults spelled out */
 	static const char c[] =
-		"{" V ",\"network\":\"allow\",\"subprocess\":\"deny\",\"shell\":\"deny\","
-		"\"workdir\":\"fresh\",\"python\":{\"interpreter\":\"auto\",\"site\":false},"
-		"\"limits\":{\"wall_ms\":10,\"cpu_ms\":20,\"memory_bytes\":null,"
-		"\"stdout_bytes\":65536},\"environment\":{\"allow\":[\"A\",\"B\",\"A\"],"
-		"\"inherit\":false,\"set\":{}},\"approval\":[],\"backend\":null,"
-		"\"filesystem\":{\"read\":[],\"write\":[],\"platform_defaults\":true},"
-		"\"effects\":{\"require_known\":[]},\"languages\":[\"python\"]}";
+	    "{" V ",\"network\":\"allow\",\"subprocess\":\"deny\",\"shell\":\"deny\","
+	    "\"workdir\":\"fresh\",\"python\":{\"interpreter\":\"auto\",\"site\":false},"
+	    "\"limits\":{\"wall_ms\":10,\"cpu_ms\":20,\"memory_bytes\":null,"
+	    "\"stdout_bytes\":65536},\"environment\":{\"allow\":[\"A\",\"B\",\"A\"],"
+	    "\"inherit\":false,\"set\":{}},\"approval\":[],\"backend\":null,"
+	    "\"filesystem\":{\"read\":[],\"write\":[],\"platform_defaults\":true},"
+	    "\"effects\":{\"require_known\":[]},\"languages\":[\"python\"]}";
 	govex_policy *pa = NULL, *pb = NULL, *pc = NULL;
 	ck_assert_int_eq(govex_policy_parse(a, strlen(a), &pa, NULL), 0);
 	ck_assert_int_eq(govex_policy_parse(b, strlen(b), &pb, NULL), 0);
@@ -357,16 +355,16 @@ static void canon_is(json_t *j, const char *want)
 
 START_TEST(test_canon_basic)
 {
-	canon_is(json_pack("{s:i, s:[b, n, s], s:{s:i, s:i}}", "b", 1, "a", 1, "x", "c",
-			   "y", 2, "x", 3),
-		 "{\"a\":[true,null,\"x\"],\"b\":1,\"c\":{\"x\":3,\"y\":2}}\n");
+	canon_is(
+	    json_pack("{s:i, s:[b, n, s], s:{s:i, s:i}}", "b", 1, "a", 1, "x", "c", "y", 2, "x", 3),
+	    "{\"a\":[true,null,\"x\"],\"b\":1,\"c\":{\"x\":3,\"y\":2}}\n");
 	canon_is(json_object(), "{}\n");
 	canon_is(json_array(), "[]\n");
 	canon_is(json_integer(-9223372036854775807LL - 1), "-9223372036854775808\n");
 	canon_is(json_string("a/b\"\\\t\x01\xc3\xa9"), "\"a/b\\\"\\\\\\t\\u0001\xc3\xa9\"\n");
 	/* keys by code point: 'Z' < '_' < 'a' < U+00E9 < U+FFFF < U+10000 */
-	canon_is(json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "\xf0\x90\x80\x80", 6,
-			   "\xef\xbf\xbf", 5, "\xc3\xa9", 4, "a", 3, "_", 2, "Z", 1),
+	canon_is(json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "\xf0\x90\x80\x80", 6, "\xef\xbf\xbf",
+			   5, "\xc3\xa9", 4, "a", 3, "_", 2, "Z", 1),
 		 "{\"Z\":1,\"_\":2,\"a\":3,\"\xc3\xa9\":4,\"\xef\xbf\xbf\":5,"
 		 "\"\xf0\x90\x80\x80\":6}\n");
 	/* a key that is a prefix of another sorts first; DEL is not escaped */
@@ -380,10 +378,10 @@ START_TEST(test_canon_refuses_reals)
 	char *bytes = (char *)0x1;
 	size_t len = 7;
 	json_t *docs[] = {
-		json_real(1.0),
-		json_real(0.5),
-		json_pack("{s:i, s:f}", "a", 1, "b", 2.0),
-		json_pack("{s:[i, {s:[f]}]}", "a", 1, "b", -0.0),
+	    json_real(1.0),
+	    json_real(0.5),
+	    json_pack("{s:i, s:f}", "a", 1, "b", 2.0),
+	    json_pack("{s:[i, {s:[f]}]}", "a", 1, "b", -0.0),
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(docs); i++) {
 		ck_assert_ptr_nonnull(docs[i]);
@@ -407,18 +405,18 @@ START_TEST(test_json_parse_strict)
 		size_t len;
 		int code;
 	} bad[] = {
-		{"{\"a\":1,\"a\":2}", 13, GOVEX_EJSON},
-		{"{\"a\":{\"b\":1,\"b\":1}}", 19, GOVEX_EJSON},
-		{"{} x", 4, GOVEX_EJSON},
-		{"{}{}", 4, GOVEX_EJSON},
-		{"{}\0", 3, GOVEX_EJSON},
-		{"{\"a\":\"\0\"}", 8, GOVEX_EJSON},
-		{"{\"a\":\"\\u0000\"}", 13, GOVEX_EJSON},
-		{"{\"a\":\"\xff\"}", 8, GOVEX_EUTF8},
-		{"{\"a\":\"\\ud800\"}", 13, GOVEX_EJSON},
-		{"{\"a\":1,}", 8, GOVEX_EJSON},
-		{"{\"a\":NaN}", 9, GOVEX_EJSON},
-		{"", 0, GOVEX_EJSON},
+	    {"{\"a\":1,\"a\":2}", 13, GOVEX_EJSON},
+	    {"{\"a\":{\"b\":1,\"b\":1}}", 19, GOVEX_EJSON},
+	    {"{} x", 4, GOVEX_EJSON},
+	    {"{}{}", 4, GOVEX_EJSON},
+	    {"{}\0", 3, GOVEX_EJSON},
+	    {"{\"a\":\"\0\"}", 8, GOVEX_EJSON},
+	    {"{\"a\":\"\\u0000\"}", 13, GOVEX_EJSON},
+	    {"{\"a\":\"\xff\"}", 8, GOVEX_EUTF8},
+	    {"{\"a\":\"\\ud800\"}", 13, GOVEX_EJSON},
+	    {"{\"a\":1,}", 8, GOVEX_EJSON},
+	    {"{\"a\":NaN}", 9, GOVEX_EJSON},
+	    {"", 0, GOVEX_EJSON},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		memset(&err, 0, sizeof(err));
@@ -441,8 +439,7 @@ START_TEST(test_json_parse_strict)
 	ck_assert(json_is_array(j));
 	json_decref(j);
 	/* extra flags: JSON_ALLOW_NUL lets the caller see (and name) a NUL itself */
-	ck_assert_int_eq(govex__json_parse("{\"a\":\"\\u0000\"}", 14, JSON_ALLOW_NUL, &j, &err),
-			 0);
+	ck_assert_int_eq(govex__json_parse("{\"a\":\"\\u0000\"}", 14, JSON_ALLOW_NUL, &j, &err), 0);
 	ck_assert_uint_eq(json_string_length(json_object_get(j, "a")), 1);
 	json_decref(j);
 	/* ...but still refuses duplicates and NUL in keys */

@@ -53,8 +53,8 @@ START_TEST(test_run_options)
 {
 	struct cli_opts o;
 	struct cli_opt_error e;
-	char *w[] = {"run", "--preset", "workspace", "--json", "--timeout-ms", "250", "--env",
-		     "A=1", "--env", "B=2", "-c", "print(1)", "--ask", NULL};
+	char *w[] = {"run", "--preset", "workspace", "--json", "--timeout-ms", "250",	"--env",
+		     "A=1", "--env",	"B=2",	     "-c",     "print(1)",     "--ask", NULL};
 	ck_assert_int_eq(parse(CLI_CMD_RUN, false, w, &o, &e), 0);
 	ck_assert_str_eq(o.preset, "workspace");
 	ck_assert(o.json && o.ask && !o.help);
@@ -64,9 +64,9 @@ START_TEST(test_run_options)
 	ck_assert_ptr_null(o.env[2]);
 	ck_assert_str_eq(o.code, "print(1)");
 	ck_assert_int_eq(o.n_operands, 0);
-	char *x[] = {"exec", "--policy", "p.json", "--stdin", "-", "--backend", "controlled",
-		     "--audit", "a.log", "--approver", "true", "--shell", "echo", "--plan-only",
-		     NULL};
+	char *x[] = {"exec",	  "--policy",	"p.json",  "--stdin",	  "-",
+		     "--backend", "controlled", "--audit", "a.log",	  "--approver",
+		     "true",	  "--shell",	"echo",	   "--plan-only", NULL};
 	ck_assert_int_eq(parse(CLI_CMD_EXEC, false, x, &o, &e), 0);
 	ck_assert_str_eq(o.policy_file, "p.json");
 	ck_assert_str_eq(o.stdin_file, "-");
@@ -118,10 +118,10 @@ static const struct {
 	unsigned cmd;
 	const char *word;
 } foreign[] = {
-	{CLI_CMD_RUN, "--module"},	{CLI_CMD_RUN, "--shell"},     {CLI_CMD_CALL, "--stdin"},
-	{CLI_CMD_CALL, "--env"},	{CLI_CMD_EXEC, "--module"},     {CLI_CMD_EXEC, "--args"},
-	{CLI_CMD_MCP, "--json"},	{CLI_CMD_MCP, "--ask"},	      {CLI_CMD_MCP, "--timeout-ms"},
-	{CLI_CMD_MCP, "--backend"},	{CLI_CMD_RUN, "--bogus"},     {CLI_CMD_INSPECT, "--shell"},
+    {CLI_CMD_RUN, "--module"},	{CLI_CMD_RUN, "--shell"},   {CLI_CMD_CALL, "--stdin"},
+    {CLI_CMD_CALL, "--env"},	{CLI_CMD_EXEC, "--module"}, {CLI_CMD_EXEC, "--args"},
+    {CLI_CMD_MCP, "--json"},	{CLI_CMD_MCP, "--ask"},	    {CLI_CMD_MCP, "--timeout-ms"},
+    {CLI_CMD_MCP, "--backend"}, {CLI_CMD_RUN, "--bogus"},   {CLI_CMD_INSPECT, "--shell"},
 };
 
 START_TEST(test_foreign_option_unknown)
@@ -229,14 +229,14 @@ static const struct {
 	const char *const *text;
 	const char *undocumented; /* accepted but not in the text, space-separated */
 } usages[] = {
-	{CLI_CMD_RUN, (const char *const[]){cli_usage_run}, ""},
-	{CLI_CMD_CALL, (const char *const[]){cli_usage_call}, ""},
-	/* inspect parses call's options: the run options are taken (and --plan, --args,
-	 * --args-file refused by the command), its usage names the policy ones only */
-	{CLI_CMD_INSPECT, (const char *const[]){cli_usage_inspect},
-	 " timeout-ms backend audit approver ask plan args args-file "},
-	{CLI_CMD_EXEC, (const char *const[]){cli_usage_exec}, ""},
-	{CLI_CMD_MCP, (const char *const[]){cli_usage_mcp}, ""},
+    {CLI_CMD_RUN, (const char *const[]){cli_usage_run}, ""},
+    {CLI_CMD_CALL, (const char *const[]){cli_usage_call}, ""},
+    /* inspect parses call's options: the run options are taken (and --plan, --args,
+     * --args-file refused by the command), its usage names the policy ones only */
+    {CLI_CMD_INSPECT, (const char *const[]){cli_usage_inspect},
+     " timeout-ms backend audit approver ask plan args args-file "},
+    {CLI_CMD_EXEC, (const char *const[]){cli_usage_exec}, ""},
+    {CLI_CMD_MCP, (const char *const[]){cli_usage_mcp}, ""},
 };
 
 /* Whether text mentions --NAME as a whole word. */
@@ -278,7 +278,8 @@ START_TEST(test_usage_names_only_accepted)
 	for (const char *p = text; (p = strstr(p, "--")); p += 2) {
 		char name[40];
 		size_t n = 0;
-		while (n + 1 < sizeof(name) && (isalnum((unsigned char)p[2 + n]) || p[2 + n] == '-'))
+		while (n + 1 < sizeof(name) &&
+		       (isalnum((unsigned char)p[2 + n]) || p[2 + n] == '-'))
 			name[n] = p[2 + n], n++;
 		name[n] = '\0';
 		if (!n) /* "-- ARGV" */

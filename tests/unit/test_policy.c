@@ -68,12 +68,12 @@ START_TEST(test_unknown_top_level)
 END_TEST
 
 static const char *const unknown_nested[][2] = {
-	{"{" V ",\"limits\":{\"foo\":1}}", "limits.foo: "},
-	{"{" V ",\"limits\":{\"wall_ms\":10,\"WALL_MS\":10}}", "limits.WALL_MS: "},
-	{"{" V ",\"python\":{\"version\":\"3\"}}", "python.version: "},
-	{"{" V ",\"filesystem\":{\"exec\":[]}}", "filesystem.exec: "},
-	{"{" V ",\"environment\":{\"deny\":[]}}", "environment.deny: "},
-	{"{" V ",\"effects\":{\"require_absent\":[]}}", "effects.require_absent: "},
+    {"{" V ",\"limits\":{\"foo\":1}}", "limits.foo: "},
+    {"{" V ",\"limits\":{\"wall_ms\":10,\"WALL_MS\":10}}", "limits.WALL_MS: "},
+    {"{" V ",\"python\":{\"version\":\"3\"}}", "python.version: "},
+    {"{" V ",\"filesystem\":{\"exec\":[]}}", "filesystem.exec: "},
+    {"{" V ",\"environment\":{\"deny\":[]}}", "environment.deny: "},
+    {"{" V ",\"effects\":{\"require_absent\":[]}}", "effects.require_absent: "},
 };
 
 START_TEST(test_unknown_nested)
@@ -87,10 +87,10 @@ START_TEST(test_duplicate_key)
 	govex_policy *p = NULL;
 	struct govex_error err;
 	static const char *const docs[] = {
-		"{" V ",\"network\":\"deny\",\"network\":\"allow\"}",
-		"{" V "," V "}",
-		"{" V ",\"limits\":{\"wall_ms\":10,\"wall_ms\":10}}",
-		"{" V ",\"environment\":{\"set\":{\"A\":\"1\",\"A\":\"2\"}}}",
+	    "{" V ",\"network\":\"deny\",\"network\":\"allow\"}",
+	    "{" V "," V "}",
+	    "{" V ",\"limits\":{\"wall_ms\":10,\"wall_ms\":10}}",
+	    "{" V ",\"environment\":{\"set\":{\"A\":\"1\",\"A\":\"2\"}}}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(docs); i++) {
 		memset(&err, 0, sizeof(err));
@@ -112,17 +112,17 @@ START_TEST(test_invalid_utf8)
 	static const struct {
 		const char *doc, *msg;
 	} cases[] = {
-		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xff\"}}}",
-		 "environment.set.A: invalid UTF-8"},
-		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xc0\xaf\"}}}", /* overlong */
-		 "environment.set.A: invalid UTF-8"},
-		{"{" V ",\"environment\":{\"set\":{\"A\":\"\xed\xa0\x80\"}}}", /* surrogate */
-		 "environment.set.A: invalid UTF-8"},
-		{"{" V ",\"filesystem\":{\"read\":[\"/ok\",\"/\xe2\x82\"]}}", /* truncated */
-		 "filesystem.read[1]: invalid UTF-8"},
-		{"{" V ",\"\xf4\x90\x80\x80\":1}", /* > U+10FFFF, in a member name */
-		 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd: invalid UTF-8"},
-		{"{" V "}\xff", "document: invalid UTF-8"}, /* outside any string */
+	    {"{" V ",\"environment\":{\"set\":{\"A\":\"\xff\"}}}",
+	     "environment.set.A: invalid UTF-8"},
+	    {"{" V ",\"environment\":{\"set\":{\"A\":\"\xc0\xaf\"}}}", /* overlong */
+	     "environment.set.A: invalid UTF-8"},
+	    {"{" V ",\"environment\":{\"set\":{\"A\":\"\xed\xa0\x80\"}}}", /* surrogate */
+	     "environment.set.A: invalid UTF-8"},
+	    {"{" V ",\"filesystem\":{\"read\":[\"/ok\",\"/\xe2\x82\"]}}", /* truncated */
+	     "filesystem.read[1]: invalid UTF-8"},
+	    {"{" V ",\"\xf4\x90\x80\x80\":1}", /* > U+10FFFF, in a member name */
+	     "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd: invalid UTF-8"},
+	    {"{" V "}\xff", "document: invalid UTF-8"}, /* outside any string */
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
 		reject(cases[i].doc, cases[i].msg);
@@ -143,8 +143,7 @@ START_TEST(test_nul_escape_in_names)
 	reject("{" V ",\"environment\":{\"allow\":[\"A\\u0000B\"]}}", "environment.allow[0]: ");
 	reject("{" V ",\"python\":{\"interpreter\":\"/usr/bin/python3\\u0000\"}}",
 	       "python.interpreter: ");
-	reject("{" V ",\"environment\":{\"set\":{\"A\":\"x\\u0000y\"}}}",
-	       "environment.set.A: ");
+	reject("{" V ",\"environment\":{\"set\":{\"A\":\"x\\u0000y\"}}}", "environment.set.A: ");
 	reject("{\"version\":\"govex.policy/v1\\u0000\"}", "version: ");
 	reject("{" V ",\"backend\":\"controlled\\u0000\"}", "backend: ");
 	reject("{" V ",\"network\":\"allow\\u0000\"}", "network: ");
@@ -195,50 +194,46 @@ END_TEST
 /* ---- types ------------------------------------------------------------------------- */
 
 static const char *const wrong_types[][2] = {
-	{"{" V ",\"languages\":\"python\"}", "languages: must be an array"},
-	{"{" V ",\"languages\":[1]}", "languages[0]: must be a string"},
-	{"{" V ",\"languages\":[\"python\",null]}", "languages[1]: must be a string"},
-	{"{" V ",\"python\":[]}", "python: must be an object"},
-	{"{" V ",\"python\":{\"interpreter\":1}}", "python.interpreter: must be a string"},
-	{"{" V ",\"python\":{\"interpreter\":null}}", "python.interpreter: must be a string"},
-	{"{" V ",\"python\":{\"site\":\"yes\"}}", "python.site: must be a boolean"},
-	{"{" V ",\"python\":{\"site\":1}}", "python.site: must be a boolean"},
-	{"{" V ",\"workdir\":1}", "workdir: must be a string"},
-	{"{" V ",\"workdir\":null}", "workdir: must be a string"},
-	{"{" V ",\"limits\":[]}", "limits: must be an object"},
-	{"{" V ",\"limits\":null}", "limits: must be an object"},
-	{"{" V ",\"filesystem\":\"/\"}", "filesystem: must be an object"},
-	{"{" V ",\"filesystem\":{\"read\":\"/\"}}", "filesystem.read: must be an array"},
-	{"{" V ",\"filesystem\":{\"read\":[1]}}", "filesystem.read[0]: must be a string"},
-	{"{" V ",\"filesystem\":{\"write\":{}}}", "filesystem.write: must be an array"},
-	{"{" V ",\"filesystem\":{\"write\":[\"/tmp\",true]}}",
-	 "filesystem.write[1]: must be a string"},
-	{"{" V ",\"filesystem\":{\"platform_defaults\":0}}",
-	 "filesystem.platform_defaults: must be a boolean"},
-	{"{" V ",\"network\":true}", "network: must be a string"},
-	{"{" V ",\"network\":\"maybe\"}", "network: must be \"allow\" or \"deny\""},
-	{"{" V ",\"network\":\"Allow\"}", "network: must be \"allow\" or \"deny\""},
-	{"{" V ",\"subprocess\":1}", "subprocess: must be a string"},
-	{"{" V ",\"subprocess\":\"\"}", "subprocess: must be \"allow\" or \"deny\""},
-	{"{" V ",\"shell\":null}", "shell: must be a string"},
-	{"{" V ",\"shell\":\"yes\"}", "shell: must be \"allow\" or \"deny\""},
-	{"{" V ",\"environment\":[]}", "environment: must be an object"},
-	{"{" V ",\"environment\":{\"inherit\":\"true\"}}",
-	 "environment.inherit: must be a boolean"},
-	{"{" V ",\"environment\":{\"allow\":\"HOME\"}}", "environment.allow: must be an array"},
-	{"{" V ",\"environment\":{\"allow\":[1]}}", "environment.allow[0]: must be a string"},
-	{"{" V ",\"environment\":{\"set\":[]}}", "environment.set: must be an object"},
-	{"{" V ",\"environment\":{\"set\":{\"A\":1}}}", "environment.set.A: must be a string"},
-	{"{" V ",\"environment\":{\"set\":{\"A\":null}}}", "environment.set.A: must be a string"},
-	{"{" V ",\"approval\":\"network\"}", "approval: must be an array"},
-	{"{" V ",\"approval\":[1]}", "approval[0]: must be a string"},
-	{"{" V ",\"effects\":[]}", "effects: must be an object"},
-	{"{" V ",\"effects\":{\"require_known\":{}}}",
-	 "effects.require_known: must be an array"},
-	{"{" V ",\"effects\":{\"require_known\":[1]}}",
-	 "effects.require_known[0]: must be a string"},
-	{"{" V ",\"backend\":1}", "backend: must be a string"},
-	{"{" V ",\"backend\":[\"controlled\"]}", "backend: must be a string"},
+    {"{" V ",\"languages\":\"python\"}", "languages: must be an array"},
+    {"{" V ",\"languages\":[1]}", "languages[0]: must be a string"},
+    {"{" V ",\"languages\":[\"python\",null]}", "languages[1]: must be a string"},
+    {"{" V ",\"python\":[]}", "python: must be an object"},
+    {"{" V ",\"python\":{\"interpreter\":1}}", "python.interpreter: must be a string"},
+    {"{" V ",\"python\":{\"interpreter\":null}}", "python.interpreter: must be a string"},
+    {"{" V ",\"python\":{\"site\":\"yes\"}}", "python.site: must be a boolean"},
+    {"{" V ",\"python\":{\"site\":1}}", "python.site: must be a boolean"},
+    {"{" V ",\"workdir\":1}", "workdir: must be a string"},
+    {"{" V ",\"workdir\":null}", "workdir: must be a string"},
+    {"{" V ",\"limits\":[]}", "limits: must be an object"},
+    {"{" V ",\"limits\":null}", "limits: must be an object"},
+    {"{" V ",\"filesystem\":\"/\"}", "filesystem: must be an object"},
+    {"{" V ",\"filesystem\":{\"read\":\"/\"}}", "filesystem.read: must be an array"},
+    {"{" V ",\"filesystem\":{\"read\":[1]}}", "filesystem.read[0]: must be a string"},
+    {"{" V ",\"filesystem\":{\"write\":{}}}", "filesystem.write: must be an array"},
+    {"{" V ",\"filesystem\":{\"write\":[\"/tmp\",true]}}", "filesystem.write[1]: must be a string"},
+    {"{" V ",\"filesystem\":{\"platform_defaults\":0}}",
+     "filesystem.platform_defaults: must be a boolean"},
+    {"{" V ",\"network\":true}", "network: must be a string"},
+    {"{" V ",\"network\":\"maybe\"}", "network: must be \"allow\" or \"deny\""},
+    {"{" V ",\"network\":\"Allow\"}", "network: must be \"allow\" or \"deny\""},
+    {"{" V ",\"subprocess\":1}", "subprocess: must be a string"},
+    {"{" V ",\"subprocess\":\"\"}", "subprocess: must be \"allow\" or \"deny\""},
+    {"{" V ",\"shell\":null}", "shell: must be a string"},
+    {"{" V ",\"shell\":\"yes\"}", "shell: must be \"allow\" or \"deny\""},
+    {"{" V ",\"environment\":[]}", "environment: must be an object"},
+    {"{" V ",\"environment\":{\"inherit\":\"true\"}}", "environment.inherit: must be a boolean"},
+    {"{" V ",\"environment\":{\"allow\":\"HOME\"}}", "environment.allow: must be an array"},
+    {"{" V ",\"environment\":{\"allow\":[1]}}", "environment.allow[0]: must be a string"},
+    {"{" V ",\"environment\":{\"set\":[]}}", "environment.set: must be an object"},
+    {"{" V ",\"environment\":{\"set\":{\"A\":1}}}", "environment.set.A: must be a string"},
+    {"{" V ",\"environment\":{\"set\":{\"A\":null}}}", "environment.set.A: must be a string"},
+    {"{" V ",\"approval\":\"network\"}", "approval: must be an array"},
+    {"{" V ",\"approval\":[1]}", "approval[0]: must be a string"},
+    {"{" V ",\"effects\":[]}", "effects: must be an object"},
+    {"{" V ",\"effects\":{\"require_known\":{}}}", "effects.require_known: must be an array"},
+    {"{" V ",\"effects\":{\"require_known\":[1]}}", "effects.require_known[0]: must be a string"},
+    {"{" V ",\"backend\":1}", "backend: must be a string"},
+    {"{" V ",\"backend\":[\"controlled\"]}", "backend: must be a string"},
 };
 
 START_TEST(test_wrong_types)
@@ -254,18 +249,18 @@ static const struct {
 	bool nullable;
 	unsigned long long min, max, def;
 } limits[] = {
-	{"wall_ms", false, 1, 3600000ULL, 5000},
-	{"cpu_ms", true, 1, 24ULL * 3600000ULL, 0},
-	{"memory_bytes", true, 1ULL << 20, 1ULL << 42, 0},
-	{"processes", true, 1, 1ULL << 20, 0},
-	{"open_files", true, 8, 1ULL << 20, 0},
-	{"file_size_bytes", true, 1, 1ULL << 50, 0},
-	{"code_bytes", false, 1, 64ULL << 20, 64ULL << 10},
-	{"stdin_bytes", false, 0, 1ULL << 30, 1ULL << 20},
-	{"stdout_bytes", false, 0, 1ULL << 30, 64ULL << 10},
-	{"stderr_bytes", false, 0, 1ULL << 30, 64ULL << 10},
-	{"call_input_bytes", false, 1, 16ULL << 20, 1ULL << 20},
-	{"call_output_bytes", false, 128, 16ULL << 20, 1ULL << 20},
+    {"wall_ms", false, 1, 3600000ULL, 5000},
+    {"cpu_ms", true, 1, 24ULL * 3600000ULL, 0},
+    {"memory_bytes", true, 1ULL << 20, 1ULL << 42, 0},
+    {"processes", true, 1, 1ULL << 20, 0},
+    {"open_files", true, 8, 1ULL << 20, 0},
+    {"file_size_bytes", true, 1, 1ULL << 50, 0},
+    {"code_bytes", false, 1, 64ULL << 20, 64ULL << 10},
+    {"stdin_bytes", false, 0, 1ULL << 30, 1ULL << 20},
+    {"stdout_bytes", false, 0, 1ULL << 30, 64ULL << 10},
+    {"stderr_bytes", false, 0, 1ULL << 30, 64ULL << 10},
+    {"call_input_bytes", false, 1, 16ULL << 20, 1ULL << 20},
+    {"call_output_bytes", false, 128, 16ULL << 20, 1ULL << 20},
 };
 
 static char *limit_doc(const char *name, const char *value)
@@ -402,7 +397,7 @@ START_TEST(test_relative_path)
 END_TEST
 
 static const char *const unnormalized[] = {"/a/../b", "/a/./b", "/a//b", "/a/",
-					   "//",      "/..",    "/a/.",  "/a/b/.."};
+					   "//",      "/..",	"/a/.",	 "/a/b/.."};
 
 START_TEST(test_unnormalized_path)
 {
@@ -424,8 +419,8 @@ END_TEST
 
 START_TEST(test_paths_sorted_unique)
 {
-	govex_policy *p = accept(
-		"{" V ",\"filesystem\":{\"read\":[\"/usr\",\"/etc\",\"/usr\",\"/Z\"]}}");
+	govex_policy *p =
+	    accept("{" V ",\"filesystem\":{\"read\":[\"/usr\",\"/etc\",\"/usr\",\"/Z\"]}}");
 	ck_assert(canon_has(p, "\"read\":[\"/Z\",\"/etc\",\"/usr\"]"));
 	govex_policy_free(p);
 }
@@ -457,11 +452,10 @@ START_TEST(test_workdir_under_write_root)
 	reject("{" V ",\"workdir\":\"/tmpfoo\",\"filesystem\":{\"write\":[\"/tmp\"]}}",
 	       "workdir: '/tmpfoo' does not lie under");
 	/* a read root is not enough */
-	reject("{" V ",\"workdir\":\"/srv/x\",\"filesystem\":{\"read\":[\"/srv\"]}}",
-	       "workdir: ");
+	reject("{" V ",\"workdir\":\"/srv/x\",\"filesystem\":{\"read\":[\"/srv\"]}}", "workdir: ");
 
-	govex_policy *p = accept(
-		"{" V ",\"workdir\":\"/tmp/w\",\"filesystem\":{\"write\":[\"/srv\",\"/tmp\"]}}");
+	govex_policy *p =
+	    accept("{" V ",\"workdir\":\"/tmp/w\",\"filesystem\":{\"write\":[\"/srv\",\"/tmp\"]}}");
 	ck_assert(canon_has(p, "\"workdir\":\"/tmp/w\""));
 	govex_policy_free(p);
 	p = accept("{" V ",\"workdir\":\"/tmp\",\"filesystem\":{\"write\":[\"/tmp\"]}}");
@@ -498,10 +492,10 @@ START_TEST(test_unknown_approval)
 	reject("{" V ",\"approval\":[\"network\",\"filesystem_read\"]}", "approval[1]: ");
 	reject("{" V ",\"approval\":[\"\"]}", "approval[0]: ");
 	govex_policy *p =
-		accept("{" V ",\"approval\":[\"subprocess\",\"network\",\"shell\",\"network\","
-		       "\"filesystem_write\"]}");
-	ck_assert(canon_has(p,
-			    "\"approval\":[\"filesystem_write\",\"network\",\"shell\",\"subprocess\"]"));
+	    accept("{" V ",\"approval\":[\"subprocess\",\"network\",\"shell\",\"network\","
+		   "\"filesystem_write\"]}");
+	ck_assert(canon_has(
+	    p, "\"approval\":[\"filesystem_write\",\"network\",\"shell\",\"subprocess\"]"));
 	govex_policy_free(p);
 }
 END_TEST
@@ -532,7 +526,7 @@ START_TEST(test_languages)
 END_TEST
 
 static const char *const bad_env_names[] = {
-	"1X", "A-B", "", "A=B", "A B", "\xc3\xa9", "A.B", "$A",
+    "1X", "A-B", "", "A=B", "A B", "\xc3\xa9", "A.B", "$A",
 };
 
 START_TEST(test_bad_env_names)

@@ -11,11 +11,12 @@
 #include "internal.h"
 
 #define V "\"version\":\"govex.policy/v1\""
-#define OPEN "\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},\"network\":\"allow\"," \
-	     "\"subprocess\":\"allow\""
+#define OPEN                                                                                       \
+	"\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},\"network\":\"allow\","               \
+	"\"subprocess\":\"allow\""
 
-#define BASE_CONTROLS                                                                        \
-	(CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) | CTL(PROCESS_TREE_KILL) | \
+#define BASE_CONTROLS                                                                              \
+	(CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) | CTL(PROCESS_TREE_KILL) |       \
 	 CTL(FD_HYGIENE))
 
 static govex_policy *policy_of(const char *json)
@@ -79,8 +80,8 @@ static bool json_strv_has(json_t *a, const char *s)
 {
 	size_t i;
 	json_t *e;
-	json_array_foreach(a, i, e) if (json_is_string(e) && strcmp(json_string_value(e), s) == 0)
-		return true;
+	json_array_foreach(a, i, e) if (json_is_string(e) &&
+					strcmp(json_string_value(e), s) == 0) return true;
 	return false;
 }
 
@@ -171,11 +172,11 @@ START_TEST(test_required_pieces)
 		const char *limit;
 		govex__ctlset ctl;
 	} lim[] = {
-		{"\"cpu_ms\":1", CTL(CPU_TIME_AGGREGATE)},
-		{"\"memory_bytes\":1048576", CTL(MEMORY_AGGREGATE)},
-		{"\"processes\":1", CTL(PIDS_AGGREGATE)},
-		{"\"open_files\":8", CTL(OPEN_FILES_PER_PROCESS)},
-		{"\"file_size_bytes\":1", CTL(FILE_SIZE_PER_PROCESS)},
+	    {"\"cpu_ms\":1", CTL(CPU_TIME_AGGREGATE)},
+	    {"\"memory_bytes\":1048576", CTL(MEMORY_AGGREGATE)},
+	    {"\"processes\":1", CTL(PIDS_AGGREGATE)},
+	    {"\"open_files\":8", CTL(OPEN_FILES_PER_PROCESS)},
+	    {"\"file_size_bytes\":1", CTL(FILE_SIZE_PER_PROCESS)},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(lim); i++) {
 		char doc[256];
@@ -224,17 +225,15 @@ START_TEST(test_strict_on_controlled_refused)
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "status")), "policy_refused");
 	json_t *d = first_diag(doc, "missing_controls");
 	json_t *controls = json_object_get(d, "controls");
-	static const char *const must[] = {"network_deny", "subprocess_deny",
-					   "fs_read_allowlist", "fs_write_allowlist",
-					   "memory_aggregate", "cpu_time_aggregate",
-					   "pids_aggregate"};
+	static const char *const must[] = {
+	    "network_deny",	"subprocess_deny",    "fs_read_allowlist", "fs_write_allowlist",
+	    "memory_aggregate", "cpu_time_aggregate", "pids_aggregate"};
 	for (size_t i = 0; i < ARRAY_SIZE(must); i++)
 		ck_assert_msg(json_strv_has(controls, must[i]), "controls lack %s", must[i]);
 	/* nothing the controlled backend does enforce is listed as missing */
-	static const char *const never[] = {"wall_time",          "output_bounds",
-					    "env_allowlist",      "fresh_workdir",
-					    "fd_hygiene",         "open_files_per_process",
-					    "file_size_per_process"};
+	static const char *const never[] = {
+	    "wall_time",  "output_bounds",	    "env_allowlist",	    "fresh_workdir",
+	    "fd_hygiene", "open_files_per_process", "file_size_per_process"};
 	for (size_t i = 0; i < ARRAY_SIZE(never); i++)
 		ck_assert_msg(!json_strv_has(controls, never[i]), "controls list %s", never[i]);
 	govex__ctlset got = ctlset_of(controls);
@@ -295,8 +294,9 @@ START_TEST(test_trusted_on_controlled)
 	rt = runtime_of(p, "controlled");
 	doc = plan_doc(rt, NULL, &refused);
 	ck_assert(!refused);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, "backend"), "name")),
-			 "controlled");
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(doc, "backend"), "name")),
+	    "controlled");
 	json_decref(doc);
 	govex_runtime_free(rt);
 	govex_policy_free(p);
@@ -310,9 +310,9 @@ START_TEST(test_aggregate_not_faked)
 		const char *limits;
 		const char *control;
 	} cases[] = {
-		{"\"memory_bytes\":1073741824", "memory_aggregate"},
-		{"\"cpu_ms\":1000", "cpu_time_aggregate"},
-		{"\"processes\":10", "pids_aggregate"},
+	    {"\"memory_bytes\":1073741824", "memory_aggregate"},
+	    {"\"cpu_ms\":1000", "cpu_time_aggregate"},
+	    {"\"processes\":10", "pids_aggregate"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char doc[256];
@@ -357,7 +357,7 @@ START_TEST(test_request_limit_requires_control)
 	ck_assert(!refused);
 	ck_assert_uint_eq(ctlset_of(json_object_get(json_object_get(d, "controls"), "required")),
 			  BASE_CONTROLS | CTL(FRESH_WORKDIR) | CTL(OPEN_FILES_PER_PROCESS) |
-				  CTL(FILE_SIZE_PER_PROCESS));
+			      CTL(FILE_SIZE_PER_PROCESS));
 	json_decref(d);
 	govex_runtime_free(rt);
 	govex_policy_free(p);
@@ -412,7 +412,8 @@ START_TEST(test_backends_json)
 		if (sa) {
 			ck_assert_str_eq(govex__backends[i]->name, "restricted");
 			ck_assert(json_is_integer(sa));
-			ck_assert_int_eq(json_integer_value(sa), govex__restricted_syscalls_allowed());
+			ck_assert_int_eq(json_integer_value(sa),
+					 govex__restricted_syscalls_allowed());
 			ck_assert_int_gt(json_integer_value(sa), 100);
 		}
 		ck_assert_str_eq(json_string_value(json_object_get(r, "version")),
@@ -465,9 +466,10 @@ START_TEST(test_backends_json)
 				if (!(never & ((govex__ctlset)1 << x)))
 					continue;
 				bool listed = false;
-				json_array_foreach(un, k, u) if (strcmp(json_string_value(json_object_get(u, "control")),
-									govex__control_name(x)) == 0)
-					listed = true;
+				json_array_foreach(
+				    un, k,
+				    u) if (strcmp(json_string_value(json_object_get(u, "control")),
+						  govex__control_name(x)) == 0) listed = true;
 				ck_assert_msg(listed, "%s not listed as unavailable",
 					      govex__control_name(x));
 			}

@@ -17,8 +17,9 @@
 
 #define V "\"version\":\"govex.policy/v1\""
 /* No denials: the controlled backend can run it. */
-#define OPEN "\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},\"network\":\"allow\"," \
-	     "\"subprocess\":\"allow\",\"shell\":\"allow\""
+#define OPEN                                                                                       \
+	"\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},\"network\":\"allow\","               \
+	"\"subprocess\":\"allow\",\"shell\":\"allow\""
 
 static govex_runtime *runtime_for(const char *policy_json, const struct govex_runtime_options *o)
 {
@@ -164,16 +165,16 @@ START_TEST(test_every_limit_above_policy_refused)
 					"\"processes\":2,\"open_files\":16,\"file_size_bytes\":10,"
 					"\"stdout_bytes\":10,\"stderr_bytes\":10}}",
 					NULL);
-	static const char *const names[] = {"wall_ms",         "cpu_ms",       "memory_bytes",
-					    "processes",       "open_files",   "file_size_bytes",
-					    "stdout_bytes",    "stderr_bytes"};
+	static const char *const names[] = {"wall_ms",	    "cpu_ms",	   "memory_bytes",
+					    "processes",    "open_files",  "file_size_bytes",
+					    "stdout_bytes", "stderr_bytes"};
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		struct govex_request req;
 		request_init(&req, "pass");
-		uint64_t *f[] = {&req.limits.wall_ms,         &req.limits.cpu_ms,
-				 &req.limits.memory_bytes,    &req.limits.processes,
-				 &req.limits.open_files,      &req.limits.file_size_bytes,
-				 &req.limits.stdout_bytes,    &req.limits.stderr_bytes};
+		uint64_t *f[] = {&req.limits.wall_ms,	   &req.limits.cpu_ms,
+				 &req.limits.memory_bytes, &req.limits.processes,
+				 &req.limits.open_files,   &req.limits.file_size_bytes,
+				 &req.limits.stdout_bytes, &req.limits.stderr_bytes};
 		static const uint64_t pol[] = {100, 100, 1048576, 2, 16, 10, 10, 10};
 		*f[i] = pol[i] + 1;
 		json_t *doc = plan_refused(rt, &req, GOVEX_STATUS_INVALID_INPUT);
@@ -226,9 +227,8 @@ START_TEST(test_code_too_large)
 	json_decref(doc);
 	req.code_len = 100;
 	json_t *plan = plan_ok(rt, &req, NULL);
-	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(plan, "code"),
-							    "bytes")),
-			 100);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(json_object_get(plan, "code"), "bytes")), 100);
 	json_decref(plan);
 	govex_runtime_free(rt);
 }
@@ -269,9 +269,8 @@ START_TEST(test_stdin_too_large)
 	json_t *plan = plan_ok(rt, &req, NULL);
 	char want[72];
 	govex__sha256_digest("0123456789abcdef", 16, want);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(plan, "stdin"),
-							   "digest")),
-			 want);
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(json_object_get(plan, "stdin"), "digest")), want);
 	json_decref(plan);
 	govex_runtime_free(rt);
 }
@@ -344,10 +343,10 @@ END_TEST
 START_TEST(test_env_allowed_name_in_plan_value_not)
 {
 	static const char secret[] = "s3cr3t-v4lue-9f8e7d";
-	govex_runtime *rt = runtime_for(
-		"{" V "," OPEN ",\"environment\":{\"allow\":[\"GOVEX_TEST_VAR\",\"OTHER\"],"
-		"\"set\":{\"LANG\":\"C.UTF-8\",\"FIXED\":\"fixed-v4lue-1234\"}}}",
-		NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"GOVEX_TEST_VAR\",\"OTHER\"],"
+			"\"set\":{\"LANG\":\"C.UTF-8\",\"FIXED\":\"fixed-v4lue-1234\"}}}",
+			NULL);
 	struct govex_request req;
 	char kv[64];
 	snprintf(kv, sizeof(kv), "GOVEX_TEST_VAR=%s", secret);
@@ -375,9 +374,9 @@ START_TEST(test_env_allowed_name_in_plan_value_not)
 	const char *const env2[] = {kv, "NOPE=1", NULL};
 	req.env = env2;
 	doc = plan_refused(rt, &req, GOVEX_STATUS_POLICY_REFUSED);
-	ck_assert_str_eq(json_string_value(json_object_get(diag(doc, "environment_not_allowed"),
-							   "name")),
-			 "NOPE");
+	ck_assert_str_eq(
+	    json_string_value(json_object_get(diag(doc, "environment_not_allowed"), "name")),
+	    "NOPE");
 	json_decref(doc);
 	govex_runtime_free(rt);
 }
@@ -385,8 +384,8 @@ END_TEST
 
 START_TEST(test_env_malformed)
 {
-	govex_runtime *rt = runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\"]}}",
-					NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\"]}}", NULL);
 	static const char *const bad[] = {"A", "=x", "1A=x", "A B=x", "A-B=1"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		struct govex_request req;
@@ -404,15 +403,14 @@ END_TEST
 /* The value of an allowed variable reaches the program; a policy's fixed value wins. */
 START_TEST(test_env_reaches_program)
 {
-	govex_runtime *rt = runtime_for(
-		"{" V "," OPEN ",\"environment\":{\"allow\":[\"A\",\"LANG\"],"
-		"\"set\":{\"LANG\":\"C.UTF-8\"}}}",
-		NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\",\"LANG\"],"
+			"\"set\":{\"LANG\":\"C.UTF-8\"}}}",
+			NULL);
 	struct govex_request req;
 	const char *const env[] = {"A=hello", "LANG=xx", NULL};
-	request_init(&req,
-		     "import os; print(os.environ.get('A'), os.environ.get('LANG'), "
-		     "os.environ.get('HOME'))");
+	request_init(&req, "import os; print(os.environ.get('A'), os.environ.get('LANG'), "
+			   "os.environ.get('HOME'))");
 	req.env = env;
 	govex_result *res = NULL;
 	struct govex_error err;
@@ -436,9 +434,10 @@ END_TEST
 
 START_TEST(test_need_network_denied)
 {
-	govex_runtime *rt = runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
-					"\"subprocess\":\"allow\"}",
-					NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
+			"\"subprocess\":\"allow\"}",
+			NULL);
 	struct govex_request req;
 	request_init(&req, "pass");
 	req.needs = GOVEX_NEED_NETWORK;
@@ -489,9 +488,10 @@ END_TEST
 
 START_TEST(test_shell_denied)
 {
-	govex_runtime *rt = runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
-					"\"network\":\"allow\",\"subprocess\":\"allow\"}",
-					NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
+			"\"network\":\"allow\",\"subprocess\":\"allow\"}",
+			NULL);
 	struct govex_request req;
 	request_init(&req, "pass");
 	req.shell = 1;
@@ -506,9 +506,10 @@ END_TEST
 
 START_TEST(test_workdir_checks)
 {
-	govex_runtime *rt = runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/tmp\"]},"
-					"\"network\":\"allow\",\"subprocess\":\"allow\"}",
-					NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V ",\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/tmp\"]},"
+			"\"network\":\"allow\",\"subprocess\":\"allow\"}",
+			NULL);
 	struct govex_request req;
 	request_init(&req, "pass");
 	req.workdir = "/srv";
@@ -845,8 +846,8 @@ END_TEST
 /* A value that is not UTF-8 is refused naming the variable, never echoing the value. */
 START_TEST(test_env_value_not_utf8)
 {
-	govex_runtime *rt = runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\"]}}",
-					NULL);
+	govex_runtime *rt =
+	    runtime_for("{" V "," OPEN ",\"environment\":{\"allow\":[\"A\"]}}", NULL);
 	struct govex_request req;
 	const char *const env[] = {"A=ok\xff\xfesecret", NULL};
 	request_init(&req, "pass");
@@ -921,12 +922,12 @@ START_TEST(test_cleanup_failures_reported)
 	size_t len;
 	const char *js = govex_result_json(res, &len);
 	json_t *doc = json_loadb(js, len, 0, NULL);
-	ck_assert_int_eq(json_integer_value(json_object_get(diag(doc, "cgroup_cleanup_failed"),
-							  "errno")),
-			 EBUSY);
-	ck_assert_int_eq(json_integer_value(json_object_get(diag(doc, "workdir_cleanup_failed"),
-							  "errno")),
-			 EACCES);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(diag(doc, "cgroup_cleanup_failed"), "errno")),
+	    EBUSY);
+	ck_assert_int_eq(
+	    json_integer_value(json_object_get(diag(doc, "workdir_cleanup_failed"), "errno")),
+	    EACCES);
 	json_decref(doc);
 	govex_result_free(res);
 }
@@ -944,9 +945,9 @@ START_TEST(test_plan_unknown_field)
 		const char *obj, *key;
 		const char *want;
 	} cases[] = {
-		{NULL, "surprise", "plan: surprise: unknown field"},
-		{"limits", "wall_clock", "plan: limits.wall_clock: unknown field"},
-		{"backend", "x", "plan: backend.x: unknown field"},
+	    {NULL, "surprise", "plan: surprise: unknown field"},
+	    {"limits", "wall_clock", "plan: limits.wall_clock: unknown field"},
+	    {"backend", "x", "plan: backend.x: unknown field"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		json_t *doc = json_deep_copy(plan);

@@ -27,63 +27,68 @@ static const struct {
 	bool valid;
 	const char *what;
 } utf8_cases[] = {
-	{"", 0, true, "empty"},
-	{"plain ascii\n", 12, true, "ascii"},
-	{"a\0b", 3, true, "embedded NUL is a valid code point"},
-	{"\x7f", 1, true, "U+007F"},
-	{"\xc2\x80", 2, true, "U+0080"},
-	{"\xdf\xbf", 2, true, "U+07FF"},
-	{"\xe0\xa0\x80", 3, true, "U+0800"},
-	{"\xed\x9f\xbf", 3, true, "U+D7FF"},
-	{"\xee\x80\x80", 3, true, "U+E000"},
-	{"\xef\xbf\xbf", 3, true, "U+FFFF"},
-	{"\xf0\x90\x80\x80", 4, true, "U+10000"},
-	{"\xf4\x8f\xbf\xbf", 4, true, "U+10FFFF"},
-	{"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, true, "mixed"},
-	/* overlongs */
-	{"\xc0\x80", 2, false, "overlong NUL (2)"},
-	{"\xc0\xaf", 2, false, "overlong '/' (2)"},
-	{"\xc1\xbf", 2, false, "overlong U+007F"},
-	{"\xe0\x80\x80", 3, false, "overlong NUL (3)"},
-	{"\xe0\x9f\xbf", 3, false, "overlong U+07FF (3)"},
-	{"\xf0\x80\x80\x80", 4, false, "overlong NUL (4)"},
-	{"\xf0\x8f\xbf\xbf", 4, false, "overlong U+FFFF (4)"},
-	/* surrogates */
-	{"\xed\xa0\x80", 3, false, "U+D800"},
-	{"\xed\xaf\xbf", 3, false, "U+DBFF"},
-	{"\xed\xb0\x80", 3, false, "U+DC00"},
-	{"\xed\xbf\xbf", 3, false, "U+DFFF"},
-	{"\xed\xa0\xbd\xed\xb8\x80", 6, false, "CESU-8 surrogate pair"},
-	/* beyond U+10FFFF and bytes that never occur */
-	{"\xf4\x90\x80\x80", 4, false, "U+110000"},
-	{"\xf5\x80\x80\x80", 4, false, "lead F5"},
-	{"\xf7\xbf\xbf\xbf", 4, false, "lead F7"},
-	{"\xf8\x88\x80\x80\x80", 5, false, "5-byte form"},
-	{"\xfc\x84\x80\x80\x80\x80", 6, false, "6-byte form"},
-	{"\xfe", 1, false, "FE"},
-	{"\xff", 1, false, "FF"},
-	/* truncated */
-	{"\xc2", 1, false, "truncated 2"},
-	{"\xe0\xa0", 2, false, "truncated 3"},
-	{"\xf0\x90\x80", 3, false, "truncated 4"},
-	{"\xe2\x82" "A", 3, false, "truncated then ASCII"},
-	{"a\xf0\x9f\x98", 4, false, "truncated emoji at end"},
-	{"\xc2\x80", 1, false, "len cuts a valid character"},
-	/* stray continuation bytes */
-	{"\x80", 1, false, "lone continuation"},
-	{"\xbf", 1, false, "lone continuation BF"},
-	{"a\x80" "b", 3, false, "continuation between ASCII"},
-	{"\xc2\x80\x80", 3, false, "extra continuation"},
-	{"\xe2\x28\xa1", 3, false, "bad second byte"},
-	{"\xf0\x9f\x98" "\xc3\xa9", 5, false, "4-byte lead with 2 continuations"},
+    {"", 0, true, "empty"},
+    {"plain ascii\n", 12, true, "ascii"},
+    {"a\0b", 3, true, "embedded NUL is a valid code point"},
+    {"\x7f", 1, true, "U+007F"},
+    {"\xc2\x80", 2, true, "U+0080"},
+    {"\xdf\xbf", 2, true, "U+07FF"},
+    {"\xe0\xa0\x80", 3, true, "U+0800"},
+    {"\xed\x9f\xbf", 3, true, "U+D7FF"},
+    {"\xee\x80\x80", 3, true, "U+E000"},
+    {"\xef\xbf\xbf", 3, true, "U+FFFF"},
+    {"\xf0\x90\x80\x80", 4, true, "U+10000"},
+    {"\xf4\x8f\xbf\xbf", 4, true, "U+10FFFF"},
+    {"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, true, "mixed"},
+    /* overlongs */
+    {"\xc0\x80", 2, false, "overlong NUL (2)"},
+    {"\xc0\xaf", 2, false, "overlong '/' (2)"},
+    {"\xc1\xbf", 2, false, "overlong U+007F"},
+    {"\xe0\x80\x80", 3, false, "overlong NUL (3)"},
+    {"\xe0\x9f\xbf", 3, false, "overlong U+07FF (3)"},
+    {"\xf0\x80\x80\x80", 4, false, "overlong NUL (4)"},
+    {"\xf0\x8f\xbf\xbf", 4, false, "overlong U+FFFF (4)"},
+    /* surrogates */
+    {"\xed\xa0\x80", 3, false, "U+D800"},
+    {"\xed\xaf\xbf", 3, false, "U+DBFF"},
+    {"\xed\xb0\x80", 3, false, "U+DC00"},
+    {"\xed\xbf\xbf", 3, false, "U+DFFF"},
+    {"\xed\xa0\xbd\xed\xb8\x80", 6, false, "CESU-8 surrogate pair"},
+    /* beyond U+10FFFF and bytes that never occur */
+    {"\xf4\x90\x80\x80", 4, false, "U+110000"},
+    {"\xf5\x80\x80\x80", 4, false, "lead F5"},
+    {"\xf7\xbf\xbf\xbf", 4, false, "lead F7"},
+    {"\xf8\x88\x80\x80\x80", 5, false, "5-byte form"},
+    {"\xfc\x84\x80\x80\x80\x80", 6, false, "6-byte form"},
+    {"\xfe", 1, false, "FE"},
+    {"\xff", 1, false, "FF"},
+    /* truncated */
+    {"\xc2", 1, false, "truncated 2"},
+    {"\xe0\xa0", 2, false, "truncated 3"},
+    {"\xf0\x90\x80", 3, false, "truncated 4"},
+    {"\xe2\x82"
+     "A",
+     3, false, "truncated then ASCII"},
+    {"a\xf0\x9f\x98", 4, false, "truncated emoji at end"},
+    {"\xc2\x80", 1, false, "len cuts a valid character"},
+    /* stray continuation bytes */
+    {"\x80", 1, false, "lone continuation"},
+    {"\xbf", 1, false, "lone continuation BF"},
+    {"a\x80"
+     "b",
+     3, false, "continuation between ASCII"},
+    {"\xc2\x80\x80", 3, false, "extra continuation"},
+    {"\xe2\x28\xa1", 3, false, "bad second byte"},
+    {"\xf0\x9f\x98"
+     "\xc3\xa9",
+     5, false, "4-byte lead with 2 continuations"},
 };
 
 START_TEST(test_utf8_valid)
 {
-	ck_assert_msg(govex__utf8_valid(utf8_cases[_i].s, utf8_cases[_i].len) ==
-			      utf8_cases[_i].valid,
-		      "%s: want %s", utf8_cases[_i].what,
-		      utf8_cases[_i].valid ? "valid" : "invalid");
+	ck_assert_msg(
+	    govex__utf8_valid(utf8_cases[_i].s, utf8_cases[_i].len) == utf8_cases[_i].valid,
+	    "%s: want %s", utf8_cases[_i].what, utf8_cases[_i].valid ? "valid" : "invalid");
 }
 END_TEST
 
@@ -121,17 +126,25 @@ END_TEST
 
 START_TEST(test_sanitize_replaces_each_byte)
 {
-	SAN("a\xff" "b", false, "a" FFFD "b", 1);
-	SAN("a\xff" "b", true, "a" FFFD "b", 1);
-	SAN("\xc0\x80", false, FFFD FFFD, 2);        /* overlong: both bytes */
+	SAN("a\xff"
+	    "b",
+	    false, "a" FFFD "b", 1);
+	SAN("a\xff"
+	    "b",
+	    true, "a" FFFD "b", 1);
+	SAN("\xc0\x80", false, FFFD FFFD, 2);	       /* overlong: both bytes */
 	SAN("\xed\xa0\x80", false, FFFD FFFD FFFD, 3); /* surrogate: three bytes */
 	SAN("\xf4\x90\x80\x80", false, FFFD FFFD FFFD FFFD, 4);
 	SAN("\x80\x80x", false, FFFD FFFD "x", 2);
 	/* a valid character after an invalid lead byte survives */
 	SAN("\xe2\xc3\xa9", false, FFFD "\xc3\xa9", 1);
 	/* a truncated character in the middle is replaced even when cut */
-	SAN("\xe2\x82" "abcd", true, FFFD FFFD "abcd", 2);
-	SAN("\xe2\x82" "ab", true, FFFD FFFD "ab", 2);
+	SAN("\xe2\x82"
+	    "abcd",
+	    true, FFFD FFFD "abcd", 2);
+	SAN("\xe2\x82"
+	    "ab",
+	    true, FFFD FFFD "ab", 2);
 }
 END_TEST
 
@@ -152,7 +165,9 @@ START_TEST(test_sanitize_cut_end)
 	/* an invalid byte before a cut character is still counted */
 	SAN("\xff\xe2\x82", true, FFFD, 1);
 	/* a "prefix" broken by a non-continuation byte is not a cut character */
-	SAN("ab\xe2" "A", true, "ab" FFFD "A", 1);
+	SAN("ab\xe2"
+	    "A",
+	    true, "ab" FFFD "A", 1);
 }
 END_TEST
 
@@ -172,10 +187,10 @@ END_TEST
 /* Likewise a start that no continuation can complete (overlong, surrogate, > U+10FFFF). */
 START_TEST(test_sanitize_cut_impossible_prefix_not_dropped)
 {
-	SAN("ab\xe0\x80", true, "ab" FFFD FFFD, 2);     /* overlong 3-byte */
-	SAN("ab\xed\xa0", true, "ab" FFFD FFFD, 2);     /* surrogate */
+	SAN("ab\xe0\x80", true, "ab" FFFD FFFD, 2);	     /* overlong 3-byte */
+	SAN("ab\xed\xa0", true, "ab" FFFD FFFD, 2);	     /* surrogate */
 	SAN("ab\xf0\x80\x80", true, "ab" FFFD FFFD FFFD, 3); /* overlong 4-byte */
-	SAN("ab\xf4\x90", true, "ab" FFFD FFFD, 2);     /* > U+10FFFF */
+	SAN("ab\xf4\x90", true, "ab" FFFD FFFD, 2);	     /* > U+10FFFF */
 	/* and the valid prefixes of those ranges are still dropped */
 	SAN("ab\xe0\xa0", true, "ab", 0);
 	SAN("ab\xed\x9f", true, "ab", 0);
@@ -205,19 +220,18 @@ static const struct {
 	const char *p;
 	bool ok;
 } norm_cases[] = {
-	{"/", true},        {"/a", true},       {"/a/b", true},    {"/.a", true},
-	{"/a..b", true},    {"/...", true},     {"/a/.b/..c", true}, {"/a b/c", true},
-	{"", false},        {"a", false},       {"a/b", false},    {"./a", false},
-	{"/a/", false},     {"//", false},      {"//a", false},    {"/a//b", false},
-	{"/.", false},      {"/./a", false},    {"/a/.", false},   {"/a/./b", false},
-	{"/..", false},     {"/a/..", false},   {"/a/../b", false}, {"/a/b/", false},
-	{"///", false},
+    {"/", true},      {"/a", true},	   {"/a/b", true},     {"/.a", true},	 {"/a..b", true},
+    {"/...", true},   {"/a/.b/..c", true}, {"/a b/c", true},   {"", false},	 {"a", false},
+    {"a/b", false},   {"./a", false},	   {"/a/", false},     {"//", false},	 {"//a", false},
+    {"/a//b", false}, {"/.", false},	   {"/./a", false},    {"/a/.", false},	 {"/a/./b", false},
+    {"/..", false},   {"/a/..", false},	   {"/a/../b", false}, {"/a/b/", false}, {"///", false},
 };
 
 START_TEST(test_path_normalized)
 {
-	ck_assert_msg(govex__path_normalized(norm_cases[_i].p) == norm_cases[_i].ok, "'%s': want %s",
-		      norm_cases[_i].p, norm_cases[_i].ok ? "normalized" : "not normalized");
+	ck_assert_msg(govex__path_normalized(norm_cases[_i].p) == norm_cases[_i].ok,
+		      "'%s': want %s", norm_cases[_i].p,
+		      norm_cases[_i].ok ? "normalized" : "not normalized");
 }
 END_TEST
 
@@ -321,7 +335,8 @@ START_TEST(test_strv_sort_small)
 }
 END_TEST
 
-/* ---- rm_rf -------------------------------------------------------------------------------------- */
+/* ---- rm_rf --------------------------------------------------------------------------------------
+ */
 
 static void write_file(const char *path, const char *content)
 {
@@ -707,7 +722,8 @@ START_TEST(test_make_workdir_sweeps)
 }
 END_TEST
 
-/* ---- errors -------------------------------------------------------------------------------------- */
+/* ---- errors
+ * -------------------------------------------------------------------------------------- */
 
 START_TEST(test_errors)
 {
@@ -749,7 +765,11 @@ static void clean_is(const char *in, size_t n, size_t max, const char *want, boo
 
 START_TEST(test_text_clean_controls)
 {
-	static const char in[] = "a\x1b[31mb\x1b]0;t\x07" "c\xc2\x9b" "2Jd\x7f" "e\x01" "f\ng\th"
+	static const char in[] = "a\x1b[31mb\x1b]0;t\x07"
+				 "c\xc2\x9b"
+				 "2Jd\x7f"
+				 "e\x01"
+				 "f\ng\th"
 				 "\xc2\x85i\x1b(Bj\x1b]2;x\x1b\\k\x1bPq\xc2\x9cl\x1b";
 	clean_is(in, sizeof(in) - 1, 4096, "abcdef\ng\thijkl", false);
 	/* an embedded NUL and invalid UTF-8 */
@@ -787,7 +807,8 @@ END_TEST
 
 START_TEST(test_json_escape_controls)
 {
-	char *s = govex__json_escape_controls(strdup("{\"a\x7f\":\"x\xc2\x85y\xc2\xa0z\xc3\x9f\"}"));
+	char *s =
+	    govex__json_escape_controls(strdup("{\"a\x7f\":\"x\xc2\x85y\xc2\xa0z\xc3\x9f\"}"));
 	ck_assert_ptr_nonnull(s);
 	ck_assert_str_eq(s, "{\"a\\u007f\":\"x\\u0085y\xc2\xa0z\xc3\x9f\"}");
 	free(s);
@@ -867,13 +888,13 @@ START_TEST(test_launch_steps)
 		enum govex__step step;
 		const char *name;
 	} contract[] = {
-		{GOVEX_STEP_PREPARE, "prepare"},   {GOVEX_STEP_SLOT, "slot"},
-		{GOVEX_STEP_PIPE, "pipe"},	   {GOVEX_STEP_CLONE, "clone"},
-		{GOVEX_STEP_FORK, "fork"},	   {GOVEX_STEP_SUPERVISOR, "supervisor"},
-		{GOVEX_STEP_SETSID, "setsid"},	   {GOVEX_STEP_SECCOMP_GUARD, "seccomp_guard"},
-		{GOVEX_STEP_CHDIR, "chdir"},	   {GOVEX_STEP_RLIMIT_NOFILE, "rlimit_nofile"},
-		{GOVEX_STEP_EXECVE, "execve"},	   {GOVEX_STEP_PROBE_CHILD, "probe child"},
-		{GOVEX_STEP_BIND_OPEN, "bind_open"}, {GOVEX_STEP_WAIT, "wait"},
+	    {GOVEX_STEP_PREPARE, "prepare"},	 {GOVEX_STEP_SLOT, "slot"},
+	    {GOVEX_STEP_PIPE, "pipe"},		 {GOVEX_STEP_CLONE, "clone"},
+	    {GOVEX_STEP_FORK, "fork"},		 {GOVEX_STEP_SUPERVISOR, "supervisor"},
+	    {GOVEX_STEP_SETSID, "setsid"},	 {GOVEX_STEP_SECCOMP_GUARD, "seccomp_guard"},
+	    {GOVEX_STEP_CHDIR, "chdir"},	 {GOVEX_STEP_RLIMIT_NOFILE, "rlimit_nofile"},
+	    {GOVEX_STEP_EXECVE, "execve"},	 {GOVEX_STEP_PROBE_CHILD, "probe child"},
+	    {GOVEX_STEP_BIND_OPEN, "bind_open"}, {GOVEX_STEP_WAIT, "wait"},
 	};
 	for (size_t i = 0; i < sizeof(contract) / sizeof(contract[0]); i++)
 		ck_assert_str_eq(govex__step_name(contract[i].step), contract[i].name);
@@ -886,7 +907,7 @@ START_TEST(test_launch_steps)
 			ck_assert_str_ne(na, govex__step_name((enum govex__step)b));
 	}
 	ck_assert_str_eq(govex__step_name((enum govex__step)GOVEX__STEP_COUNT), "unknown");
-	ck_assert_str_eq(govex__step_name((enum govex__step)-1), "unknown");
+	ck_assert_str_eq(govex__step_name((enum govex__step) - 1), "unknown");
 
 	ck_assert_uint_eq(sizeof(struct govex__child_error), 8);
 	int p[2];

@@ -60,16 +60,16 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 		enum govex__control c;
 		const char *why;
 	} none[] = {
-		{GOVEX_CTL_NETWORK_DENY, "a plain subprocess has the host's network"},
-		{GOVEX_CTL_FS_READ_ALLOWLIST, "a plain subprocess reads what the user can"},
-		{GOVEX_CTL_FS_WRITE_ALLOWLIST, "a plain subprocess writes what the user can"},
-		{GOVEX_CTL_SUBPROCESS_DENY, "a plain subprocess may start processes"},
-		{GOVEX_CTL_MEMORY_AGGREGATE, "rlimits are per process, not per run"},
-		{GOVEX_CTL_CPU_TIME_AGGREGATE, "rlimits are per process, not per run"},
-		{GOVEX_CTL_PIDS_AGGREGATE, "no process-count limit without a cgroup"},
-		{GOVEX_CTL_SYSCALL_FILTER, "no seccomp filter in this backend"},
-		{GOVEX_CTL_NO_NEW_PRIVILEGES, "setuid programs keep their privileges"},
-		{GOVEX_CTL_LANDLOCK, "no Landlock ruleset in this backend"},
+	    {GOVEX_CTL_NETWORK_DENY, "a plain subprocess has the host's network"},
+	    {GOVEX_CTL_FS_READ_ALLOWLIST, "a plain subprocess reads what the user can"},
+	    {GOVEX_CTL_FS_WRITE_ALLOWLIST, "a plain subprocess writes what the user can"},
+	    {GOVEX_CTL_SUBPROCESS_DENY, "a plain subprocess may start processes"},
+	    {GOVEX_CTL_MEMORY_AGGREGATE, "rlimits are per process, not per run"},
+	    {GOVEX_CTL_CPU_TIME_AGGREGATE, "rlimits are per process, not per run"},
+	    {GOVEX_CTL_PIDS_AGGREGATE, "no process-count limit without a cgroup"},
+	    {GOVEX_CTL_SYSCALL_FILTER, "no seccomp filter in this backend"},
+	    {GOVEX_CTL_NO_NEW_PRIVILEGES, "setuid programs keep their privileges"},
+	    {GOVEX_CTL_LANDLOCK, "no Landlock ruleset in this backend"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
 		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];
@@ -164,8 +164,8 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	/* First drop every host descriptor we did not make for this run: in a
 	 * multi-threaded host, another run's pipes must not be held open by us. */
 	{
-		int keep[] = {f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0],
-			      l->extra_fd};
+		int keep[] = {f->in[0],	 f->out[1],  f->err[1],	 f->ce[1],
+			      f->rep[1], f->kill[0], l->extra_fd};
 		govex__close_fds_except(3, keep, ARRAY_SIZE(keep) - (l->extra_fd < 0));
 	}
 	/* The host's signal handlers are no business of the shim's. */
@@ -204,9 +204,9 @@ static __attribute__((noreturn)) void shim(void *ctx)
 }
 
 static const struct govex__shim_ops controlled_shim = {
-	.clone_flags = 0,
-	.fork_step = GOVEX_STEP_FORK,
-	.shim = shim,
+    .clone_flags = 0,
+    .fork_step = GOVEX_STEP_FORK,
+    .shim = shim,
 };
 
 static int controlled_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
@@ -218,10 +218,10 @@ static int controlled_run(void *state, const struct govex__launch *l, struct gov
 }
 
 const struct govex__backend_ops govex__controlled_backend = {
-	.name = "controlled",
-	.version = "govex.controlled/v1",
-	.probe = controlled_probe,
-	.prepare = NULL,
-	.release = NULL,
-	.run = controlled_run,
+    .name = "controlled",
+    .version = "govex.controlled/v1",
+    .probe = controlled_probe,
+    .prepare = NULL,
+    .release = NULL,
+    .run = controlled_run,
 };

@@ -364,7 +364,8 @@ static int cg_make_dir(const struct rcg_setup *s, int i, const char *name, bool 
 	const struct rcg_parent *p = &s->p[i];
 	/* v2 resources share one directory */
 	for (int j = 0; j < i; j++)
-		if (r->dir[j] && s->p[j].version == p->version && strcmp(s->p[j].dir, p->dir) == 0) {
+		if (r->dir[j] && s->p[j].version == p->version &&
+		    strcmp(s->p[j].dir, p->dir) == 0) {
 			r->dir[i] = r->dir[j];
 			return 0;
 		}
@@ -462,9 +463,9 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 {
 	/* the aggregate control each resource's cgroup enforces */
 	static const govex__ctlset by_res[RCG_N] = {
-		[RCG_MEM] = CTL(MEMORY_AGGREGATE),
-		[RCG_PIDS] = CTL(PIDS_AGGREGATE),
-		[RCG_CPU] = CTL(CPU_TIME_AGGREGATE),
+	    [RCG_MEM] = CTL(MEMORY_AGGREGATE),
+	    [RCG_PIDS] = CTL(PIDS_AGGREGATE),
+	    [RCG_CPU] = CTL(CPU_TIME_AGGREGATE),
 	};
 	_cleanup_(rcg_destroy) struct rcg_run r;
 	rcg_run_init(&r);

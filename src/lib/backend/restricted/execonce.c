@@ -50,8 +50,8 @@
 int rexec_install(const struct rfilter *f, int sock)
 {
 	struct sock_fprog prog = {.len = f->len, .filter = f->insns};
-	long lfd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-			   &prog);
+	long lfd =
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (lfd < 0)
 		return -errno;
 	int fd = (int)lfd;
@@ -59,10 +59,8 @@ int rexec_install(const struct rfilter *f, int sock)
 	memset(cbuf, 0, sizeof(cbuf));
 	char byte = 'L';
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = cbuf,
-			   .msg_controllen = sizeof(cbuf)};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -84,10 +82,8 @@ int rexec_receive(int sock)
 	memset(cbuf, 0, sizeof(cbuf));
 	char byte;
 	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = cbuf,
-			   .msg_controllen = sizeof(cbuf)};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t n;
 	do
 		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);

@@ -90,7 +90,8 @@ int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex
 			acc &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE |
 			       LL_FS_IOCTL_DEV;
 		struct ll_path_beneath_attr pb = {.allowed_access = acc, .parent_fd = fd};
-		int r = govex__neg_errno(syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0));
+		int r = govex__neg_errno(
+		    syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0));
 		if (r < 0)
 			return r;
 	}

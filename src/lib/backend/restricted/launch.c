@@ -46,7 +46,7 @@
  * In the range systemd documents as unused (0x70000000-0x7ffdffff: above the container
  * ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff and the
  * 16-bit ids of old file systems' owners). */
-#define ID_BASE 0x7f000000u
+#define ID_BASE	 0x7f000000u
 #define ID_COUNT 65536u
 /* The shim reads the cgroup's CPU time at most this far apart when a CPU budget is
  * set, and sooner as the budget runs out: min(CPU_POLL_MAX, remaining / CPUs), so the
@@ -80,8 +80,7 @@ static void restricted_probe(const struct govex_runtime_options *opts, struct go
 		r->available = false;
 		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason),
 			 "%s unusable: %s: %s", root ? "namespaces" : "user namespaces",
-			 govex__step_name(step),
-			 strerror(-e));
+			 govex__step_name(step), strerror(-e));
 		static const enum govex__control sandbox[] = {
 		    GOVEX_CTL_NETWORK_DENY,	  GOVEX_CTL_FS_READ_ALLOWLIST,
 		    GOVEX_CTL_FS_WRITE_ALLOWLIST, GOVEX_CTL_SUBPROCESS_DENY,
@@ -494,8 +493,8 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	/* Drop every host descriptor we did not make for this run. */
 	{
 		int keep[16], n = 0;
-		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	 f->ce[1],
-			      f->rep[1],	 f->kill[0],	    l->extra_fd, c->cg.procs_fd[0],
+		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	  f->ce[1],
+			      f->rep[1],	 f->kill[0],	    l->extra_fd,  c->cg.procs_fd[0],
 			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd, c->xsock[0],
 			      c->xsock[1]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
@@ -532,8 +531,7 @@ struct shim_wait {
 
 /* How long the shim may sleep: forever, or until the CPU budget needs a look (every CPU
  * may burn the rest of the budget in parallel). */
-static struct timespec *cpu_poll_timeout(const struct shim_wait *w, int ncpus,
-					 struct timespec *ts)
+static struct timespec *cpu_poll_timeout(const struct shim_wait *w, int ncpus, struct timespec *ts)
 {
 	if (w->cpu_budget_ns < 0)
 		return NULL;
@@ -577,8 +575,7 @@ static bool shim_exec_events(struct shim_wait *w, short xrev, short lrev)
 
 /* Waits for the program's end, the host's kill request, or the end of the CPU budget;
  * reaps orphans meanwhile. */
-static void shim_wait(const struct run_ctx *c, struct shim_wait *w,
-		      struct govex__shim_report *rep)
+static void shim_wait(const struct run_ctx *c, struct shim_wait *w, struct govex__shim_report *rep)
 {
 	while (!w->done) {
 		struct pollfd p[4] = {{.fd = c->f.kill[0], .events = POLLIN},
@@ -706,13 +703,12 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	if (c->xsock[1] >= 0)
 		close(c->xsock[1]);
 	struct shim_wait w = {
-		.child = child,
-		.sfd = sfd,
-		.xsock = c->xsock[0],
-		.listener = -1,
-		.cpu_budget_ns = c->cg.cpu_fd >= 0 && l->limits->cpu_ms
-					 ? (int64_t)l->limits->cpu_ms * 1000000
-					 : -1,
+	    .child = child,
+	    .sfd = sfd,
+	    .xsock = c->xsock[0],
+	    .listener = -1,
+	    .cpu_budget_ns =
+		c->cg.cpu_fd >= 0 && l->limits->cpu_ms ? (int64_t)l->limits->cpu_ms * 1000000 : -1,
 	};
 	w.exec_once = c->st->deny_subprocess;
 	shim_wait(c, &w, &rep);
@@ -797,9 +793,9 @@ static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_e
 	bool any_cg = false;
 	for (int i = 0; i < RCG_N; i++)
 		any_cg |= st->cg.p[i].version != 0;
-	int r = rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
-			      st->userns ? ID_COUNT : st->id_count, &c->slot, c->why,
-			      sizeof(c->why));
+	int r =
+	    rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
+			  st->userns ? ID_COUNT : st->id_count, &c->slot, c->why, sizeof(c->why));
 	if (r < 0 && (!st->userns || any_cg))
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, -r, c->why);
 	if (st->userns) {
@@ -837,8 +833,8 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	 * to it.  Named directories keep their owners: the host's permissions still apply
 	 * inside. */
 	if (!st->userns && l->workdir_fresh && !wd_tmpfs &&
-	    (r = govex__neg_errno(fchownat(AT_FDCWD, l->workdir, c->uid, c->gid,
-					   AT_SYMLINK_NOFOLLOW))) < 0)
+	    (r = govex__neg_errno(
+		 fchownat(AT_FDCWD, l->workdir, c->uid, c->gid, AT_SYMLINK_NOFOLLOW))) < 0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, -r, NULL);
 	/* a fresh host workdir's output directory (govex__launch made it): the run's too */
 	if (!st->userns && l->workdir_fresh && !wd_tmpfs && l->outputs) {
@@ -852,7 +848,8 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 		struct govex_error cgerr;
 		r = rcg_create(&st->cg, c->slot.id, l->limits, l->aggregate, &c->cg, &cgerr);
 		if (r < 0)
-			return govex__launch_failed(l, o, err, GOVEX_STEP_CGROUP, -r, cgerr.message);
+			return govex__launch_failed(l, o, err, GOVEX_STEP_CGROUP, -r,
+						    cgerr.message);
 	} else if (l->aggregate) {
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
 	}
@@ -873,18 +870,18 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	discover_cgroups(state, l); /* the one mutable part of the state */
 
 	struct run_ctx c = {
-		.st = st,
-		.l = l,
-		.cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
-		.xsock = {-1, -1},
-		.slot = {.n = -1, .fd = -1},
+	    .st = st,
+	    .l = l,
+	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
+	    .xsock = {-1, -1},
+	    .slot = {.n = -1, .fd = -1},
 	};
 	const struct govex__shim_ops ops = {
-		.clone_flags = rns_flags(st->userns, st->deny_net),
-		.fork_step = GOVEX_STEP_CLONE,
-		.shim = shim,
-		.after_fork = after_fork,
-		.amend = amend_report,
+	    .clone_flags = rns_flags(st->userns, st->deny_net),
+	    .fork_step = GOVEX_STEP_CLONE,
+	    .shim = shim,
+	    .after_fork = after_fork,
+	    .amend = amend_report,
 	};
 	int r = run_prepare(&c, o, err);
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */

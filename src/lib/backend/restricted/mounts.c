@@ -719,8 +719,7 @@ static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool p
 		if (r < 0)
 			return r;
 		*ret_step = GOVEX_STEP_MOVE_MOUNT;
-		if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) <
-		    0)
+		if (move_mount(s->fd[i], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			return -errno;
 		close(s->fd[i]);
 		s->fd[i] = -1;
@@ -733,8 +732,7 @@ static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool p
 		/* every tmpfs (/tmp, /dev, the fresh workdir) is writable by the
 		 * run or holds only device nodes: never exec-able */
 		*ret_step = GOVEX_STEP_TMPFS;
-		if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  m->opts) < 0)
+		if (mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, m->opts) < 0)
 			return -errno;
 		break;
 	case RM_PROC_MASK: {

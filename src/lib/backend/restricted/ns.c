@@ -58,8 +58,8 @@ int rns_write_maps(const char *uid_map, const char *gid_map, enum govex__step *r
 	return 0;
 }
 
-static int probe_setup(bool userns, const char *uid_map, const char *gid_map,
-		       struct rplan *plan, struct rscratch *scr, enum govex__step *step)
+static int probe_setup(bool userns, const char *uid_map, const char *gid_map, struct rplan *plan,
+		       struct rscratch *scr, enum govex__step *step)
 {
 	int r;
 	if (userns && (r = rns_write_maps(uid_map, gid_map, step)) < 0)

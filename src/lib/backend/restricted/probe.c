@@ -59,8 +59,8 @@
 
 #include "restricted.h"
 
-#define PROBE_DEV_OPTS "size=64k,nr_inodes=64,mode=0755"
-#define PROBE_SYS_OPTS "size=4k,nr_inodes=4,mode=0555"
+#define PROBE_DEV_OPTS	 "size=64k,nr_inodes=64,mode=0755"
+#define PROBE_SYS_OPTS	 "size=4k,nr_inodes=4,mode=0555"
 #define PROBE_STDERR_MAX 4096
 /* Tasks (threads included) the probe may have at once: a pyenv shim runs a few at a
  * time.  Without a cgroup (the kernel exempts uid 0 from RLIMIT_NPROC) the shim counts
@@ -155,8 +155,8 @@ static int drop_privilege(bool root, enum govex__step *step)
 		*step = GOVEX_STEP_SECUREBITS;
 		if (prctl(PR_SET_SECUREBITS,
 			  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-				  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-				  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+			      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
 			  0, 0, 0) < 0)
 			return -errno;
 		*step = GOVEX_STEP_SETGROUPS;
@@ -244,7 +244,8 @@ static long count_entries(int dfd, bool numeric_only, long stop_at)
 				unsigned char type;
 				char name[];
 			} *d = (void *)(buf + off);
-			if (d->name[0] != '.' && (!numeric_only || (d->name[0] >= '0' && d->name[0] <= '9')))
+			if (d->name[0] != '.' &&
+			    (!numeric_only || (d->name[0] >= '0' && d->name[0] <= '9')))
 				n++;
 			off += d->reclen;
 		}
@@ -306,9 +307,9 @@ static int probe_shim_setup(struct pctx *c, enum govex__step *step)
 	govex__child_reset_signals();
 	{
 		int keep[16], n = 0;
-		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	       f->ce[1],
-			      f->rep[1],	 f->kill[0],	    c->cg.procs_fd[0], c->cg.procs_fd[1],
-			      c->cg.procs_fd[2]};
+		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],
+			      f->ce[1],		 f->rep[1],	    f->kill[0],
+			      c->cg.procs_fd[0], c->cg.procs_fd[1], c->cg.procs_fd[2]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
@@ -492,13 +493,12 @@ static void probe_why(const struct govex__outcome *o, size_t out_max, uint64_t t
 }
 
 static const struct govex__shim_ops probe_shim_ops = {
-	.fork_step = GOVEX_STEP_CLONE,
-	.shim = probe_shim,
+    .fork_step = GOVEX_STEP_CLONE,
+    .shim = probe_shim,
 };
 
-int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[],
-			   size_t out_max, uint64_t timeout_ms, char **ret_out,
-			   struct govex_error *err)
+int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[], size_t out_max,
+			   uint64_t timeout_ms, char **ret_out, struct govex_error *err)
 {
 	_cleanup_free_ char *cwd = getcwd(NULL, 0);
 	_cleanup_(pctx_free) struct pctx c;
@@ -524,10 +524,12 @@ int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp
 				  o.failed_step, strerror(-r));
 	if (o.term == GOVEX_TERM_EXITED && o.exit_code == 0 && !o.out_truncated) {
 		*ret_out = o.out.data ? TAKE_PTR(o.out.data) : strdup("");
-		return *ret_out ? 0 : govex__err(err, ENOMEM, ENOMEM, "interpreter probe: out of memory");
+		return *ret_out
+			   ? 0
+			   : govex__err(err, ENOMEM, ENOMEM, "interpreter probe: out of memory");
 	}
 	char why[96];
 	probe_why(&o, out_max, timeout_ms, why, sizeof(why));
-	return govex__err(err, GOVEX_EINTERP, 0,
-			  "interpreter '%.120s': probe %s (is it Python 3?)", exe, why);
+	return govex__err(err, GOVEX_EINTERP, 0, "interpreter '%.120s': probe %s (is it Python 3?)",
+			  exe, why);
 }

@@ -112,9 +112,9 @@ int rplan_add_identity(struct rplan *pl, uid_t uid, gid_t gid, const char *home,
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)  /* ABI 6 */
 #define LL_SCOPE_SIGNAL	       (1ULL << 1)  /* ABI 6 */
 
-#define LL_READ	  (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+#define LL_READ	       (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
 #define LL_READ_NOEXEC (LL_FS_READ_FILE | LL_FS_READ_DIR)
-#define LL_ALL_FS ((1ULL << 16) - 1)
+#define LL_ALL_FS      ((1ULL << 16) - 1)
 /* Not a Landlock right (masked out before the ruleset): marks a file execve() opens
  * (add_exec_files), which keeps its own exec-able read-only bind even inside a noexec
  * writable one. */
@@ -246,8 +246,8 @@ int rcg_remove(const char *dir);
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
 struct rslot {
-	int n;	    /* slot number, or -1 */
-	int fd;	    /* the locked N.lock (O_CLOEXEC; the shim closes it), or -1 */
+	int n;	     /* slot number, or -1 */
+	int fd;	     /* the locked N.lock (O_CLOEXEC; the shim closes it), or -1 */
 	char id[80]; /* the name of the run's cgroups: "govex.slot-N" (root) */
 };
 /* Takes the lowest free slot below count.  cache_dir (may be NULL) is a fallback lock
@@ -281,13 +281,13 @@ int rns_probe(bool userns, enum govex__step *ret_step);
 /* ---- per-runtime state (launch.c) ------------------------------------------------- */
 
 struct rstate {
-	bool userns;	     /* not root: the run gets a user namespace */
-	uid_t uid;	     /* not root: the caller's uid and gid, kept inside */
+	bool userns; /* not root: the run gets a user namespace */
+	uid_t uid;   /* not root: the caller's uid and gid, kept inside */
 	gid_t gid;
-	uint32_t id_base;    /* root: slot N runs as uid id_base + N, gid gid_base + N */
+	uint32_t id_base; /* root: slot N runs as uid id_base + N, gid gid_base + N */
 	uint32_t gid_base;
-	uint32_t id_count;   /* number of slots (and ids) */
-	int ncpus;	     /* CPUs the run may use: scales the CPU budget's polling */
+	uint32_t id_count; /* number of slots (and ids) */
+	int ncpus;	   /* CPUs the run may use: scales the CPU budget's polling */
 	char uid_map[32], gid_map[32];
 	bool deny_net, deny_subprocess;
 	/* the policy binds "/" itself: no fresh tmpfs workdir can be mounted in that

@@ -295,9 +295,9 @@ static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *na
 	return 0;
 }
 
-#define CLONE_NSFLAGS                                                                      \
-	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |        \
-	 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME)
+#define CLONE_NSFLAGS                                                                              \
+	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+	 CLONE_NEWCGROUP | CLONE_NEWTIME)
 
 static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool notified)
 {
@@ -513,9 +513,9 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 		unsigned mode_arg; /* the mode's argument */
 		int flags_arg;	   /* the open flags' argument, or -1 */
 	} modes[] = {
-	    {"chmod", 1, -1},  {"fchmod", 1, -1},    {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
-	    {"mkdir", 1, -1},  {"mkdirat", 2, -1},   {"mknod", 1, -1},	  {"mknodat", 2, -1},
-	    {"creat", 1, -1},  {"open", 2, 1},	     {"openat", 3, 2},
+	    {"chmod", 1, -1}, {"fchmod", 1, -1},  {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+	    {"mkdir", 1, -1}, {"mkdirat", 2, -1}, {"mknod", 1, -1},    {"mknodat", 2, -1},
+	    {"creat", 1, -1}, {"open", 2, 1},	  {"openat", 3, 2},
 	};
 	static const unsigned long bits[] = {S_ISUID, S_ISGID};
 	static const unsigned long creating[] = {O_CREAT, __O_TMPFILE};
@@ -534,7 +534,8 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 				struct scmp_arg_cmp flags = {(unsigned)modes[i].flags_arg,
 							     SCMP_CMP_MASKED_EQ, creating[c],
 							     creating[c]};
-				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, flags, mode);
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, flags,
+						     mode);
 			}
 		}
 	}
@@ -545,8 +546,12 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 	static const struct {
 		const char *name;
 		unsigned sig_arg;
-	} kills[] = {{"kill", 1},	     {"tkill", 1},	       {"tgkill", 2},
-		     {"rt_sigqueueinfo", 1}, {"rt_tgsigqueueinfo", 2}, {"pidfd_send_signal", 1}};
+	} kills[] = {{"kill", 1},
+		     {"tkill", 1},
+		     {"tgkill", 2},
+		     {"rt_sigqueueinfo", 1},
+		     {"rt_tgsigqueueinfo", 2},
+		     {"pidfd_send_signal", 1}};
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(kills); i++) {
 		int nr = seccomp_syscall_resolve_name(kills[i].name);
 		if (nr == __NR_SCMP_ERROR || nr < 0)

@@ -168,9 +168,8 @@ int rslot_acquire(const char *cache_dir, uint32_t count, struct rslot *ret, char
 		char name[32];
 		snprintf(name, sizeof(name), "%u.lock", n);
 		/* O_NONBLOCK: a FIFO planted as N.lock must not block us */
-		_cleanup_close_ int fd = openat(dfd, name,
-						O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-						0600);
+		_cleanup_close_ int fd =
+		    openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			e = errno;
 			continue; /* a bad slot file: the next slot */
@@ -243,8 +242,9 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s)
 				continue; /* another lock directory's (or not a slot) */
 			char lock[32];
 			snprintf(lock, sizeof(lock), "%lu.lock", n);
-			int fd = openat(dfd, lock,
-					O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+			int fd =
+			    openat(dfd, lock,
+				   O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 			if (fd < 0)
 				continue;
 			struct stat st;
@@ -255,7 +255,8 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s)
 				for (int k = 0; k < RCG_N; k++) {
 					char path[PATH_MAX];
 					if (s->p[k].version && s->p[k].dir &&
-					    (size_t)snprintf(path, sizeof(path), "%s/%s", s->p[k].dir,
+					    (size_t)snprintf(path, sizeof(path), "%s/%s",
+							     s->p[k].dir,
 							     de->d_name) < sizeof(path))
 						rcg_remove(path);
 				}
@@ -274,7 +275,8 @@ int govex__slot_lock_dirs(const char *cache_dir, char ***v)
 	if (geteuid() == 0)
 		return govex__strv_push(v, "/run/govex");
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
-	if (xdg && xdg[0] == '/' && (size_t)snprintf(buf, sizeof(buf), "%s/govex", xdg) < sizeof(buf))
+	if (xdg && xdg[0] == '/' &&
+	    (size_t)snprintf(buf, sizeof(buf), "%s/govex", xdg) < sizeof(buf))
 		r |= govex__strv_push(v, buf);
 	if (cache_dir && cache_dir[0] == '/' &&
 	    (size_t)snprintf(buf, sizeof(buf), "%s/slots", cache_dir) < sizeof(buf))
