@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "call.h"
 #include "runtime.h"
@@ -73,6 +74,118 @@ static void inspection_store(govex_runtime *rt, const struct source *s, const st
 	pthread_mutex_unlock(&rt->lock);
 }
 
+/* ---- the cache directory's inspections ------------------------------------------------- */
+
+/*
+ * Successful inspections are also kept across processes, in the runtime's cache directory
+ * (cache.c: a checked directory and checked files; nothing a run could write is read).
+ * An entry's key is everything the inspection depends on: the source's digest, its module
+ * and filename (the worker's request), the inspection worker's text (a new govex never
+ * reads an old entry) and the interpreter that runs it (its resolved path and version).
+ *
+ * The interpreter is known only once planning has probed it (planning.c, probe_interp:
+ * under the runtime's lock, in the mode the chosen backend allows), and resolve runs
+ * before planning.  So the cache directory is consulted at check, after planning, rather
+ * than probing early in resolve (which would repeat planning's choice of probe mode): a
+ * hit then skips only the launch, planning and its events stay as they were, and the
+ * in-memory cache still answers in resolve, before planning.
+ *
+ * An entry is untrusted input all the same: strict JSON whose canonical form is the
+ * entry's very bytes (so its digest is the fresh inspection's), of this version, naming
+ * this source digest and module.  Anything else is ignored and rewritten.
+ */
+#define INSPECT_CACHE_KEEP 64
+
+static char worker_digests[2][72];
+static pthread_once_t worker_digests_once = PTHREAD_ONCE_INIT;
+
+static void make_worker_digests(void)
+{
+	govex__sha256_digest(govex__worker_inspection_py, govex__worker_inspection_py_len,
+			     worker_digests[0]);
+	govex__sha256_digest(govex__worker_py, govex__worker_py_len, worker_digests[1]);
+}
+
+/* The entry's key (one line: a compact JSON array, newlines escaped) and file name; NULL
+ * when the interpreter is not known. */
+static char *disk_key(const govex_runtime *rt, const struct source *s, char name[64])
+{
+	if (!rt->interp.path || !rt->interp.version)
+		return NULL;
+	pthread_once(&worker_digests_once, make_worker_digests);
+	json_t *k = json_pack("[s, s, s, s, s, s, s, s]", "govex.inspect-cache/v1", s->digest,
+			      s->module, s->filename, worker_digests[0], worker_digests[1],
+			      rt->interp.path, rt->interp.version);
+	char *key = k ? json_dumps(k, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	json_decref(k);
+	if (!key)
+		return NULL;
+	char dg[72];
+	govex__sha256_digest(key, strlen(key), dg);
+	snprintf(name, 64, "inspect-v1-%.16s.json", dg + 7);
+	return key;
+}
+
+/* A valid entry of the cache directory for this source, into in (and the runtime's
+ * memory cache); false when there is none. */
+static bool inspection_disk_get(govex_runtime *rt, const struct source *s, struct inspection *in)
+{
+	char name[64];
+	char *key = NULL, *data = NULL;
+	json_t *doc = NULL;
+	char *canon = NULL;
+	size_t len = 0;
+	bool found = false;
+	int dfd = rt->probe_cache_dir ? govex__cache_dir_open(rt->probe_cache_dir, false) : -1;
+	if (dfd < 0)
+		return false;
+	if (!(key = disk_key(rt, s, name)) ||
+	    !(data = govex__cache_get(dfd, name, key, INSPECTION_FRAME_MAX)))
+		goto out;
+	if (govex__json_parse(data, strlen(data), 0, &doc, NULL) < 0 || !json_is_object(doc))
+		goto out;
+	const char *v = json_string_value(json_object_get(doc, "version"));
+	const char *sd = json_string_value(json_object_get(doc, "source_digest"));
+	const char *mod = json_string_value(json_object_get(doc, "module"));
+	if (!v || strcmp(v, GOVEX_INSPECTION_VERSION) != 0 || !sd || strcmp(sd, s->digest) != 0 ||
+	    !mod || strcmp(mod, s->module) != 0 ||
+	    !json_is_array(json_object_get(doc, "functions")))
+		goto out;
+	/* byte-identical to what a fresh inspection yields: its canonical form */
+	if (govex__canon(doc, &canon, &len) < 0 || len != strlen(data) ||
+	    memcmp(canon, data, len) != 0)
+		goto out;
+	in->doc = TAKE_PTR(doc);
+	in->canon = TAKE_PTR(canon);
+	in->len = len;
+	govex__sha256_digest(in->canon, in->len, in->digest);
+	inspection_store(rt, s, in);
+	found = true;
+out:
+	json_decref(doc);
+	free(canon);
+	free(data);
+	free(key);
+	close(dfd);
+	return found;
+}
+
+static void inspection_disk_put(govex_runtime *rt, const struct source *s,
+				const struct inspection *in)
+{
+	char name[64];
+	char *key = NULL;
+	int dfd = rt->probe_cache_dir ? govex__cache_dir_open(rt->probe_cache_dir, true) : -1;
+	if (dfd < 0)
+		return;
+	if ((key = disk_key(rt, s, name)) && !memchr(in->canon, '\0', in->len)) {
+		govex__cache_put(dfd, name, key, in->canon);
+		govex__cache_prune(dfd, "inspect-v1-", INSPECT_CACHE_KEEP);
+	}
+	free(key);
+	close(dfd);
+}
+
 /* ---- the inspection job ----------------------------------------------------------------- */
 
 struct inspect_job {
@@ -116,12 +229,14 @@ static int inspect_fill(const struct govex__job *j, struct govex__plan_fields *f
 	return 0;
 }
 
-/* the inspection worker needs Python 3.8 */
+/* the inspection worker needs Python 3.8; an inspection in the cache directory: done */
 static int inspect_check(struct govex__job *j, govex_result **ret_refusal)
 {
+	struct inspect_job *ij = j->state;
 	govex_runtime *rt = j->rt;
+	/* the interpreter is known now: the cache directory's entry, if any */
 	if (rt->interp.major > 3 || (rt->interp.major == 3 && rt->interp.minor >= 8))
-		return 0;
+		return inspection_disk_get(rt, ij->s, ij->in) ? 1 : 0;
 	govex_result *res =
 	    govex__result_new(GOVEX_STATUS_EXECUTION_FAILED, GOVEX_TERM_LAUNCH_FAILED);
 	if (res) {
@@ -189,6 +304,7 @@ static int inspect_finish(struct govex__job *j, struct govex__outcome *o, govex_
 			in->doc = json_incref(doc);
 			govex__sha256_digest(in->canon, in->len, in->digest);
 			inspection_store(j->rt, ij->s, in);
+			inspection_disk_put(j->rt, ij->s, in);
 			govex_result_free(res);
 			res = NULL;
 		}

@@ -100,10 +100,11 @@ static int job_before_launch(struct govex__job *j, govex_plan **ret_plan, govex_
 		*res = govex__plan_mismatch(rt, j->given, j->plan);
 		return *res ? 1 : govex__err(err, ENOMEM, ENOMEM, "out of memory");
 	}
-	if (ops->check && (r = ops->check(j, res)) < 0)
+	if ((r = ops->check ? ops->check(j, res) : 0) < 0)
 		return govex__err(err, -r, -r, "%s: %s", govex__job_kind_name(ops->kind),
 				  strerror(-r));
-	if (*res)
+	/* > 0: done with nothing to launch (an inspection found in the cache directory) */
+	if (*res || r > 0)
 		return 1;
 	if (ops->approve && (*res = govex__approve(rt, j->run_id, &j->d, j->plan)))
 		return 1;

@@ -43,7 +43,9 @@ struct govex__job_ops {
 	/* the kind's own plan members.  May be NULL. */
 	int (*fill)(const struct govex__job *j, struct govex__plan_fields *f);
 	/* after planning and a given plan's comparison, before approval (a call's
-	 * arguments, an inspection's interpreter version).  May be NULL. */
+	 * arguments, an inspection's interpreter version).  Returns 1 when the job is done
+	 * with nothing to launch (an inspection found in the cache directory, which needs
+	 * the interpreter planning probed).  May be NULL. */
 	int (*check)(struct govex__job *j, govex_result **ret_refusal);
 	/* the program to launch */
 	int (*program)(struct govex__job *j, struct govex__program *prog,
