@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "call.h"
@@ -112,10 +113,20 @@ static char *disk_key(const govex_runtime *rt, const struct source *s, char name
 {
 	if (!rt->interp.path || !rt->interp.version)
 		return NULL;
+	/* the executable's identity too: one replaced in place at the same version is
+	 * another interpreter */
+	struct stat st;
+	if (stat(rt->interp.path, &st) < 0)
+		return NULL;
+	char id[160];
+	snprintf(id, sizeof(id), "%llu:%llu:%lld:%lld.%09ld:%lld.%09ld",
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+		 (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
 	pthread_once(&worker_digests_once, make_worker_digests);
-	json_t *k = json_pack("[s, s, s, s, s, s, s, s]", "govex.inspect-cache/v1", s->digest,
+	json_t *k = json_pack("[s, s, s, s, s, s, s, s, s]", "govex.inspect-cache/v1", s->digest,
 			      s->module, s->filename, worker_digests[0], worker_digests[1],
-			      rt->interp.path, rt->interp.version);
+			      rt->interp.path, rt->interp.version, id);
 	char *key = k ? json_dumps(k, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	json_decref(k);
 	if (!key)
