@@ -65,10 +65,13 @@ def _dirs(t):
 
 def _cache_files(cache):
     """Files in the cache dir, slot lock files aside (as non-root the slot locks may live
-    there: one per concurrent run at most, not one per run)."""
+    there: one per concurrent run at most, not one per run), and cached inspections aside
+    (one per module source, not per run, pruned to 64: the killed calls' module may have
+    been inspected before the kill)."""
     out = []
     for root, dirs, files in os.walk(cache):
-        out += [os.path.join(root, f) for f in files if not f.endswith(".lock")]
+        out += [os.path.join(root, f) for f in files
+                if not f.endswith(".lock") and not f.startswith("inspect-v1-")]
     return sorted(out)
 
 
@@ -169,6 +172,9 @@ def _check(t, killed, marker, tmpdir, cache, before_cache, env, pol):
     left = _dead_run_cgroups(killed, cache)
     g.eq(left, [], "cgroups of SIGKILLed runs left behind")
     g.eq(sorted(os.listdir(tmpdir)), [], "workdirs of SIGKILLed runs left in TMPDIR")
+    inspections = [f for _, _, fs in os.walk(cache) for f in fs if f.startswith("inspect-v1-")]
+    g.check(len(inspections) <= 1, "one module, at most one cached inspection: %r"
+            % inspections)
     after = _cache_files(cache)
     g.check(len(after) <= len(before_cache),
             "the cache dir grew from %d to %d files over %d runs: %r"
