@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Latency and throughput of tool calls through one long-lived `govex mcp` over stdio.
+
+Starts `govex mcp --preset P --module examples/mod.py`, initializes, then times
+sequential calls of run_python_snippet (`code: "6*7"`) and of the module tool `add`
+(p50, p99), and the rate with K calls in flight (`--inflight`, default 16).  With
+--compare OTHER_GOVEX the same is measured for another build, the two servers
+interleaved round by round.  A benchmark, not a test: it never fails on noise.
+
+usage: bench/mcp.py [--govex build/govex] [--compare OTHER] [--preset strict]
+                    [--calls 200] [--inflight 16] [--burst 400]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Server:
+    def __init__(self, govex, preset):
+        self.p = subprocess.Popen(
+            [govex, "mcp", "--preset", preset, "--max-concurrent", "16",
+             "--module", os.path.join(ROOT, "examples", "mod.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.lock = threading.Lock()
+        self.waiting = {}
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, msg):
+        self.p.stdin.write((json.dumps(msg) + "\n").encode())
+        self.p.stdin.flush()
+
+    def _read(self):
+        for line in self.p.stdout:
+            msg = json.loads(line)
+            if "id" in msg and msg["id"] in self.waiting:
+                ev, box = self.waiting.pop(msg["id"])
+                box.append(msg)
+                ev.set()
+
+    def start(self, method, params):
+        with self.lock:
+            self.next_id += 1
+            i = self.next_id
+            ev, box = threading.Event(), []
+            self.waiting[i] = (ev, box)
+            self._send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return ev, box
+
+    def request(self, method, params):
+        ev, box = self.start(method, params)
+        ev.wait(60)
+        msg = box[0]
+        if "error" in msg or msg.get("result", {}).get("isError"):
+            raise SystemExit("bench: %s failed: %s" % (method, json.dumps(msg)[:500]))
+        return msg
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(30)
+
+
+CALLS = {
+    "run_python_snippet": {"name": "run_python_snippet", "arguments": {"code": "6*7"}},
+    "add (module tool)": {"name": "add", "arguments": {"a": 40, "b": 2}},
+}
+
+
+def timed(s, params):
+    t = time.perf_counter()
+    s.request("tools/call", params)
+    return time.perf_counter() - t
+
+
+def burst(s, params, n, inflight):
+    sem = threading.Semaphore(inflight)
+    done = []
+
+    def one():
+        try:
+            ev, box = s.start("tools/call", params)
+            ev.wait(120)
+            done.append(box[0])
+        finally:
+            sem.release()
+    t = time.perf_counter()
+    threads = []
+    for _ in range(n):
+        sem.acquire()
+        th = threading.Thread(target=one)
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join()
+    el = time.perf_counter() - t
+    bad = [m for m in done if "error" in m or m["result"].get("isError")]
+    if bad:
+        raise SystemExit("bench: %d of %d calls failed: %s" % (len(bad), n,
+                                                                json.dumps(bad[0])[:300]))
+    return n / el
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--govex", default=os.path.join(ROOT, "build", "govex"))
+    ap.add_argument("--compare", default=None)
+    ap.add_argument("--preset", default="strict")
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--inflight", type=int, default=16)
+    ap.add_argument("--burst", type=int, default=400)
+    a = ap.parse_args()
+    builds = [("this build", a.govex)] + ([("compared", a.compare)] if a.compare else [])
+    servers = {name: Server(path, a.preset) for name, path in builds}
+    times = {(b, c): [] for b, _ in builds for c in CALLS}
+    for name, s in servers.items():  # warm up (probes, caches)
+        for c in CALLS.values():
+            for _ in range(3):
+                timed(s, c)
+    for i in range(a.calls):
+        order = builds if i % 2 == 0 else builds[::-1]
+        for name, _ in order:
+            for c, params in CALLS.items():
+                times[(name, c)].append(timed(servers[name], params))
+    rates = {}
+    for name, _ in builds:
+        rates[name] = burst(servers[name], CALLS["run_python_snippet"], a.burst, a.inflight)
+    for s in servers.values():
+        s.close()
+    print("preset %s, %d sequential calls of each kind (interleaved), %d in flight for %d "
+          "snippets" % (a.preset, a.calls, a.inflight, a.burst))
+    for name, _ in builds:
+        for c in CALLS:
+            v = sorted(times[(name, c)])
+            print("%-10s %-20s p50 %6.2f ms   p99 %6.2f ms" % (
+                name, c, statistics.median(v) * 1e3, v[int(len(v) * 0.99) - 1] * 1e3))
+        print("%-10s %-20s %6.1f runs/s" % (name, "snippets in flight", rates[name]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
