@@ -71,6 +71,7 @@ struct mcp_server {
 	size_t out_bytes;
 	uint64_t out_dropped;
 	bool out_broken, out_closing, out_writer;
+	bool out_busy; /* the writer is in write(2) with a message taken off the queue */
 	pthread_t out_thread;
 	const govex_policy *policy;
 	govex_runtime *rt;
@@ -130,9 +131,11 @@ static void *writer(void *arg)
 		srv->out_head = m->next;
 		if (!srv->out_head)
 			srv->out_tail = &srv->out_head;
+		srv->out_busy = true;
 		pthread_mutex_unlock(&srv->out_lock);
 		write_out(srv, m->text, m->len); /* only this thread writes: no lock held */
 		pthread_mutex_lock(&srv->out_lock);
+		srv->out_busy = false;
 		srv->out_bytes -= m->len;
 		free(m->text);
 		free(m);
@@ -195,9 +198,9 @@ static void writer_stop(struct mcp_server *srv)
 	srv->out_closing = true;
 	pthread_cond_signal(&srv->out_more);
 	int r = 0;
-	while (srv->out_head && r == 0)
+	while ((srv->out_head || srv->out_busy) && r == 0)
 		r = pthread_cond_timedwait(&srv->out_idle, &srv->out_lock, &until);
-	bool drained = !srv->out_head;
+	bool drained = !srv->out_head && !srv->out_busy;
 	uint64_t dropped = srv->out_dropped;
 	pthread_mutex_unlock(&srv->out_lock);
 	if (dropped)
