@@ -359,6 +359,20 @@ static struct govex__tool *new_tool(govex_toolset *ts)
 	return t;
 }
 
+/* The tool new_tool() made, its name and definition set (either may be NULL: out of
+ * memory), counted in the catalogue; -ENOMEM leaves the catalogue as it was. */
+static int tool_added(govex_toolset *ts, struct govex__tool *t)
+{
+	if (!t->name || !t->def) {
+		free(t->name);
+		json_decref(t->def);
+		return -ENOMEM;
+	}
+	t->input_schema = json_object_get(t->def, "inputSchema");
+	ts->n_tools++;
+	return 0;
+}
+
 static int add_snippet(govex_toolset *ts)
 {
 	_cleanup_free_ char *desc = snippet_description(&ts->facts);
@@ -372,14 +386,7 @@ static int add_snippet(govex_toolset *ts)
 		      "Run Python snippet", "description", desc, "inputSchema",
 		      snippet_input_schema(&ts->facts), "outputSchema", govex__tool_result_schema(),
 		      "annotations", annotations(&ts->facts, "Run Python snippet"));
-	if (!t->name || !t->def) {
-		free(t->name);
-		json_decref(t->def);
-		return -ENOMEM;
-	}
-	t->input_schema = json_object_get(t->def, "inputSchema");
-	ts->n_tools++;
-	return 0;
+	return tool_added(ts, t);
 }
 
 static bool valid_tool_name(const char *s)
@@ -416,14 +423,7 @@ static int add_function(govex_toolset *ts, json_t *f, const char *name, const ch
 	t->def = json_pack("{s:s, s:s, s:o, s:o, s:o}", "name", name, "description", desc,
 			   "inputSchema", schema, "outputSchema", output_schema(f), "annotations",
 			   annotations(&ts->facts, name));
-	if (!t->name || !t->def) {
-		free(t->name);
-		json_decref(t->def);
-		return -ENOMEM;
-	}
-	t->input_schema = json_object_get(t->def, "inputSchema");
-	ts->n_tools++;
-	return 0;
+	return tool_added(ts, t);
 }
 
 static int read_module(govex_toolset *ts, const char *path, struct govex_error *err)

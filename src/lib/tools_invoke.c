@@ -6,10 +6,10 @@
  * and the result turned into an MCP CallToolResult (tools_result.c).
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "files.h"
 #include "tools.h"
 #include "values.h"
 
@@ -99,11 +99,8 @@ static int files_decode(json_t *files, struct files_in *f, char *err, size_t err
 				 "args.files[%zu]: give exactly one of text and base64", i);
 			return 1;
 		}
-		size_t nl = strlen(name);
-		bool ok = nl >= 1 && nl <= 128 && name[0] != '.';
-		for (size_t k = 0; ok && k < nl; k++)
-			ok = isalnum((unsigned char)name[k]) || strchr("._-", name[k]);
-		if (!ok) {
+		/* the library's name rule (files.c), checked here to name the argument */
+		if (!name || !govex__file_name_ok(name, strlen(name))) {
 			snprintf(err, errlen,
 				 "args.files[%zu].name: a plain file name of 1 to 128 characters "
 				 "[A-Za-z0-9._-], not starting with '.'",
