@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -437,7 +438,13 @@ def test_unprivileged_restricted(t):
         os.setgroups([])
         os.setgid(65534)
         os.setuid(65534)
-    p = subprocess.run([g.GOVEX, "run", "--policy", path, "--backend", "restricted", "--json",
+    # a copy nobody can execute, wherever the build tree is (as escapetest's
+    # need_unprivileged_sandbox makes one)
+    binary = t.path("bin", "govex")
+    os.mkdir(t.path("bin"), 0o755)
+    shutil.copy2(g.GOVEX, binary)
+    os.chmod(binary, 0o755)
+    p = subprocess.run([binary, "run", "--policy", path, "--backend", "restricted", "--json",
                         "--file", "in.txt=in.txt", "--output-dir", out, "-c", code],
                        cwd=t.tmp, env=dict(os.environ, HOME=t.tmp), preexec_fn=nobody,
                        capture_output=True, timeout=60)
