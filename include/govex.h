@@ -51,9 +51,9 @@ extern "C" {
 
 /* Library version and the contract versions it speaks. */
 #define GOVEX_VERSION_MAJOR  0
-#define GOVEX_VERSION_MINOR  2
+#define GOVEX_VERSION_MINOR  3
 #define GOVEX_VERSION_PATCH  0
-#define GOVEX_VERSION_STRING "0.2.0"
+#define GOVEX_VERSION_STRING "0.3.0"
 
 #define GOVEX_POLICY_VERSION	 "govex.policy/v1"
 #define GOVEX_BACKEND_VERSION	 "govex.backend/v1"
@@ -281,6 +281,27 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 				govex_runtime **ret_runtime, struct govex_error *ret_err);
 
 GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *runtime);
+
+/*
+ * Warm runs (DESIGN.md "Warm runs"), for long-lived hosts (a server, `govex mcp`):
+ * from now on, restricted runs of this runtime that can be are forked from a template,
+ * an interpreter started once per policy inside the sandbox's outer layers; each run
+ * still enters its own namespaces, workdir, identity, cgroup, Landlock, seccomp and
+ * rlimits before its code, and has the same controls, statuses and result document as a
+ * cold run.  The runtime's templates are started now: returns 0 when they are ready, or
+ * a negative errno with ret_err saying why (the runtime then goes on running cold; a
+ * later call may try again).  Runs that cannot be forked (another backend, extra
+ * read-only paths, other interpreter flags) run cold as before.
+ */
+GOVEX_API int govex_runtime_warm(govex_runtime *runtime, struct govex_error *ret_err);
+
+/*
+ * The runtime's counters as one JSON object (malloc'ed, free()): at least
+ * {"runs_in_flight":N,"runs_started":N,"warm":{"enabled":B,"ready":B,"templates":N,
+ * "warm_runs":N,"cold_runs":N}}; members may be added.  For health and metrics endpoints.
+ * Returns 0 or -ENOMEM.
+ */
+GOVEX_API int govex_runtime_stats_json(govex_runtime *runtime, char **ret_json);
 
 /* Borrowed policy of the runtime. */
 GOVEX_API const govex_policy *govex_runtime_policy(const govex_runtime *runtime);

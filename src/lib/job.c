@@ -54,9 +54,13 @@ static int job_launch(struct govex__job *j, struct govex__outcome *o, govex_resu
 		return govex__err(err, -r, -r, "%s: pipe: %s", govex__job_kind_name(j->ops->kind),
 				  strerror(-r));
 	j->launched = true;
-	return govex__launch(j->rt, j->run_id, &j->d, j->plan, prog.argvp ? prog.argvp : prog.argv,
-			     prog.stdin_data, prog.stdin_len, j->req.cancel, p[1], p[0],
-			     prog.frame ? prog.frame_max : 0, prog.extra_ro, o, ret_result, err);
+	__atomic_add_fetch(&j->rt->runs_started, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&j->rt->runs_in_flight, 1, __ATOMIC_RELAXED);
+	r = govex__launch(j->rt, j->run_id, &j->d, j->plan, prog.argvp ? prog.argvp : prog.argv,
+			  prog.stdin_data, prog.stdin_len, j->req.cancel, p[1], p[0],
+			  prog.frame ? prog.frame_max : 0, prog.extra_ro, o, ret_result, err);
+	__atomic_sub_fetch(&j->rt->runs_in_flight, 1, __ATOMIC_RELAXED);
+	return r;
 }
 
 /* Up to the launch: prepare, received, resolve, plan, compare, check, approve.  Returns

@@ -84,6 +84,31 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
 	return NULL;
 }
 
+GOVEX_API int govex_runtime_warm(govex_runtime *rt, struct govex_error *err)
+{
+	if (!rt)
+		return govex__err(err, EINVAL, EINVAL, "govex_runtime_warm: no runtime");
+	return govex__err(err, EOPNOTSUPP, EOPNOTSUPP,
+			  "warm runs are not available in this build: runs start cold");
+}
+
+GOVEX_API int govex_runtime_stats_json(govex_runtime *rt, char **ret_json)
+{
+	char *s = NULL;
+	if (!rt || !ret_json)
+		return -EINVAL;
+	*ret_json = NULL;
+	if (asprintf(&s,
+		     "{\"runs_in_flight\":%lu,\"runs_started\":%lu,\"warm\":{\"enabled\":false,"
+		     "\"ready\":false,\"templates\":0,\"warm_runs\":0,\"cold_runs\":%lu}}",
+		     __atomic_load_n(&rt->runs_in_flight, __ATOMIC_RELAXED),
+		     __atomic_load_n(&rt->runs_started, __ATOMIC_RELAXED),
+		     __atomic_load_n(&rt->runs_started, __ATOMIC_RELAXED)) < 0)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}
+
 GOVEX_API const govex_policy *govex_runtime_policy(const govex_runtime *rt)
 {
 	return rt ? rt->policy : NULL;

@@ -40,6 +40,8 @@ struct govex_runtime {
 		size_t len;
 	} inspections[16];
 	size_t inspections_next;
+	/* counters for govex_runtime_stats_json (atomics: runs of several threads) */
+	unsigned long runs_in_flight, runs_started;
 };
 
 /* The controls this run had: enforced by the backend and applied to this run

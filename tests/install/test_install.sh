@@ -103,31 +103,33 @@ else
 	not_ok "SONAME is libgovex.so.1" "SONAME: '${soname}'"
 fi
 
-# Defined dynamic symbols: "ADDR TYPE NAME[@@VERSION]".  The version node itself (GOVEX_1,
-# an absolute symbol) is allowed; everything else must be govex_*, and not govex__*
+# Defined dynamic symbols: "ADDR TYPE NAME[@@VERSION]".  The version nodes themselves
+# (GOVEX_1, GOVEX_1.1: absolute symbols) are allowed; everything else must be govex_*, and not govex__*
 # (the library's internal prefix).
 exported=$tmp/exported.txt
 if [ -n "$soname_file" ] && nm -D --defined-only "$soname_file" >"$tmp/nm.txt" 2>&1; then
 	awk '{ name = $NF; sub(/@.*/, "", name); print $(NF-1), name }' "$tmp/nm.txt" |
 		sort -u -k2 >"$tmp/symbols.txt"
 	awk '{ print $2 }' "$tmp/symbols.txt" | grep '^govex_' | sort -u >"$exported"
-	bad=$(awk '!($1 == "A" && $2 ~ /^GOVEX_[0-9]+$/) && !($2 ~ /^govex_[a-z0-9]/)' \
+	bad=$(awk '!($1 == "A" && $2 ~ /^GOVEX_[0-9]+(\.[0-9]+)?$/) && !($2 ~ /^govex_[a-z0-9]/)' \
 		"$tmp/symbols.txt")
 	if [ -z "$bad" ] && [ -s "$exported" ]; then
 		ok "exports only govex_* symbols ($(wc -l <"$exported") of them)"
 	else
 		not_ok "exports only govex_* symbols" "unexpected: $bad"
 	fi
-	unversioned=$(grep ' govex_' "$tmp/nm.txt" | grep -v '@@GOVEX_1$' || true)
-	if [ -z "$unversioned" ]; then
-		ok "every exported symbol has the version GOVEX_1"
+	unversioned=$(grep ' govex_' "$tmp/nm.txt" | grep -v -E '@@GOVEX_1(\.1)?$' || true)
+	v11=$(grep -c -E ' govex_runtime_(warm|stats_json)@@GOVEX_1\.1$' "$tmp/nm.txt" || true)
+	if [ -z "$unversioned" ] && [ "$v11" = 2 ]; then
+		ok "every exported symbol has the version GOVEX_1 (0.3's additions GOVEX_1.1)"
 	else
-		not_ok "every exported symbol has the version GOVEX_1" "$unversioned"
+		not_ok "every exported symbol has the version GOVEX_1 (0.3's additions GOVEX_1.1)" \
+			"unversioned: $unversioned; GOVEX_1.1: $v11 of 2"
 	fi
 else
 	: >"$exported"
 	not_ok "exports only govex_* symbols" "$(cat "$tmp/nm.txt" 2>/dev/null)"
-	not_ok "every exported symbol has the version GOVEX_1"
+	not_ok "every exported symbol has the version GOVEX_1 (0.3's additions GOVEX_1.1)"
 fi
 
 # ---- the header --------------------------------------------------------------------
