@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -74,6 +75,13 @@ int cmd_mcp(int argc, char **argv)
 		mcp_cli_log("%s%s", rt ? "runtime: " : "", s.err);
 		cli_session_close(&s);
 		return 1;
+	}
+	/* a long-lived runtime: warm templates, unless GOVEX_WARM=0 (DESIGN.md "Warm runs") */
+	const char *w = getenv("GOVEX_WARM");
+	if (!(w && strcmp(w, "0") == 0)) {
+		struct govex_error we;
+		if (govex_runtime_warm(s.rt, &we) < 0)
+			mcp_cli_log("runs start cold: %s", we.message);
 	}
 	struct mcp_serve_options o = {
 	    .policy = s.policy,

@@ -88,8 +88,7 @@ GOVEX_API int govex_runtime_warm(govex_runtime *rt, struct govex_error *err)
 {
 	if (!rt)
 		return govex__err(err, EINVAL, EINVAL, "govex_runtime_warm: no runtime");
-	return govex__err(err, EOPNOTSUPP, EOPNOTSUPP,
-			  "warm runs are not available in this build: runs start cold");
+	return govex__err(err, EOPNOTSUPP, EOPNOTSUPP, "warm runs are not available in this build");
 }
 
 GOVEX_API int govex_runtime_stats_json(govex_runtime *rt, char **ret_json)
