@@ -219,13 +219,12 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 		if ((st->plan.m[i].kind == RM_BIND_RO || st->plan.m[i].kind == RM_BIND_RW) &&
 		    strcmp(st->plan.m[i].path, "/") == 0)
 			st->root_bind = true;
-	if (r >= 0)
-		r = rfilter_build(st->deny_net, st->deny_subprocess,
-				  st->deny_net || st->deny_subprocess, &st->filter, err);
 	/* network: deny: socket() refused and counted by the shim (execonce.c); subprocess:
-	 * deny: every execve but the first, fork, vfork and a new process's clone, too */
+	 * deny: every execve but the first, fork, vfork and a new process's clone, too.
+	 * Compiled once per build and kernel (cached, seccomp.c). */
 	if (r >= 0)
-		r = rguard_build(st->deny_subprocess, st->deny_net, &st->guard, err);
+		r = rfilters_get(opts ? opts->probe_cache_dir : NULL, st->deny_net,
+				 st->deny_subprocess, &st->filter, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);
 		return r;

@@ -165,6 +165,12 @@ int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfi
  * execveat, fork, vfork and clone of a new process sent to a user-notification listener
  * (execonce.c); with notify_net, socket() of any family but AF_UNIX too. */
 int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err);
+/* Both of a policy's programs: rfilter_build(deny_net, deny_subprocess, notified = either)
+ * and rguard_build(deny_subprocess, deny_net), read from cache_dir (cache.c's trust rules;
+ * keyed by this build, the kernel and libseccomp) or built and written there.  cache_dir
+ * may be NULL: built. */
+int rfilters_get(const char *cache_dir, bool deny_net, bool deny_subprocess, struct rfilter *filter,
+		 struct rfilter *guard, struct govex_error *err);
 /* Exports a libseccomp filter as BPF (the caller releases ctx). */
 typedef void *scmp_filter_ctx;
 int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error *err);
