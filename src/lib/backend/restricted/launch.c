@@ -286,6 +286,7 @@ struct run_ctx {
 	struct rslot slot;
 	char why[PATH_MAX + 80]; /* why no slot could be taken */
 	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
+	int netns_fd;  /* root, network: deny: the host-wide empty namespace (ns.c), or -1 */
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -488,6 +489,8 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	/* the host's handlers (the CLI's SIGINT/SIGTERM/SIGHUP) are not ours: with the
 	 * default dispositions PID 1 ignores every signal sent from inside */
 	govex__child_reset_signals();
+	if (c->netns_fd >= 0 && (r = rns_join_empty(c->netns_fd, step)) < 0)
+		return r;
 
 	/* Drop every host descriptor we did not make for this run. */
 	{
@@ -754,6 +757,7 @@ static void after_fork(void *ctx)
 		close_fdp(&c->cg.procs_fd[i]);
 	for (int i = 0; i < 2; i++)
 		close_fdp(&c->xsock[i]);
+	close_fdp(&c->netns_fd);
 }
 
 /* Everything a run holds on the host, released in reverse order; 0, or -errno when
@@ -762,6 +766,7 @@ static int run_release(struct run_ctx *c)
 {
 	for (int i = 0; i < 2; i++)
 		close_fdp(&c->xsock[i]);
+	close_fdp(&c->netns_fd);
 	int r = rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
 	rplan_free(&c->plan);
@@ -859,6 +864,16 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	return 0;
 }
 
+/* Root and network: deny: the host-wide empty network namespace instead of a new one
+ * per run (ns.c), or -1. */
+static int run_netns(const struct rstate *st)
+{
+	if (st->userns || !st->deny_net)
+		return -1;
+	int fd = rns_empty_netns();
+	return fd >= 0 ? fd : -1;
+}
+
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
 			  struct govex_error *err)
 {
@@ -874,9 +889,10 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
 	    .xsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
+	    .netns_fd = run_netns(st),
 	};
 	const struct govex__shim_ops ops = {
-	    .clone_flags = rns_flags(st->userns, st->deny_net),
+	    .clone_flags = rns_flags(st->userns, st->deny_net && c.netns_fd < 0),
 	    .fork_step = GOVEX_STEP_CLONE,
 	    .shim = shim,
 	    .after_fork = after_fork,
