@@ -666,6 +666,14 @@ int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *e
 /* Removes (a bounded number of) host workdirs under $TMPDIR whose runs' govex died:
  * govex__make_workdir does it too; a runtime whose runs make none does it once. */
 void govex__sweep_workdirs(void);
+/* The same sweep in a thread, started before a run and joined after it (at once, here,
+ * when no thread can be made): its cost overlaps the sandbox's start. */
+struct govex__sweep {
+	pthread_t thread;
+	bool started;
+};
+void govex__sweep_start(struct govex__sweep *s);
+void govex__sweep_join(struct govex__sweep *s);
 /* The directories that hold the restricted backend's run-slot locks for this caller
  * (pushed onto *v): whoever writes there could take another run's slot and have its
  * cgroups reclaimed, so planning protects them like the cache. */

@@ -118,6 +118,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	void *state = NULL;
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_close_ int workdir_lock = -1;
+	/* joined on every way out: the sweep of dead workdirs overlaps the run's start */
+	_cleanup_(govex__sweep_join) struct govex__sweep sweeper = {.started = false};
 	_cleanup_close_ int out_fd = -1;
 	char **envp = NULL;
 	bool host_workdir = false;
@@ -141,7 +143,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		rt->swept = true;
 		pthread_mutex_unlock(&rt->lock);
 		if (sweep)
-			govex__sweep_workdirs();
+			govex__sweep_start(&sweeper);
 	}
 	if (d->workdir) {
 		workdir = strdup(d->workdir);

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -368,6 +369,46 @@ static const char *tmp_dir(void)
 void govex__sweep_workdirs(void)
 {
 	sweep_leftovers(tmp_dir(), "");
+}
+
+/*
+ * The same sweep in a thread of its own while a run starts: a run whose workdir is the
+ * sandbox's own needs nothing of it, so its cost (a readdir of TMPDIR, a tenth of a
+ * millisecond or more where that is a large directory) overlaps the sandbox's start
+ * instead of preceding it.  Joined before the run returns (govex__sweep_join), so a
+ * process that exits after its run has swept as before.  Without a thread: at once.
+ */
+static void *sweep_main(void *arg)
+{
+	char *tmp = arg;
+	sweep_leftovers(tmp, "");
+	free(tmp);
+	return NULL;
+}
+
+void govex__sweep_start(struct govex__sweep *s)
+{
+	s->started = false;
+	char *tmp = strdup(tmp_dir());
+	sigset_t all, old;
+	sigfillset(&all);
+	/* the thread takes no signal meant for the caller (the CLI's SIGINT, say) */
+	bool masked = tmp && pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+	if (masked && pthread_create(&s->thread, NULL, sweep_main, tmp) == 0)
+		s->started = true;
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->started) {
+		sweep_leftovers(tmp ? tmp : tmp_dir(), "");
+		free(tmp);
+	}
+}
+
+void govex__sweep_join(struct govex__sweep *s)
+{
+	if (s->started)
+		pthread_join(s->thread, NULL);
+	s->started = false;
 }
 
 int govex__make_workdir(char **ret_path, int *ret_lock_fd, struct govex_error *err)
