@@ -492,6 +492,11 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 		return govex__err(err, ENOMEM, ENOMEM, "seccomp: cannot make a filter");
 	/* another ABI is killed by the allowlist; this one only sees the native calls */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	/* a binary tree of syscall numbers: loading a filter, the kernel runs it for every
+	 * syscall number to find those it always allows (its action cache), which a chain
+	 * of a score of numbers makes several times slower */
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	static const unsigned long ttycmds[] = {TIOCSTI, TIOCLINUX};
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(ttycmds); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
