@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""docs/deploy.md's host requirements, shown in a real OCI container (runc, Debian's):
+govex run inside a container set up as deploy/kubernetes/deployment.yaml sets up its pod
+(a user namespace of the container's own, uid 10001, no capabilities, no_new_privs, a
+read-only root, the cgroup file system read-only as Kubernetes mounts it) works with the
+sandbox's namespaces, Landlock and seccomp; and each relaxation the Deployment makes is
+needed: with the runtime's masked /proc (procMount: Default) or a seccomp profile that
+refuses user namespaces (what RuntimeDefault does without CAP_SYS_ADMIN) the restricted
+backend is unavailable, and says why.  With the cgroup file system read-only the
+aggregate limits are missing and a policy that sets them is refused by name, never run
+best-effort (docs/deploy.md, "Cgroups: the gap").
+
+Only what runc and this kernel allow; no network (the container has a network namespace
+of its own with nothing in it).  Without runc the suite skips (feature:runc: CI installs
+it and requires it).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GOVEX = os.path.abspath(os.environ.get("GOVEX") or os.path.join(REPO, "build", "govex"))
+UID = 10001
+HOST_BASE = 3000000        # the container's ids 0..65535 are these on the host
+
+
+class Skip(Exception):
+    pass
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def need_runc():
+    runc = shutil.which("runc")
+    if not runc:
+        raise Skip("feature:runc runc is not installed (apt-get install runc)")
+    if os.geteuid() != 0:
+        raise Skip("runc containers need root here")
+    check(os.path.isfile(GOVEX) and os.access(GOVEX, os.X_OK),
+          "govex binary not found: %s (set GOVEX or build it)" % GOVEX)
+    return runc
+
+
+def base_config(tmp):
+    """runc's default spec, bound to a rootfs of the host's /usr and /etc (read-only) and
+    govex's build directory, shaped like the Deployment's pod."""
+    rootfs = os.path.join(tmp, "rootfs")
+    for d in ("usr", "etc", "proc", "sys", "dev", "tmp", "var/cache/govex", "work"):
+        os.makedirs(os.path.join(rootfs, d), exist_ok=True)
+    for link, target in (("bin", "usr/bin"), ("lib", "usr/lib"), ("lib64", "usr/lib64"),
+                         ("sbin", "usr/sbin")):
+        if os.path.isdir(os.path.join("/", target)):
+            os.symlink(target, os.path.join(rootfs, link))
+    # writable places, as the pod's emptyDir volumes: host directories anyone may write
+    for d in ("tmp", "cache"):
+        os.makedirs(os.path.join(tmp, d))
+        os.chmod(os.path.join(tmp, d), 0o1777)
+    r = subprocess.run(["runc", "spec", "--bundle", tmp], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    check(r.returncode == 0, "runc spec: %s" % r.stdout.decode())
+    with open(os.path.join(tmp, "config.json")) as f:
+        c = json.load(f)
+    c["root"] = {"path": rootfs, "readonly": True}
+    binds = ["/usr", "/etc", os.path.dirname(GOVEX)]
+    if os.environ.get("GOVEX_BUILD"):
+        binds.append(os.path.abspath(os.environ["GOVEX_BUILD"]))
+    for src in dict.fromkeys(binds):
+        os.makedirs(rootfs + src, exist_ok=True)
+        c["mounts"].append({"destination": src, "type": "bind", "source": src,
+                            "options": ["rbind", "ro"]})
+    c["mounts"].append({"destination": "/tmp", "type": "bind",
+                        "source": os.path.join(tmp, "tmp"), "options": ["rbind", "rw"]})
+    c["mounts"].append({"destination": "/var/cache/govex", "type": "bind",
+                        "source": os.path.join(tmp, "cache"), "options": ["rbind", "rw"]})
+    p = c["process"]
+    p["terminal"] = False
+    p["user"] = {"uid": UID, "gid": UID}
+    p["env"] = ["PATH=/usr/bin:/bin", "XDG_CACHE_HOME=/var/cache/govex", "LANG=C.UTF-8"]
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        if os.environ.get(k):
+            p["env"].append("%s=%s" % (k, os.environ[k]))
+    p["capabilities"] = {k: [] for k in ("bounding", "effective", "inheritable", "permitted",
+                                         "ambient")}
+    p["noNewPrivileges"] = True
+    p["cwd"] = "/tmp"
+    lx = c["linux"]
+    # hostUsers: false
+    lx["namespaces"] += [{"type": "user"}, {"type": "cgroup"}]
+    lx["uidMappings"] = [{"containerID": 0, "hostID": HOST_BASE, "size": 65536}]
+    lx["gidMappings"] = [{"containerID": 0, "hostID": HOST_BASE, "size": 65536}]
+    lx.pop("seccomp", None)          # seccompProfile: Unconfined
+    return c
+
+
+def unmask(c):
+    """procMount: Unmasked."""
+    c["linux"].pop("maskedPaths", None)
+    c["linux"].pop("readonlyPaths", None)
+
+
+def run(tmp, c, argv, name, timeout=120):
+    """Runs ARGV in a container of config C: (exit code, output)."""
+    c = json.loads(json.dumps(c))
+    c["process"]["args"] = argv
+    with open(os.path.join(tmp, "config.json"), "w") as f:
+        json.dump(c, f)
+    cid = "govex-test-%d-%s" % (os.getpid(), name)
+    try:
+        r = subprocess.run(["runc", "run", "--bundle", tmp, cid], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                           start_new_session=True)
+        return r.returncode, r.stdout.decode("utf-8", "replace")
+    finally:
+        subprocess.run(["runc", "delete", "--force", cid], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+
+
+def first_json(text):
+    """The first JSON value in TEXT (runc merges the container's stdout and stderr)."""
+    for i, ch in enumerate(text):
+        if ch in "[{":
+            try:
+                return json.JSONDecoder().raw_decode(text[i:])[0]
+            except ValueError:
+                continue
+    return None
+
+
+def restricted(tmp, c, name):
+    rc, out = run(tmp, c, [GOVEX, "backends", "--json"], name)
+    check(rc == 0, "govex backends in the container: exit %d\n%s" % (rc, out[-2000:]))
+    doc = first_json(out)
+    check(doc is not None, "govex backends --json printed no JSON:\n%s" % out[-2000:])
+    backs = doc.get("backends", doc) if isinstance(doc, dict) else doc
+    for b in backs if isinstance(backs, list) else []:
+        if b.get("name") == "restricted":
+            return b, out
+    raise Failure("no restricted backend in:\n%s" % out[-2000:])
+
+
+def no_aggregates_policy(tmp):
+    """The strict preset without its aggregate limits (memory, tasks, CPU time)."""
+    r = subprocess.run([GOVEX, "policy", "show", "strict"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    check(r.returncode == 0, "govex policy show strict: %s" % r.stdout.decode())
+    p = json.loads(r.stdout)
+    for k in ("memory_bytes", "processes", "cpu_ms"):
+        p["limits"][k] = None
+    path = os.path.join(tmp, "tmp", "policy.json")
+    with open(path, "w") as f:
+        json.dump(p, f)
+    os.chmod(path, 0o644)
+    return "/tmp/policy.json"
+
+
+AGGREGATES = {"memory_aggregate", "pids_aggregate", "cpu_time_aggregate"}
+
+
+def test_pod_posture(tmp):
+    """The Deployment's pod: the sandbox works; strict's aggregate limits are refused
+    by name (the cgroup gap), or, once govex can have them, enforced."""
+    need_runc()
+    c = base_config(tmp)
+    unmask(c)
+    b, out = restricted(tmp, c, "pod")
+    check(b.get("available") is True,
+          "restricted is unavailable in the pod's posture:\n%s" % out[-2500:])
+    pol = no_aggregates_policy(tmp)
+    rc, out = run(tmp, c, [GOVEX, "run", "--json", "--policy", pol, "-c",
+                           "import os; print(6*7, os.getuid())"], "pod-run")
+    check(rc == 0, "a run in the pod: exit %d\n%s" % (rc, out[-2500:]))
+    res = first_json(out) or {}
+    check(res.get("status") == "success" and res.get("stdout") == "42 %d\n" % UID,
+          "the run in the pod: %r" % {k: res.get(k) for k in ("status", "stdout", "stderr")})
+    ctrls = set(res.get("backend", {}).get("controls", []))
+    for want in ("network_deny", "fs_read_allowlist", "subprocess_deny", "syscall_filter"):
+        check(want in ctrls, "the run in the pod lacks %s: %r" % (want, sorted(ctrls)))
+    rc, out = run(tmp, c, [GOVEX, "run", "--json", "-c", "print(1)"], "pod-strict")
+    if rc == 0:
+        res = first_json(out) or {}
+        ctrls = set(res.get("backend", {}).get("controls", []))
+        check(AGGREGATES <= ctrls, "strict ran without its aggregate controls: %r"
+              % sorted(ctrls))
+        print("# strict runs in the pod with its aggregate limits")
+    else:
+        check(rc == 125 and "policy_refused" in out and
+              all(a in out for a in AGGREGATES),
+              "strict in the pod: exit %d, not a refusal naming the aggregate controls:\n%s"
+              % (rc, out[-2000:]))
+        print("# strict in the pod: refused, naming %s (read-only cgroup file system)"
+              % ", ".join(sorted(AGGREGATES)))
+
+
+def test_masked_proc(tmp):
+    """procMount: Default (the runtime's masked /proc): no sandbox, and it says why."""
+    need_runc()
+    c = base_config(tmp)
+    check(c["linux"].get("maskedPaths"), "runc's spec masks nothing: the test shows nothing")
+    b, out = restricted(tmp, c, "masked")
+    check(b.get("available") is False, "restricted is available under a masked /proc")
+    check("proc" in out, "the reason does not name proc:\n%s" % out[-2000:])
+
+
+def test_seccomp_userns(tmp):
+    """A seccomp profile refusing user namespaces (as RuntimeDefault does to a container
+    without CAP_SYS_ADMIN): no sandbox."""
+    need_runc()
+    c = base_config(tmp)
+    unmask(c)
+    newuser = 0x10000000
+    c["linux"]["seccomp"] = {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+        "syscalls": [
+            {"names": ["unshare", "clone"], "action": "SCMP_ACT_ERRNO",
+             "args": [{"index": 0, "value": newuser, "valueTwo": newuser,
+                       "op": "SCMP_CMP_MASKED_EQ"}]},
+            {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38},
+        ]}
+    b, out = restricted(tmp, c, "seccomp")
+    check(b.get("available") is False,
+          "restricted is available when user namespaces are refused:\n%s" % out[-2000:])
+
+
+TESTS = [
+    ("the Deployment's pod posture: the sandbox works, aggregates refused by name or "
+     "enforced", test_pod_posture),
+    ("a masked /proc (procMount: Default) leaves no sandbox", test_masked_proc),
+    ("a seccomp profile refusing user namespaces leaves no sandbox", test_seccomp_userns),
+]
+
+
+def main():
+    print("TAP version 13")
+    print("1..%d" % len(TESTS))
+    sys.stdout.flush()
+    for i, (name, fn) in enumerate(TESTS, 1):
+        tmp = tempfile.mkdtemp(prefix="govex-ctr-")
+        os.chmod(tmp, 0o755)
+        try:
+            fn(tmp)
+            print("ok %d - %s" % (i, name))
+        except Skip as e:
+            print("ok %d - %s # SKIP %s" % (i, name, e))
+        except Failure as e:
+            print("not ok %d - %s" % (i, name))
+            for line in str(e).splitlines():
+                print("# " + line)
+        except Exception as e:
+            print("not ok %d - %s" % (i, name))
+            for line in ("crashed: %r\n%s" % (e, traceback.format_exc())).splitlines():
+                print("# " + line)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
