@@ -133,7 +133,7 @@ def test_all_valid(tmp):
 SCHEMA_MUTATIONS = [
     ("deployment.yaml", "readinessProbe:", "readinesProbe:", 'unknown field "readinesProbe"'),
     ("deployment.yaml", "replicas: 2", "replicas: two", "/spec/replicas: must be integer"),
-    ("deployment.yaml", "type: Unconfined", "type: Unconfind", "must be equal to one of"),
+    ("deployment.yaml", "type: Localhost", "type: Localhst", "must be equal to one of"),
     ("deployment.yaml", "  selector:\n    matchLabels:", "  selectr:\n    matchLabels:",
      "must have required property 'selector'"),
     ("deployment.yaml", "containerPort: 8080", "containerPort: 99999999999",
@@ -271,6 +271,10 @@ def promises(docs):
     need(sc.get("readOnlyRootFilesystem") is True, "the root file system is writable")
     need(sc.get("capabilities", {}).get("drop") == ["ALL"] and
          not sc.get("capabilities", {}).get("add"), "capabilities are not all dropped")
+    sp = psc.get("seccompProfile", {})
+    need(sp.get("type") == "Localhost" and os.path.isfile(os.path.join(
+        REPO, "deploy", "seccomp", os.path.basename(sp.get("localhostProfile") or "-"))),
+        "the seccomp profile %r is not one of deploy/seccomp/" % sp)
     need(pod.get("automountServiceAccountToken") is False,
          "the pod gets a service account token it has no use for")
     env = {e["name"]: e.get("value") for e in c.get("env", [])}
@@ -310,6 +314,10 @@ PROMISE_MUTATIONS = [
     ("Deployment", _P + ("securityContext", "runAsUser"), 0, "root"),
     ("Deployment", ("spec", "template", "metadata", "labels", "app.kubernetes.io/name"), "x",
      "selector"),
+    ("Deployment", _P + ("securityContext", "seccompProfile", "type"), "Unconfined",
+     "seccomp profile"),
+    ("Deployment", _P + ("securityContext", "seccompProfile", "localhostProfile"),
+     "profiles/other.json", "seccomp profile"),
     ("Service", ("spec", "sessionAffinity"), "ClientIP", "pins clients"),
     ("HorizontalPodAutoscaler", ("spec", "scaleTargetRef", "name"), "other", "the HPA scales"),
     ("HorizontalPodAutoscaler", ("spec", "metrics", 0, "pods", "metric", "name"), "cpu",
