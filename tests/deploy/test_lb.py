@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Scale-out behind a real load balancer: two `govex mcp --http 127.0.0.1:0 --token-file F`
-replicas behind haproxy (Debian's), round-robin, speaking the stateless protocol
+replicas behind haproxy (Debian's) configured by deploy/haproxy/haproxy.cfg, round-robin, speaking the stateless protocol
 2026-07-28 through it; both replicas answer (each one's /metrics counts its runs); a
 SIGTERM on the replica running a call drains it (the call completes through haproxy and
 the process exits 0) while every request sent meanwhile is answered by the other.
@@ -219,28 +219,29 @@ def wait_ready(client, what, limit=60):
     raise Failure("%s not ready in %d s: %r" % (what, limit, last))
 
 
-HAPROXY_CFG = """global
-    maxconn 256
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout http-request 10s
-    retries 3
-    option redispatch
-frontend mcp
-    bind 127.0.0.1:{lb}
-    default_backend govex
-backend govex
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
-    http-check expect status 200
-    default-server check inter 300ms fall 1 rise 2
-    server r1 127.0.0.1:{p1}
-    server r2 127.0.0.1:{p2}
-"""
+HAPROXY_EXAMPLE = os.path.join(REPO, "deploy", "haproxy", "haproxy.cfg")
+
+
+def haproxy_config(lb_port, ports):
+    """deploy/haproxy/haproxy.cfg with its bind and server lines on loopback (no TLS here)
+    and a shorter check interval."""
+    out, servers_done = [], False
+    for line in open(HAPROXY_EXAMPLE).read().splitlines():
+        s = line.strip()
+        if s.startswith("bind "):
+            line = "    bind 127.0.0.1:%d" % lb_port
+        elif s.startswith("default-server "):
+            line = line.replace("inter 1s", "inter 300ms")
+        elif s.startswith("server "):
+            if servers_done:
+                continue
+            servers_done = True
+            line = "\n".join("    server r%d 127.0.0.1:%d" % (i + 1, p)
+                             for i, p in enumerate(ports))
+        out.append(line)
+    check(servers_done and any("bind 127.0.0.1" in l for l in out),
+          "deploy/haproxy/haproxy.cfg has no bind or server line to replace")
+    return "\n".join(out) + "\n"
 
 
 def cluster(tmp):
@@ -261,8 +262,7 @@ def cluster(tmp):
     lb_port = free_port()
     cfg = os.path.join(tmp, "haproxy.cfg")
     with open(cfg, "w") as f:
-        f.write(HAPROXY_CFG.format(lb=lb_port, p1=reps[0][2].base.rsplit(":", 1)[1],
-                                   p2=reps[1][2].base.rsplit(":", 1)[1]))
+        f.write(haproxy_config(lb_port, [int(c.base.rsplit(":", 1)[1]) for _, _, c in reps]))
     r = subprocess.run([haproxy, "-c", "-f", cfg], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=30)
     check(r.returncode == 0, "haproxy -c: %s" % r.stdout.decode()[-1500:])
@@ -288,6 +288,8 @@ def cluster(tmp):
 
 def test_round_robin(tmp):
     lb, reps, _ = cluster(tmp)
+    code, _ = lb.get("/metrics")
+    check(code == 403, "/metrics through haproxy answered %d, not 403" % code)
     before = [runs_total(c.get("/metrics")[1]) for _, _, c in reps]
     tools = lb.rpc("tools/list")
     names = [t["name"] for t in tools.get("result", {}).get("tools", [])]
