@@ -194,7 +194,8 @@ def free_port():
 def start_replica(tmp, name, token_file):
     errpath = os.path.join(tmp, name + ".stderr")
     p = start([GOVEX, "mcp", "--http", "127.0.0.1:0", "--token-file", token_file,
-               "--drain-timeout", str(DRAIN_TIMEOUT), "--max-concurrent", "2"], errpath)
+               "--drain-timeout", str(DRAIN_TIMEOUT), "--max-concurrent", "2",
+               "--rate", "1000"], errpath)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         m = LISTEN.search(tail(errpath, 20000))
@@ -375,10 +376,58 @@ def test_sigterm_drain(tmp):
           % (sent, took))
 
 
+def test_rate_at_proxy(tmp):
+    """Behind haproxy every request comes from haproxy's address, so the per-client limit
+    is the proxy's (deploy/haproxy/haproxy.cfg: 500 per 10 s): a burst from one client
+    past it gets haproxy's 429s, and none from the replicas (--rate 1000)."""
+    lb, reps, _ = cluster(tmp)
+    codes = {}
+    lock = threading.Lock()
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "io.modelcontextprotocol/clientInfo": {"name": "test_lb", "version": "1"}}}
+    }).encode()
+
+    def burst(n):
+        for _ in range(n):
+            req = urllib.request.Request(lb.base + "/mcp", data=body, method="POST")
+            req.add_header("Authorization", "Bearer " + lb.token)
+            req.add_header("Content-Type", "application/json")
+            req.add_header("Accept", "application/json, text/event-stream")
+            req.add_header("MCP-Protocol-Version", MODERN)
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    key = (r.status, "")
+            except urllib.error.HTTPError as e:
+                text = e.read().decode("utf-8", "replace")
+                key = (e.code, "govex" if text.lstrip().startswith("{") else "haproxy")
+            except Exception as e:      # counted, so that the checks below see it
+                key = (0, repr(e)[:80])
+            with lock:
+                codes[key] = codes.get(key, 0) + 1
+
+    ths = [threading.Thread(target=burst, args=(100,)) for _ in range(7)]
+    for x in ths:
+        x.start()
+    for x in ths:
+        x.join(60)
+    ok = codes.get((200, ""), 0)
+    check(codes.get((429, "haproxy"), 0) > 0, "700 requests in a burst, no 429 from "
+          "haproxy: %r" % codes)
+    check(not any(k[1] == "govex" or k[0] == 0 for k in codes),
+          "a replica refused, or a request failed: %r" % codes)
+    check(400 <= ok <= 520, "%d requests passed haproxy's limit of 500 per 10 s: %r"
+          % (ok, codes))
+    print("# a 700-request burst from one client: %r" % codes)
+
+
 TESTS = [
     ("haproxy round-robin over two replicas, stateless 2026-07-28: both answer",
      test_round_robin),
     ("SIGTERM on the busy replica drains its call; the other keeps serving", test_sigterm_drain),
+    ("the per-client rate limit is haproxy's, not the replicas'", test_rate_at_proxy),
 ]
 
 
