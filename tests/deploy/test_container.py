@@ -299,6 +299,123 @@ def test_seccomp_localhost(tmp):
     print("# errno with the profile %r, without %r" % (denied, free))
 
 
+SERVE = r"""
+import json, os, re, signal, subprocess, sys, time, urllib.request
+tok = sys.argv[2]
+p = subprocess.Popen([sys.argv[1], "mcp", "--http", "127.0.0.1:0", "--token-file", tok,
+                      "--drain-timeout", "5", "--policy", sys.argv[3]], stderr=subprocess.PIPE)
+line, m = "", None
+for _ in range(20):                 # "runs start cold: ..." and the like come first
+    got = p.stderr.readline().decode()
+    line += got
+    m = re.search(r"listening on (http://[^ ]+)/mcp", got)
+    if m or not got:
+        break
+if not m:
+    p.wait(10)
+    print(json.dumps({"started": False, "exit": p.returncode,
+                      "stderr": line + p.stderr.read().decode()[-800:]}))
+    sys.exit(0)
+base = m.group(1)
+for _ in range(100):
+    try:
+        if urllib.request.urlopen(base + "/readyz", timeout=2).status == 200:
+            break
+    except OSError:
+        time.sleep(0.1)
+token = open(tok).readline().strip()
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "run_python_snippet", "arguments": {"code": "print(6*7)"},
+    "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+              "io.modelcontextprotocol/clientCapabilities": {},
+              "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}}).encode()
+req = urllib.request.Request(base + "/mcp", data=body, method="POST", headers={
+    "Authorization": "Bearer " + token, "Content-Type": "application/json",
+    "Accept": "application/json", "MCP-Protocol-Version": "2026-07-28"})
+try:
+    resp = json.loads(urllib.request.urlopen(req, timeout=60).read())
+except Exception as e:
+    resp = {"error": repr(e)}
+p.send_signal(signal.SIGTERM)
+try:
+    rc = p.wait(30)
+except subprocess.TimeoutExpired:
+    p.kill()
+    rc = "timeout"
+print(json.dumps({"started": True, "exit": rc, "response": resp,
+                  "stderr": p.stderr.read().decode()[-800:]}))
+"""
+
+
+def need_http():
+    r = subprocess.run([GOVEX, "mcp", "--help"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=30)
+    if "--http" not in r.stdout.decode("utf-8", "replace"):
+        raise Skip("this govex has no HTTP transport (`govex mcp --help` names no --http; "
+                   "issue 13's server is not in this tree)")
+
+
+def test_pod_serves(tmp):
+    """The Deployment's server in the pod's posture, under deploy/seccomp/govex.json: govex
+    mcp --http with the token as the kubelet gives it (a file root:10001, mode 0440, by
+    subPath) answers a stateless tools/call (under a policy without aggregate limits: the
+    cgroup gap) and exits 0 on SIGTERM; the token as a Secret volume's key (a symlink into
+    ..data/, no subPath) is refused (exit 125)."""
+    need_runc()
+    need_http()
+    c = base_config(tmp)
+    unmask(c)
+    with open(PROFILE) as f:
+        c["linux"]["seccomp"] = json.load(f)
+    # the host's network namespace: a fresh one's loopback is down under runc, where a
+    # pod's is up; the server binds 127.0.0.1 only
+    c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]
+    # (and no sysfs: mounting one takes a network namespace of one's own)
+    c["mounts"] = [m for m in c["mounts"] if m["destination"] != "/sys"]
+    os.makedirs(os.path.join(tmp, "rootfs", "sys", "fs", "cgroup"), exist_ok=True)
+    c["process"]["env"] = [e for e in c["process"]["env"] if not e.startswith("ASAN_OPTIONS=")]
+    c["process"]["env"].append("ASAN_OPTIONS=%s%sdetect_leaks=0" % (
+        os.environ.get("ASAN_OPTIONS", ""), ":" if os.environ.get("ASAN_OPTIONS") else ""))
+    secret = os.path.join(tmp, "secret")
+    data = os.path.join(secret, "..2026_01_01_00_00_00.000000000")
+    os.makedirs(data)
+    tok = os.path.join(data, "token")
+    with open(tok, "w") as f:
+        f.write("t0ken-" + os.urandom(16).hex() + "\n")
+    os.symlink(os.path.basename(data), os.path.join(secret, "..data"))
+    os.symlink("..data/token", os.path.join(secret, "token"))
+    for path in (secret, data):
+        os.chown(path, HOST_BASE, HOST_BASE + UID)
+        os.chmod(path, 0o2755)
+    os.chown(tok, HOST_BASE, HOST_BASE + UID)      # root:10001 in the pod
+    os.chmod(tok, 0o440)                            # defaultMode 0400 + fsGroup's read
+    os.makedirs(os.path.join(tmp, "rootfs", "var", "run", "govex", "secret"), exist_ok=True)
+    with open(os.path.join(tmp, "rootfs", "var", "run", "govex", "token"), "w"):
+        pass
+    c["mounts"].append({"destination": "/var/run/govex/token", "type": "bind",
+                        "source": tok, "options": ["bind", "ro"]})       # subPath: token
+    c["mounts"].append({"destination": "/var/run/govex/secret", "type": "bind",
+                        "source": secret, "options": ["rbind", "ro"]})   # no subPath
+    # strict's aggregate limits are refused in a pod (the cgroup gap): the policy without them
+    pol = no_aggregates_policy(tmp)
+    for name, path in (("subpath", "/var/run/govex/token"),
+                       ("symlink", "/var/run/govex/secret/token")):
+        rc, out = run(tmp, c, ["/usr/bin/python3", "-c", SERVE, GOVEX, path, pol],
+                      "serve-" + name)
+        doc = first_json(out)
+        check(rc == 0 and isinstance(doc, dict), "%s: exit %d\n%s" % (name, rc, out[-2000:]))
+        if name == "subpath":
+            check(doc["started"], "the server did not start: %r" % doc)
+            r = doc.get("response", {}).get("result", {})
+            sc = r.get("structuredContent") or {}
+            check(sc.get("status") == "success" and sc.get("stdout") == "42\n",
+                  "tools/call in the pod: %r" % doc)
+            check(doc["exit"] == 0, "SIGTERM: exit %r\n%s" % (doc["exit"], doc["stderr"]))
+        else:
+            check(not doc["started"] and doc["exit"] == 125 and "symbolic link" in doc["stderr"],
+                  "a symlinked token was not refused: %r" % doc)
+
+
 TESTS = [
     ("the Deployment's pod posture: the sandbox works, aggregates refused by name or "
      "enforced", test_pod_posture),
@@ -306,6 +423,8 @@ TESTS = [
     ("a seccomp profile refusing user namespaces leaves no sandbox", test_seccomp_userns),
     ("deploy/seccomp/govex.json: the sandbox works under it, what it denies is denied",
      test_seccomp_localhost),
+    ("the pod serves stateless MCP over HTTP with the token as the kubelet mounts it",
+     test_pod_serves),
 ]
 
 
