@@ -10,7 +10,8 @@
 //      quantities, enums, required fields);
 //   2. strict fields, as `kubectl apply --validate=strict` and kubeconform -strict do: a
 //      field the schema does not declare is an error (a typo such as `readinesProbe` would
-//      otherwise be accepted by the schema and dropped by the API server).
+//      otherwise pass the schema and, where the API server's field validation is not
+//      strict, be dropped).
 // YAML is read as 1.1, as Kubernetes reads it (0400 is octal, yes/no are booleans).
 // Prints "ok FILE#N KIND/NAME" or "error FILE#N KIND/NAME: PATH: MESSAGE" per document and
 // exits 1 when anything failed.  --dump prints instead the parsed documents as one JSON
