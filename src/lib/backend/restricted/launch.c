@@ -221,10 +221,9 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 			st->root_bind = true;
 	/* network: deny: socket() refused and counted by the shim (execonce.c); subprocess:
 	 * deny: every execve but the first, fork, vfork and a new process's clone, too.
-	 * Compiled once per build and kernel (cached, seccomp.c). */
+	 * Compiled in at build time where this host is the build's (seccomp.c). */
 	if (r >= 0)
-		r = rfilters_get(opts ? opts->probe_cache_dir : NULL, st->deny_net,
-				 st->deny_subprocess, &st->filter, &st->guard, err);
+		r = rfilters_get(st->deny_net, st->deny_subprocess, &st->filter, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);
 		return r;

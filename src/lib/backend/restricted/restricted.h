@@ -166,11 +166,26 @@ int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfi
  * (execonce.c); with notify_net, socket() of any family but AF_UNIX too. */
 int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err);
 /* Both of a policy's programs: rfilter_build(deny_net, deny_subprocess, notified = either)
- * and rguard_build(deny_subprocess, deny_net), read from cache_dir (cache.c's trust rules;
- * keyed by this build, the kernel and libseccomp) or built and written there.  cache_dir
- * may be NULL: built. */
-int rfilters_get(const char *cache_dir, bool deny_net, bool deny_subprocess, struct rfilter *filter,
-		 struct rfilter *guard, struct govex_error *err);
+ * and rguard_build(deny_subprocess, deny_net): the ones compiled into the library at build
+ * time when this runtime's libseccomp, architecture and seccomp API level are the build's,
+ * else built now. */
+int rfilters_get(bool deny_net, bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
+		 struct govex_error *err);
+/* true when the built-in programs are used on this host */
+bool rfilters_builtin(void);
+/* What the build compiled (filters_gen.c writes one, the library links it when built
+ * natively): pairs[2 * deny_net + deny_subprocess]. */
+struct rbuiltin_pair {
+	struct rfilter filter, guard;
+};
+struct rbuiltin_filters {
+	bool present;		      /* false: none (a cross build: builtin_none.c) */
+	unsigned major, minor, micro; /* libseccomp's version */
+	unsigned api;		      /* seccomp_api_get() */
+	uint32_t arch;		      /* seccomp_arch_native() */
+	struct rbuiltin_pair pairs[4];
+};
+extern const struct rbuiltin_filters govex__rbuiltin_filters;
 /* Exports a libseccomp filter as BPF (the caller releases ctx). */
 typedef void *scmp_filter_ctx;
 int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error *err);

@@ -614,168 +614,64 @@ int rfilter_load(const struct rfilter *f)
 	return 0;
 }
 
-/* ---- the compiled filters, cached ------------------------------------------------------
+/* ---- the compiled filters, built in -----------------------------------------------------
  *
  * libseccomp 2.5 snapshots its rule database on every rule added and builds the binary
  * tree afterwards: about 0.7 ms per runtime, a tenth of a one-shot run's own overhead.
- * The two programs depend only on deny_net and deny_subprocess, this build's code, the
- * libseccomp it links and the kernel's seccomp API level, so they are kept in the cache
- * directory under cache.c's trust rules (a 0700 directory of the caller's, a regular
- * 0600 file of the caller's, checked at open; planning refuses a policy whose write roots
- * cover the directory, so no run can write there).  The key line names all of the above;
- * the payload carries its own digest and both programs in hex; anything that does not
- * parse, or exceeds BPF_MAXINSNS, is built afresh and rewritten.
+ * The two programs depend only on deny_net and deny_subprocess, this code, the
+ * libseccomp it links, the architecture and the kernel's seccomp API level.  So the build
+ * compiles all four pairs with this very code (filters_gen.c, a build step) into the
+ * library, tagged with the API level and libseccomp version it had; a runtime whose
+ * libseccomp and API level are the same uses them, any other builds them as before.
+ * Nothing is read back from a file: a program that decides what a run may call comes
+ * from govex's own binary (DESIGN "Trust boundaries"), never from a cache someone
+ * could write.
  */
-#include <dlfcn.h>
-#include <sys/utsname.h>
 
-#define FILTERS_PREFIX "seccomp-v1-"
-#define FILTERS_KEEP   16
-#define FILTERS_MAX    (2 * (BPF_MAXINSNS * 16 + 16) + 128)
-
-/* this build (the file holding this code, by identity), the kernel, libseccomp, the
- * policy's two inputs and the euid: one line */
-static char *filters_key(bool deny_net, bool deny_subprocess)
+static int filter_copy(const struct rfilter *src, struct rfilter *ret)
 {
-	Dl_info dl;
-	struct stat st;
-	struct utsname u;
-	char *key = NULL;
-	if (!dladdr((void *)rfilter_build, &dl) || !dl.dli_fname || stat(dl.dli_fname, &st) < 0 ||
-	    uname(&u) < 0)
-		return NULL;
-	const struct scmp_version *v = seccomp_version();
-	if (asprintf(&key,
-		     "govex %s build %llu:%llu:%lld.%09ld uid %u kernel %s %s api %u libseccomp "
-		     "%u.%u.%u deny_net %d deny_subprocess %d",
-		     GOVEX_VERSION_STRING, (unsigned long long)st.st_dev,
-		     (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec,
-		     st.st_mtim.tv_nsec, (unsigned)geteuid(), u.release, u.version,
-		     seccomp_api_get(), v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0,
-		     deny_net, deny_subprocess) < 0)
-		return NULL;
-	for (char *c = key; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
-	return key;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* "<tag> <hex of the instructions>\n" at *p: the program, *p moved past it */
-static int filter_parse(const char **p, char tag, struct rfilter *ret)
-{
-	const char *s = *p;
-	if (s[0] != tag || s[1] != ' ')
-		return -EINVAL;
-	s += 2;
-	const char *e = strchr(s, '\n');
-	size_t n = e ? (size_t)(e - s) : 0;
-	size_t isz = 2 * sizeof(struct sock_filter);
-	if (!e || n == 0 || n % isz || n / isz > BPF_MAXINSNS)
-		return -EINVAL;
-	unsigned char *b = malloc(n / 2);
-	if (!b)
+	size_t n = (size_t)src->len * sizeof(struct sock_filter);
+	ret->insns = malloc(n);
+	if (!ret->insns)
 		return -ENOMEM;
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			free(b);
-			return -EINVAL;
-		}
-		b[i] = (unsigned char)(hi << 4 | lo);
-	}
-	ret->insns = (struct sock_filter *)b;
-	ret->len = (unsigned short)(n / isz);
-	*p = e + 1;
+	memcpy(ret->insns, src->insns, n);
+	ret->len = src->len;
 	return 0;
 }
 
-static void filter_hex(char *out, char tag, const struct rfilter *f)
+/* The built-in pair for these inputs, when this runtime is what the build was. */
+static const struct rbuiltin_pair *builtin_pair(bool deny_net, bool deny_subprocess)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *b = (const unsigned char *)f->insns;
-	size_t n = (size_t)f->len * sizeof(struct sock_filter);
-	*out++ = tag;
-	*out++ = ' ';
-	for (size_t i = 0; i < n; i++) {
-		*out++ = hex[b[i] >> 4];
-		*out++ = hex[b[i] & 15];
-	}
-	*out++ = '\n';
-	*out = '\0';
+	const struct rbuiltin_filters *b = &govex__rbuiltin_filters;
+	if (!b->present)
+		return NULL;
+	const struct scmp_version *v = seccomp_version();
+	if (!v || v->major != b->major || v->minor != b->minor || v->micro != b->micro ||
+	    seccomp_arch_native() != b->arch || seccomp_api_get() != b->api)
+		return NULL;
+	return &b->pairs[(deny_net ? 2 : 0) + (deny_subprocess ? 1 : 0)];
 }
 
-/* payload: "sha256:<hex of the rest>\nF <hex>\nG <hex>\n" */
-static int filters_parse(const char *payload, struct rfilter *filter, struct rfilter *guard)
+int rfilters_get(bool deny_net, bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
+		 struct govex_error *err)
 {
-	const char *nl = strchr(payload, '\n');
-	char dg[72];
-	if (!nl || (size_t)(nl - payload) != 71)
-		return -EINVAL;
-	govex__sha256_digest(nl + 1, strlen(nl + 1), dg);
-	if (memcmp(dg, payload, 71) != 0)
-		return -EINVAL;
-	const char *p = nl + 1;
-	int r = filter_parse(&p, 'F', filter);
-	if (r == 0 && (r = filter_parse(&p, 'G', guard)) < 0)
-		rfilter_free(filter);
-	if (r == 0 && *p) {
-		rfilter_free(filter);
-		rfilter_free(guard);
-		r = -EINVAL;
-	}
-	return r;
-}
-
-static void filters_put(int dfd, const char *name, const char *key, const struct rfilter *filter,
-			const struct rfilter *guard)
-{
-	size_t fl = (size_t)filter->len * 16 + 4, gl = (size_t)guard->len * 16 + 4;
-	char *s = malloc(72 + fl + gl);
-	if (!s)
-		return;
-	filter_hex(s + 72, 'F', filter);
-	filter_hex(s + 72 + strlen(s + 72), 'G', guard);
-	govex__sha256_digest(s + 72, strlen(s + 72), s);
-	s[71] = '\n';
-	govex__cache_put(dfd, name, key, s);
-	free(s);
-	govex__cache_prune(dfd, FILTERS_PREFIX, FILTERS_KEEP);
-}
-
-int rfilters_get(const char *cache_dir, bool deny_net, bool deny_subprocess, struct rfilter *filter,
-		 struct rfilter *guard, struct govex_error *err)
-{
-	char *key = cache_dir ? filters_key(deny_net, deny_subprocess) : NULL;
-	int dfd = key ? govex__cache_dir_open(cache_dir, true) : -1;
-	char name[64], dg[72];
-	if (dfd >= 0) {
-		govex__sha256_digest(key, strlen(key), dg);
-		snprintf(name, sizeof(name), FILTERS_PREFIX "%.16s.bpf", dg + 7);
-		char *data = govex__cache_get(dfd, name, key, FILTERS_MAX);
-		int r = data ? filters_parse(data, filter, guard) : -ENOENT;
-		free(data);
-		if (r == 0) {
-			close(dfd);
-			free(key);
-			return 0;
+	const struct rbuiltin_pair *b = builtin_pair(deny_net, deny_subprocess);
+	if (b) {
+		if (filter_copy(&b->filter, filter) < 0)
+			return govex__err(err, ENOMEM, ENOMEM, "seccomp: out of memory");
+		if (filter_copy(&b->guard, guard) < 0) {
+			rfilter_free(filter);
+			return govex__err(err, ENOMEM, ENOMEM, "seccomp: out of memory");
 		}
+		return 0;
 	}
 	int r = rfilter_build(deny_net, deny_subprocess, deny_net || deny_subprocess, filter, err);
 	if (r >= 0 && (r = rguard_build(deny_subprocess, deny_net, guard, err)) < 0)
 		rfilter_free(filter);
-	if (r >= 0 && dfd >= 0)
-		filters_put(dfd, name, key, filter, guard);
-	if (dfd >= 0)
-		close(dfd);
-	free(key);
 	return r;
+}
+
+bool rfilters_builtin(void)
+{
+	return builtin_pair(false, false) != NULL;
 }
