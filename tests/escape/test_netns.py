@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The host-wide empty network namespace (issue 12, one-shot runs; root only): a run
-whose policy denies the network joins /run/govex/netns-empty (made once, root's 0700
+"""The slots' empty network namespaces (issue 12, one-shot runs; root only): a run whose
+policy denies the network joins /run/govex/netns-N, N its slot (made once, root's 0700
 directory) instead of making a namespace per run, and only when it is what it must be:
 a network namespace owned by the host's user namespace, not the host's own, holding one
 interface, a loopback that is down.  Anything else there (the host's namespace planted,
 a loopback brought up, a plain file) gives the run a fresh namespace of its own.
+Concurrent runs hold different slots, so never share a namespace (in a shared one each
+would see the other's unix sockets in /proc/self/net/unix).
 
 The tampering tests plant in a private mount namespace (unshare -m), so the host's
-/run/govex/netns-empty is never touched.
+/run/govex/netns-N are never touched.
 """
 import json
 import os
@@ -19,14 +21,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import escapetest as e  # noqa: E402
 from escapetest import g  # noqa: E402
 
-NETNS = "/run/govex/netns-empty"
+NETNS = "/run/govex/netns-%d"
+SLOT_BASE = 0x7f000000  # the default sandbox_uid: a root run's uid is SLOT_BASE + slot
+PLANTED = 64  # slots 0..63 are planted over (a run under the parallel suite is in them)
 HOST_NETNS = os.readlink("/proc/self/ns/net")
 
 CODE = r'''
 import json, os
 with open("/proc/self/net/dev") as f:
     ifs = sorted(l.split(":")[0].strip() for l in f.read().splitlines()[2:])
-print("NETNS " + json.dumps({"ns": os.readlink("/proc/self/ns/net"), "ifs": ifs}))
+with open("/proc/self/net/unix") as f:
+    unix = len(f.read().splitlines()) - 1
+print("NETNS " + json.dumps({"ns": os.readlink("/proc/self/ns/net"), "ifs": ifs,
+                             "slot": os.getuid() - %d, "unix": unix}))
+''' % SLOT_BASE
+# the same, then five socket pairs held for 3 s
+HOLD = CODE + '''
+import socket, time
+pairs = [socket.socketpair() for _ in range(5)]
+time.sleep(3)
 '''
 
 
@@ -43,8 +56,9 @@ def _answer(stdout):
     raise g.Failure("the run printed no answer: %r" % (stdout,))
 
 
-def _run(t):
-    r = t.run(["run", "--policy", e.policy(t, name="net.json"), "--json", "-c", CODE])
+def _run(t, env=None):
+    r = t.run(["run", "--policy", e.policy(t, name="net.json"), "--json", "-c", CODE],
+              env=env)
     doc = r.result()
     g.eq(doc["status"], "success", "status\n" + r.describe())
     return _answer(doc["stdout"])
@@ -54,40 +68,63 @@ def _ns_of(path):
     return "net:[%d]" % os.stat(path).st_ino
 
 
-def test_runs_join_the_empty_namespace(t):
-    """Two runs share the one empty namespace: not the host's, only a loopback."""
+def test_runs_join_their_slots_namespace(t):
+    """A run joins its slot's empty namespace: not the host's, only a loopback."""
     _need_root()
     a = _run(t)
-    b = _run(t)
     st = os.stat("/run/govex")
     g.eq((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o700), "owner and mode of /run/govex")
+    path = NETNS % a["slot"]
     with open("/proc/self/mountinfo") as f:
-        g.check(any(l.split()[4] == NETNS and " nsfs " in l for l in f),
-                "%s is not an nsfs mount" % NETNS)
-    g.eq(a["ns"], _ns_of(NETNS), "the run's network namespace")
-    g.eq(b["ns"], a["ns"], "the second run's network namespace")
+        g.check(any(l.split()[4] == path and " nsfs " in l for l in f),
+                "%s is not an nsfs mount" % path)
+    g.eq(a["ns"], _ns_of(path), "the run's network namespace")
     g.check(a["ns"] != HOST_NETNS, "the run is in the host's network namespace")
     g.eq(a["ifs"], ["lo"], "interfaces inside")
+
+
+def test_concurrent_runs_do_not_share(t):
+    """Two runs at once: different namespaces, and neither sees the other's sockets."""
+    _need_root()
+    pol = e.policy(t, name="net.json")
+    hold = subprocess.Popen([g.GOVEX, "run", "--policy", pol, "--json", "-c", HOLD],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        import time
+        time.sleep(1.0)
+        b = _run(t)
+    finally:
+        out, _ = hold.communicate(timeout=60)
+    a = _answer(json.loads(out)["stdout"])
+    g.check(a["slot"] != b["slot"], "two concurrent runs in one slot: %r %r" % (a, b))
+    g.check(a["ns"] != b["ns"], "two concurrent runs share a network namespace: %r" % a["ns"])
+    g.eq(b["unix"], 0, "unix sockets a run sees beside a concurrent run's ten")
 
 
 SCRIPT = r'''
 set -e
 mount --make-rprivate /
 plant="$1"; govex="$2"; pol="$3"; code="$4"; tmp="$5"
-umount "%(netns)s" 2>/dev/null || true
-rm -f "%(netns)s"
-case "$plant" in
-host)
-    touch "%(netns)s"; mount --bind /proc/self/ns/net "%(netns)s" ;;
-lo_up)
-    touch "%(netns)s"; unshare --net="%(netns)s" ip link set lo up ;;
-file)
-    touch "%(netns)s" ;;
-esac
-echo "planted $(readlink /proc/self/ns/net) $(stat -c %%i %(netns)s)"
+n=0
+while [ $n -lt %(planted)d ]; do
+    f=$(printf "%(netns)s" $n)
+    umount "$f" 2>/dev/null || true
+    rm -f "$f"
+    case "$plant" in
+    host)
+        touch "$f"; mount --bind /proc/self/ns/net "$f" ;;
+    lo_up)
+        if [ $n = 0 ]; then touch "$f"; unshare --net="$f" ip link set lo up; first=$f
+        else touch "$f"; mount --bind "$first" "$f"; fi ;;
+    file)
+        touch "$f" ;;
+    esac
+    n=$((n+1))
+done
+echo "planted $(readlink /proc/self/ns/net) $(stat -c %%i $(printf "%(netns)s" 0))"
 "$govex" run --policy "$pol" --json -c "$code" > "$tmp/out.json"
 echo ran
-''' % {"netns": NETNS}
+''' % {"netns": NETNS, "planted": PLANTED}
 
 
 def _planted_run(t, plant):
@@ -102,7 +139,10 @@ def _planted_run(t, plant):
     with open(os.path.join(t.tmp, "out.json")) as f:
         doc = json.load(f)
     g.eq(doc["status"], "success", "status of the run over a planted %s" % plant)
-    return _answer(doc["stdout"]), "net:[%s]" % planted_ino
+    ans = _answer(doc["stdout"])
+    g.check(0 <= ans["slot"] < PLANTED, "the run's slot %d is beyond those planted over"
+            % ans["slot"])
+    return ans, "net:[%s]" % planted_ino
 
 
 def test_host_namespace_planted_not_joined(t):
@@ -133,7 +173,9 @@ def test_plain_file_not_joined(t):
 
 if __name__ == "__main__":
     sys.exit(g.main([
-        ("network: deny runs join the one empty namespace", test_runs_join_the_empty_namespace),
+        ("network: deny runs join their slot's empty namespace",
+         test_runs_join_their_slots_namespace),
+        ("concurrent runs do not share a namespace", test_concurrent_runs_do_not_share),
         ("the host's namespace planted there is not joined",
          test_host_namespace_planted_not_joined),
         ("a namespace with its loopback up is not joined", test_loopback_up_not_joined),

@@ -863,13 +863,14 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	return 0;
 }
 
-/* Root and network: deny: the host-wide empty network namespace instead of a new one
- * per run (ns.c), or -1. */
-static int run_netns(const struct rstate *st)
+/* Root and network: deny: the slot's empty network namespace instead of a new one per
+ * run (ns.c), or -1.  Only the run holding slot n uses namespace n: concurrent runs never
+ * share one (each would see the other's sockets in /proc/self/net). */
+static int run_netns(const struct rstate *st, int slot)
 {
-	if (st->userns || !st->deny_net)
+	if (st->userns || !st->deny_net || slot < 0)
 		return -1;
-	int fd = rns_empty_netns();
+	int fd = rns_empty_netns(slot);
 	return fd >= 0 ? fd : -1;
 }
 
@@ -888,8 +889,11 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
 	    .xsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
-	    .netns_fd = run_netns(st),
+	    .netns_fd = -1,
 	};
+	int r = run_prepare(&c, o, err);
+	if (r >= 0)
+		c.netns_fd = run_netns(st, c.slot.n);
 	const struct govex__shim_ops ops = {
 	    .clone_flags = rns_flags(st->userns, st->deny_net && c.netns_fd < 0),
 	    .fork_step = GOVEX_STEP_CLONE,
@@ -897,7 +901,6 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .after_fork = after_fork,
 	    .amend = amend_report,
 	};
-	int r = run_prepare(&c, o, err);
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0)
 		r = govex__run_shim(l, &c.f, &ops, &c, o, err);

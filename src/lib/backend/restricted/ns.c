@@ -162,15 +162,19 @@ int rns_shim_enter(const struct rplan *plan, struct rscratch *scr, enum govex__s
 	return sfd < 0 ? -errno : sfd;
 }
 
-/* ---- the host-wide empty network namespace (root, network: deny) ---------------------
+/* ---- the slots' empty network namespaces (root, network: deny) ------------------------
  *
  * Creating a network namespace per run costs a global lock and, when it goes, a cleanup
  * in a kernel worker (about 0.4 ms per one-shot run here, much more under contention).
- * As root, a run whose policy denies the network instead joins one namespace made once
- * per boot: /run/govex/netns-empty, an nsfs bind mount in root's 0700 /run/govex.  What a
- * run could reach there is what it could reach in a fresh one: a loopback that is down
- * and nothing else, and, under network: deny, no socket() at all (seccomp) and no
- * capability over the namespace (it belongs to the host's user namespace).
+ * As root, a run whose policy denies the network instead joins its slot's namespace,
+ * made once per boot: /run/govex/netns-N, an nsfs bind mount in root's 0700 /run/govex.
+ * Only the holder of slot N (slot.c's lock) joins netns-N, so concurrent runs never share
+ * one: a shared namespace would show each run the others' unix sockets in
+ * /proc/self/net/unix.  What a run could reach there is what it could reach in a fresh
+ * one: a loopback that is down and nothing else, and, under network: deny, no socket()
+ * at all (seccomp) and no capability over the namespace (it belongs to the host's user
+ * namespace), so nothing of it outlives the run's processes for the slot's next run.
+ * There are as many as runs were ever concurrent on this host.
  *
  * Believed only when checked: at open (a network namespace of nsfs, owned by our user
  * namespace, not the one we are in), and by the shim after joining it, before anything
@@ -186,8 +190,7 @@ int rns_shim_enter(const struct rplan *plan, struct rscratch *scr, enum govex__s
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
-#define NETNS_DIR  "govex"
-#define NETNS_FILE "netns-empty"
+#define NETNS_DIR "govex"
 /* a mount point file nobody mounted on for this long was left by a creator that died */
 #define NETNS_STALE_S 10
 
@@ -215,7 +218,7 @@ static bool netns_ok(int fd)
 }
 
 /* A child in a new network namespace that waits for the pipe to close. */
-static int netns_mount(int dfd)
+static int netns_mount(int dfd, const char *name)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -235,7 +238,7 @@ static int netns_mount(int dfd)
 	} else {
 		char src[64], dst[64];
 		snprintf(src, sizeof(src), "/proc/%d/ns/net", (int)pid);
-		snprintf(dst, sizeof(dst), "/proc/self/fd/%d/" NETNS_FILE, dfd);
+		snprintf(dst, sizeof(dst), "/proc/self/fd/%d/%s", dfd, name);
 		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
 			r = -errno;
 	}
@@ -246,10 +249,12 @@ static int netns_mount(int dfd)
 	return r;
 }
 
-int rns_empty_netns(void)
+int rns_empty_netns(int slot)
 {
-	if (geteuid() != 0)
+	char name[32];
+	if (geteuid() != 0 || slot < 0)
 		return -EPERM;
+	snprintf(name, sizeof(name), "netns-%d", slot);
 	_cleanup_close_ int run = open("/run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (run < 0)
 		return -errno;
@@ -263,7 +268,7 @@ int rns_empty_netns(void)
 	if (st.st_uid != 0 || (st.st_mode & 077))
 		return -EPERM;
 	for (int tries = 0; tries < 2; tries++) {
-		int fd = openat(dfd, NETNS_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd >= 0 && netns_ok(fd))
 			return fd;
 		if (fd >= 0) {
@@ -272,19 +277,18 @@ int rns_empty_netns(void)
 			bool stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
 				     time(NULL) - st.st_mtime > NETNS_STALE_S;
 			close(fd);
-			if (!stale || unlinkat(dfd, NETNS_FILE, 0) < 0)
+			if (!stale || unlinkat(dfd, name, 0) < 0)
 				return -EBUSY;
 		} else if (errno != ENOENT) {
 			return -errno;
 		}
-		fd = openat(dfd, NETNS_FILE, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    0400);
+		fd = openat(dfd, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
 		if (fd < 0)
 			return errno == EEXIST ? -EBUSY : -errno;
 		close(fd);
-		int r = netns_mount(dfd);
+		int r = netns_mount(dfd, name);
 		if (r < 0) {
-			unlinkat(dfd, NETNS_FILE, 0);
+			unlinkat(dfd, name, 0);
 			return r;
 		}
 	}

@@ -298,9 +298,9 @@ int rns_shim_enter(const struct rplan *plan, struct rscratch *scr, enum govex__s
 /* Tries namespaces, the new mount API, proc, pivot_root and seccomp in a throwaway
  * child.  Returns 0, or -errno with *ret_step. */
 int rns_probe(bool userns, enum govex__step *ret_step);
-/* Root: an fd of the host-wide empty network namespace (/run/govex/netns-empty, made on
- * first use and checked at open), or -errno: the run then makes its own. */
-int rns_empty_netns(void);
+/* Root: an fd of slot's empty network namespace (/run/govex/netns-SLOT, made on first
+ * use and checked at open), or -errno: the run then makes its own. */
+int rns_empty_netns(int slot);
 /* Shim, before anything else: joins fd (closed here) and checks the namespace holds only
  * a loopback that is down; otherwise (or when setns fails) unshares a fresh one.
  * Async-signal-safe.  0 or -errno. */
