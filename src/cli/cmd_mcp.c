@@ -43,6 +43,12 @@ static int parse(int argc, char **argv, struct cli_opts *a)
 		mcp_cli_log("unexpected argument '%s' (see govex mcp --help)", a->operands[0]);
 		return EXIT_USAGE;
 	}
+	if (!a->http && (a->token_file || a->n_origins || a->max_connections || a->rate ||
+			 a->drain_timeout_set)) {
+		mcp_cli_log("--token-file, --allow-origin, --max-connections, --rate and "
+			    "--drain-timeout go with --http");
+		return EXIT_USAGE;
+	}
 	if (a->policy_file && a->preset) {
 		mcp_cli_log("--policy and --preset exclude each other");
 		return EXIT_USAGE;
@@ -89,6 +95,14 @@ int cmd_mcp(int argc, char **argv)
 	    .modules = a.modules,
 	    .n_modules = a.n_modules,
 	    .max_concurrent = max_conc,
+	    .http = a.http,
+	    .token_file = a.token_file,
+	    .allow_origins = a.origins,
+	    .n_allow_origins = a.n_origins,
+	    .max_connections = a.max_connections,
+	    .rate = a.rate,
+	    .drain_timeout_s = a.drain_timeout_s,
+	    .drain_timeout_set = a.drain_timeout_set,
 	};
 	rc = mcp_serve(&o);
 	cli_session_close(&s);

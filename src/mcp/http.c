@@ -1,8 +1,944 @@
 /* SPDX-License-Identifier: MIT */
-#include "mcp.h"
-#include "mcp_serve.h"
+/*
+ * govex mcp --http: MCP's streamable HTTP transport over libmicrohttpd (an epoll thread
+ * pool; a request waiting for its call is suspended, not holding a thread).
+ *
+ *   POST /mcp     one JSON-RPC message.  A request is answered 200 with application/json
+ *                 (its response) or, for tools/call when the client accepts it,
+ *                 text/event-stream (the call's notifications, then its response); a
+ *                 notification or response gets 202.  Legacy versions live in a session
+ *                 (Mcp-Session-Id, made by initialize); 2026-07-28 requests are stateless.
+ *   DELETE /mcp   ends the session.
+ *   GET /healthz  200 while serving; GET /readyz 200 when ready, 503 draining or not warm;
+ *   GET /metrics  Prometheus text.
+ *
+ * Every message of a request goes to that request's sink (struct hsink): its response or
+ * its stream, never another's.  The controls (guard.c): token, Origin/Host, per-address
+ * rate, body and header bounds, connection limits and idle timeout, calls waiting.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+
+#define CONN_MEMORY	   ((size_t)64 << 10) /* libmicrohttpd's per-connection pool */
+#define SSE_NOTIFY_MAX	   ((size_t)4 << 20)  /* a stream's unsent notifications */
+#define SESSIONS_MAX	   1024
+#define SESSION_IDLE_MS	   ((uint64_t)30 * 60 * 1000)
+#define IDLE_TIMEOUT_S	   15
+#define DEFAULT_MAX_CONN   256
+#define DEFAULT_RATE	   50
+#define DEFAULT_DRAIN_S	   30
+#define MHD_THREADS	   4
+#define FINISH_WAIT_MS	   3000
+
+static int sig_pipe[2] = {-1, -1};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---------------------------------------------------------------- sinks */
+
+static void sink_unref(struct mcp_sink *base);
+
+static void sink_ref(struct mcp_sink *base)
+{
+	struct hsink *s = (struct hsink *)base;
+	pthread_mutex_lock(&s->lock);
+	s->refs++;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_unref(struct mcp_sink *base)
+{
+	struct hsink *s = (struct hsink *)base;
+	struct http_server *h = s->h;
+	pthread_mutex_lock(&s->lock);
+	bool last = --s->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (!last)
+		return;
+	pthread_mutex_lock(&h->sinks_lock);
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	h->n_sinks--;
+	pthread_cond_broadcast(&h->sinks_gone);
+	pthread_mutex_unlock(&h->sinks_lock);
+	pthread_mutex_destroy(&s->lock);
+	free(s->resp);
+	free(s->buf);
+	free(s);
+}
+
+/* Appends an SSE event to the stream's buffer; false on ENOMEM. */
+static bool sse_append(struct hsink *s, const char *text)
+{
+	size_t tl = strlen(text), need = s->len + tl + 32;
+	if (need > s->cap) {
+		if (s->off) { /* give back what was sent */
+			memmove(s->buf, s->buf + s->off, s->len - s->off);
+			s->len -= s->off;
+			s->off = 0;
+			need = s->len + tl + 32;
+		}
+		size_t ncap = s->cap ? s->cap : 4096;
+		while (ncap < need)
+			ncap *= 2;
+		char *nb = ncap > s->cap ? realloc(s->buf, ncap) : s->buf;
+		if (!nb)
+			return false;
+		s->buf = nb;
+		s->cap = ncap > s->cap ? ncap : s->cap;
+	}
+	s->len += (size_t)sprintf(s->buf + s->len, "event: message\ndata: %s\n\n", text);
+	return true;
+}
+
+/* resumes the connection when it waits for this sink (lock held) */
+static void sink_wake(struct hsink *s)
+{
+	if (s->suspended && s->conn) {
+		s->suspended = false;
+		MHD_resume_connection(s->conn);
+	}
+}
+
+static void sink_send(struct mcp_sink *base, char *text, bool notify)
+{
+	struct hsink *s = (struct hsink *)base;
+	pthread_mutex_lock(&s->lock);
+	if (s->done || s->closed) {
+		/* answered already (a late reply after a drain), or the client went away */
+	} else if (notify) {
+		if (s->sse && s->len - s->off <= SSE_NOTIFY_MAX && sse_append(s, text))
+			sink_wake(s);
+		else
+			s->dropped++;
+	} else {
+		s->done = true;
+		if (s->sse && !sse_append(s, text))
+			mcp_log("out of memory: a reply is lost");
+		s->resp = text; /* a stream sends its copy; else the JSON body */
+		text = NULL;
+		sink_wake(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(text);
+}
+
+static struct hsink *sink_new(struct http_server *h)
+{
+	struct hsink *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->base.send = sink_send;
+	s->base.ref = sink_ref;
+	s->base.unref = sink_unref;
+	s->h = h;
+	s->refs = 1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_lock(&h->sinks_lock);
+	if (h->stopping) { /* the drain finished the sinks already */
+		pthread_mutex_unlock(&h->sinks_lock);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return NULL;
+	}
+	s->next = h->sinks;
+	if (s->next)
+		s->next->pprev = &s->next;
+	s->pprev = &h->sinks;
+	h->sinks = s;
+	h->n_sinks++;
+	pthread_mutex_unlock(&h->sinks_lock);
+	return s;
+}
+
+/* The stream's bytes, as libmicrohttpd asks for them; waits (suspended) for more. */
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct hsink *s = cls;
+	pthread_mutex_lock(&s->lock);
+	ssize_t n;
+	if (s->len > s->off) {
+		size_t k = s->len - s->off < max ? s->len - s->off : max;
+		memcpy(buf, s->buf + s->off, k);
+		s->off += k;
+		if (s->off == s->len)
+			s->off = s->len = 0;
+		n = (ssize_t)k;
+	} else if (s->done || !s->conn) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		s->suspended = true;
+		MHD_suspend_connection(s->conn);
+		n = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+static void sse_free(void *cls)
+{
+	sink_unref(cls);
+}
+
+/* At the end of a drain: every request still waiting gets an error reply now. */
+static void finish_sinks(struct http_server *h)
+{
+	pthread_mutex_lock(&h->sinks_lock);
+	h->stopping = true;
+	for (struct hsink *s = h->sinks; s; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		bool waiting = !s->done;
+		pthread_mutex_unlock(&s->lock);
+		if (waiting)
+			mcp_reply_error(&s->base, s->id, -32000,
+					"server shutting down: the call was cancelled", NULL);
+	}
+	pthread_mutex_unlock(&h->sinks_lock);
+}
+
+/* ---------------------------------------------------------------- responses */
+
+static enum MHD_Result respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
+			       size_t len)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
+							    : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	if (ctype)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (rq->session_hdr[0])
+		MHD_add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
+	if (code == 429 || code == 503)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (code == 401)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"govex\"");
+	if (code == 405)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+					rq->path == PATH_MCP ? "POST, DELETE" : "GET, HEAD");
+	if (rq->h->draining && rq->path == PATH_MCP)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	http_cors_headers(rq, r);
+	enum MHD_Result ret = MHD_queue_response(rq->conn, code, r);
+	MHD_destroy_response(r);
+	mcp_metrics_http(rq->h->srv.metrics, code, rq->rejected);
+	return ret;
+}
+
+/* {"error": MESSAGE} with code; reason: the control that refused (metrics), or NULL */
+enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason,
+			    const char *message)
+{
+	rq->rejected = reason;
+	rq->answered = true;
+	json_t *j = json_pack("{s:s}", "error", message);
+	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return respond(rq, code, "application/json", body, body ? strlen(body) : 0);
+}
+
+/* ---------------------------------------------------------------- sessions */
+
+static void session_unref(struct http_server *h, struct hsession *ss)
+{
+	if (!ss)
+		return;
+	pthread_mutex_lock(&h->sess_lock);
+	bool last = --ss->refs == 0;
+	pthread_mutex_unlock(&h->sess_lock);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&ss->lock);
+	free(ss->s.client_name);
+	free(ss);
+}
+
+/* unlinks ss (sess_lock held); the caller cancels its calls and drops the table's ref */
+static void session_unlink(struct http_server *h, struct hsession *ss)
+{
+	for (struct hsession **pp = &h->sessions; *pp; pp = &(*pp)->next)
+		if (*pp == ss) {
+			*pp = ss->next;
+			h->n_sessions--;
+			ss->gone = true;
+			return;
+		}
+}
+
+/* The session with that id, referenced; NULL unknown, ended or expired.  Every id is
+ * compared in full (constant time), so timing tells nothing of a live id. */
+static struct hsession *session_find(struct http_server *h, const char *id)
+{
+	struct hsession *found = NULL;
+	size_t il = strlen(id);
+	pthread_mutex_lock(&h->sess_lock);
+	for (struct hsession *ss = h->sessions; ss; ss = ss->next)
+		if (guard_ct_equal(id, il, ss->id, strlen(ss->id)))
+			found = ss;
+	if (found) {
+		found->refs++;
+		found->last_ms = now_ms();
+	}
+	pthread_mutex_unlock(&h->sess_lock);
+	return found;
+}
+
+static struct hsession *session_new(void)
+{
+	struct hsession *ss = calloc(1, sizeof(*ss));
+	unsigned char rnd[32];
+	if (!ss || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		free(ss);
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		sprintf(ss->id + 2 * i, "%02x", rnd[i]);
+	explicit_bzero(rnd, sizeof(rnd));
+	ss->s.log_level = -1;
+	ss->refs = 1;
+	pthread_mutex_init(&ss->lock, NULL);
+	return ss;
+}
+
+/* Files an initialized session in the table (which takes a reference); false when the
+ * table is full even after expiring idle sessions. */
+static bool session_add(struct http_server *h, struct hsession *ss)
+{
+	pthread_mutex_lock(&h->sess_lock);
+	bool ok = h->n_sessions < SESSIONS_MAX;
+	if (ok) {
+		ss->next = h->sessions;
+		h->sessions = ss;
+		h->n_sessions++;
+		ss->refs++;
+		ss->last_ms = now_ms();
+	}
+	pthread_mutex_unlock(&h->sess_lock);
+	return ok;
+}
+
+/* Ends ss (DELETE, expiry): cancels its calls, drops the table's reference. */
+static void session_end(struct http_server *h, struct hsession *ss)
+{
+	pthread_mutex_lock(&h->sess_lock);
+	bool was = !ss->gone;
+	if (was)
+		session_unlink(h, ss);
+	pthread_mutex_unlock(&h->sess_lock);
+	if (!was)
+		return;
+	mcp_pool_cancel_owner(h->srv.pool, ss);
+	session_unref(h, ss);
+}
+
+static void sessions_expire(struct http_server *h, bool all)
+{
+	uint64_t now = now_ms();
+	for (;;) {
+		struct hsession *victim = NULL;
+		pthread_mutex_lock(&h->sess_lock);
+		for (struct hsession *ss = h->sessions; ss; ss = ss->next)
+			if (all || (ss->refs == 1 && now - ss->last_ms > SESSION_IDLE_MS)) {
+				victim = ss;
+				victim->refs++;
+				break;
+			}
+		pthread_mutex_unlock(&h->sess_lock);
+		if (!victim)
+			return;
+		session_end(h, victim);
+		session_unref(h, victim);
+	}
+}
+
+/* ---------------------------------------------------------------- /mcp POST */
+
+/* What a body is, read before dispatching (the dispatch reads it again). */
+struct shape {
+	bool object, request, notification, modern;
+	const char *method;
+	json_t *id;
+	json_t *msg;
+};
+
+static void shape_of(const char *body, size_t len, struct shape *sh)
+{
+	json_error_t e;
+	memset(sh, 0, sizeof(*sh));
+	sh->msg = json_loadb(body, len, JSON_DECODE_ANY, &e);
+	if (!json_is_object(sh->msg))
+		return;
+	sh->object = true;
+	sh->method = json_string_value(json_object_get(sh->msg, "method"));
+	sh->id = json_object_get(sh->msg, "id");
+	sh->request = sh->method && sh->id;
+	sh->notification = sh->method && !sh->id;
+	json_t *meta = json_object_get(json_object_get(sh->msg, "params"), "_meta");
+	const char *v =
+	    json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
+	sh->modern = v && strcmp(v, "2026-07-28") == 0;
+}
+
+/* The response of a finished (JSON) request. */
+static enum MHD_Result answer_json(struct hreq *rq)
+{
+	struct hsink *s = rq->sink;
+	pthread_mutex_lock(&s->lock);
+	char *text = s->resp;
+	s->resp = NULL;
+	unsigned code = s->base.status ? (unsigned)s->base.status : 200;
+	pthread_mutex_unlock(&s->lock);
+	if (!text)
+		return http_refuse(rq, 503, NULL, "server shutting down");
+	if (code == 200 && strstr(text, "\"id\":null") && strstr(text, "\"error\":"))
+		code = 400; /* the message could not be read: no request to answer */
+	return respond(rq, code, "application/json", text, strlen(text));
+}
+
+static enum MHD_Result start_sse(struct hreq *rq)
+{
+	struct hsink *s = rq->sink;
+	sink_ref(&s->base); /* the response's */
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
+	if (!r) {
+		sink_unref(&s->base);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	if (rq->session_hdr[0])
+		MHD_add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
+	http_cors_headers(rq, r);
+	enum MHD_Result ret = MHD_queue_response(rq->conn, 200, r);
+	MHD_destroy_response(r);
+	mcp_metrics_http(rq->h->srv.metrics, 200, NULL);
+	rq->answered = true;
+	return ret;
+}
+
+/* A dispatched request: its answer now, or suspended until the sink has it. */
+static enum MHD_Result answer_or_wait(struct hreq *rq)
+{
+	struct hsink *s = rq->sink;
+	pthread_mutex_lock(&s->lock);
+	bool done = s->done, sse = s->sse;
+	if (!done && !sse) {
+		s->suspended = true;
+		MHD_suspend_connection(rq->conn);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (sse && !done)
+		return start_sse(rq);
+	if (!done)
+		return MHD_YES;
+	/* answered at once (an error, even where a stream was chosen): JSON, its status */
+	return answer_json(rq);
+}
+
+/* MCP-Protocol-Version: unknown → 400; in a session, another version than it agreed on
+ * → 400; for a 2026-07-28 body, another version → 400.  0 or answered. */
+static int check_version_header(struct hreq *rq, const struct shape *sh, struct hsession *ss)
+{
+	const char *pv = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	if (!pv)
+		return 0;
+	const char *why = NULL;
+	if (!mcp_version_known(pv))
+		why = "MCP-Protocol-Version: unsupported protocol version";
+	else if (sh->modern && strcmp(pv, "2026-07-28") != 0)
+		why = "MCP-Protocol-Version does not match params._meta's protocol version";
+	else if (!sh->modern && ss && ss->s.initialized && strcmp(pv, ss->s.version) != 0)
+		why = "MCP-Protocol-Version does not match the session's protocol version";
+	if (!why)
+		return 0;
+	http_refuse(rq, 400, "protocol_version", why);
+	return -1;
+}
+
+static enum MHD_Result post_mcp(struct hreq *rq)
+{
+	struct http_server *h = rq->h;
+	if (h->draining)
+		return http_refuse(rq, 503, "draining", "server shutting down");
+	if (rq->too_big)
+		return http_refuse(rq, 413, "body_too_large",
+				   "request body larger than 17 MiB (17825792 bytes)");
+	struct shape sh;
+	shape_of(rq->body ? rq->body : "", rq->len, &sh);
+	const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+	struct hsession *ss = NULL;
+	bool fresh = false, initialized = false;
+	enum MHD_Result ret;
+	if (sid) {
+		ss = session_find(h, sid);
+		if (!ss) {
+			json_decref(sh.msg);
+			return http_refuse(rq, 404, "session",
+					   "unknown or expired session: initialize again");
+		}
+		snprintf(rq->session_hdr, sizeof(rq->session_hdr), "%s", ss->id);
+	} else if (sh.request && !sh.modern && strcmp(sh.method, "initialize") == 0) {
+		if (!(ss = session_new())) {
+			json_decref(sh.msg);
+			return http_refuse(rq, 503, NULL, "out of memory");
+		}
+		fresh = true;
+	} else if (sh.object && sh.method && !sh.modern && sh.request) {
+		json_decref(sh.msg);
+		return http_refuse(rq, 400, "session",
+				   "Mcp-Session-Id required: initialize first (or send "
+				   "2026-07-28 requests, which need no session)");
+	}
+	if (check_version_header(rq, &sh, ss) < 0) {
+		ret = MHD_YES;
+		goto out;
+	}
+	rq->sink = sink_new(h);
+	if (!rq->sink) {
+		ret = http_refuse(rq, 503, "draining", "server shutting down");
+		goto out;
+	}
+	rq->sink->conn = rq->conn;
+	rq->sink->sse = sh.request && rq->accept_sse && strcmp(sh.method, "tools/call") == 0;
+	if (sh.request && (json_is_string(sh.id) || json_is_integer(sh.id)))
+		rq->sink->id = rq->id = json_incref(sh.id);
+	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
+	struct mcp_msg m = {.sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
+	if (ss)
+		pthread_mutex_lock(&ss->lock);
+	mcp_dispatch(&h->srv, &m, rq->body ? rq->body : "", rq->len);
+	initialized = ss && ss->s.initialized;
+	if (ss)
+		pthread_mutex_unlock(&ss->lock);
+	if (fresh && initialized) {
+		if (!session_add(h, ss)) {
+			ret = http_refuse(rq, 503, "sessions", "too many sessions");
+			goto out;
+		}
+		snprintf(rq->session_hdr, sizeof(rq->session_hdr), "%s", ss->id);
+	}
+	rq->dispatched = true;
+	free(rq->body);
+	rq->body = NULL;
+	if (!m.answered) {
+		rq->answered = true;
+		ret = respond(rq, 202, NULL, NULL, 0);
+	} else {
+		ret = answer_or_wait(rq);
+	}
+out:
+	json_decref(sh.msg);
+	if (ss) {
+		rq->sess = ss; /* the request keeps its reference until it completes */
+		if (fresh && !initialized)
+			rq->sess = NULL, session_unref(h, ss);
+	}
+	return ret;
+}
+
+static enum MHD_Result delete_mcp(struct hreq *rq)
+{
+	const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+	if (!sid)
+		return http_refuse(rq, 400, "session", "Mcp-Session-Id required");
+	struct hsession *ss = session_find(rq->h, sid);
+	if (!ss)
+		return http_refuse(rq, 404, "session", "unknown or expired session");
+	session_end(rq->h, ss);
+	session_unref(rq->h, ss);
+	rq->answered = true;
+	return respond(rq, 200, NULL, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- the handler */
+
+static enum MHD_Result get_ready(struct hreq *rq)
+{
+	struct http_server *h = rq->h;
+	bool ready = !h->draining;
+	char *stats = NULL;
+	if (ready && govex_runtime_stats_json(h->srv.rt, &stats) == 0) {
+		json_error_t e;
+		json_t *st = json_loads(stats, 0, &e);
+		json_t *w = json_object_get(st, "warm");
+		if (json_is_true(json_object_get(w, "enabled")) &&
+		    !json_is_true(json_object_get(w, "ready")))
+			ready = false;
+		json_decref(st);
+	}
+	free(stats);
+	const char *b = ready ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}";
+	rq->answered = true;
+	return respond(rq, ready ? 200 : 503, "application/json", strdup(b), strlen(b));
+}
+
+static enum MHD_Result get_metrics(struct hreq *rq)
+{
+	size_t len = 0;
+	char *text = mcp_metrics_render(rq->h->srv.metrics, rq->h->srv.rt, &len);
+	if (!text)
+		return http_refuse(rq, 503, NULL, "out of memory");
+	rq->answered = true;
+	return respond(rq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+/* A chunk of the body; past MCP_LINE_MAX the rest is dropped and 413 answered. */
+static void take_body(struct hreq *rq, const char *data, size_t n)
+{
+	if (rq->too_big || n > MCP_LINE_MAX - rq->len) {
+		rq->too_big = true;
+		free(rq->body);
+		rq->body = NULL;
+		rq->len = rq->cap = 0;
+		return;
+	}
+	if (rq->len + n + 1 > rq->cap) {
+		size_t ncap = rq->cap ? rq->cap : 16384;
+		while (ncap < rq->len + n + 1)
+			ncap *= 2;
+		char *nb = realloc(rq->body, ncap);
+		if (!nb) {
+			rq->too_big = true;
+			return;
+		}
+		rq->body = nb;
+		rq->cap = ncap;
+	}
+	memcpy(rq->body + rq->len, data, n);
+	rq->len += n;
+	rq->body[rq->len] = '\0';
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **req_cls)
+{
+	struct hreq *rq = *req_cls;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		rq->h = cls;
+		rq->conn = conn;
+		*req_cls = rq;
+		return http_first(rq, url, method);
+	}
+	if (rq->answered) {
+		*upload_size = 0; /* refused at the headers: the body is not kept */
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		take_body(rq, upload, *upload_size);
+		*upload_size = 0;
+		if (rq->too_big)
+			return http_refuse(rq, 413, "body_too_large",
+					   "request body larger than 17 MiB (17825792 bytes)");
+		return MHD_YES;
+	}
+	if (rq->dispatched)
+		return answer_or_wait(rq); /* resumed: the reply is there */
+	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
+		return post_mcp(rq);
+	if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
+		return delete_mcp(rq);
+	if (rq->path == PATH_HEALTHZ) {
+		const char *b = "{\"status\":\"ok\"}";
+		rq->answered = true;
+		return respond(rq, 200, "application/json", strdup(b), strlen(b));
+	}
+	if (rq->path == PATH_READYZ)
+		return get_ready(rq);
+	if (rq->path == PATH_METRICS)
+		return get_metrics(rq);
+	return http_refuse(rq, 405, "method", "method not allowed");
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	(void)conn;
+	struct http_server *h = cls;
+	struct hreq *rq = *req_cls;
+	if (!rq)
+		return;
+	*req_cls = NULL;
+	if (rq->sink) {
+		struct hsink *s = rq->sink;
+		pthread_mutex_lock(&s->lock);
+		bool unanswered = !s->done;
+		s->conn = NULL;
+		s->closed = true;
+		pthread_mutex_unlock(&s->lock);
+		/* the client went away before its reply: its call is of no use to anyone */
+		if (unanswered && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+			if (rq->sess && rq->id)
+				mcp_pool_cancel(h->srv.pool, rq->sess, rq->id);
+			else if (!rq->sess)
+				mcp_pool_cancel_owner(h->srv.pool, rq->owner);
+		}
+		sink_unref(&s->base);
+	}
+	session_unref(h, rq->sess);
+	json_decref(rq->id);
+	free(rq->body);
+	free(rq);
+}
+
+/* ---------------------------------------------------------------- the daemon */
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	char line[512];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	mcp_log("http: %s", line);
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* full: a signal is pending already */
+	}
+	errno = saved;
+}
+
+static int listen_on(const struct guard_addr *a)
+{
+	int fd = socket(a->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int r;
+	if (a->v6) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(a->port),
+					  .sin6_addr = a->in6};
+		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	} else {
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(a->port),
+					 .sin_addr = a->in4};
+		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (r < 0 || listen(fd, 128) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
+{
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_USE_ITC | (h->addr.v6 ? MHD_USE_IPv6 : 0);
+	unsigned per_ip = h->max_conn < 64 ? h->max_conn : 64;
+	if (h->max_conn >= 256)
+		per_ip = h->max_conn / 4;
+	/* its threads take no signal: the main thread waits for them */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	struct MHD_Daemon *d = MHD_start_daemon(
+	    flags, 0, NULL, NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)MHD_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+	    h->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
+	    completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return d;
+}
+
+static int catch_signals(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, NULL);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return 0;
+}
+
+/* Serves until a signal; returns it. */
+static int wait_signal(struct http_server *h)
+{
+	struct pollfd pfd = {.fd = sig_pipe[0], .events = POLLIN};
+	for (;;) {
+		int r = poll(&pfd, 1, 1000);
+		if (r < 0 && errno != EINTR)
+			return 0;
+		unsigned char c;
+		if (r > 0 && read(sig_pipe[0], &c, 1) == 1)
+			return c;
+		sessions_expire(h, false);
+	}
+}
+
+/* SIGTERM: answer 503 to new MCP requests, let calls finish for up to the drain timeout
+ * (a second signal cuts it short), then cancel them and answer what still waits. */
+static void drain(struct http_server *h, int sig)
+{
+	h->draining = true;
+	unsigned n = mcp_pool_in_flight(h->srv.pool);
+	mcp_log("signal %d: draining (%u call%s in flight, up to %u s)", sig, n, n == 1 ? "" : "s",
+		h->drain_s);
+	uint64_t until = now_ms() + (uint64_t)h->drain_s * 1000;
+	struct pollfd pfd = {.fd = sig_pipe[0], .events = POLLIN};
+	while ((n = mcp_pool_in_flight(h->srv.pool)) > 0 && now_ms() < until) {
+		unsigned char c;
+		if (poll(&pfd, 1, 50) > 0 && read(sig_pipe[0], &c, 1) == 1) {
+			mcp_log("signal %d: no more waiting", c);
+			break;
+		}
+	}
+	if (n)
+		mcp_log("cancelling %u call%s still running", n, n == 1 ? "" : "s");
+	finish_sinks(h);
+	sessions_expire(h, true);
+	/* cancels what runs and joins: a cancelled call sends nothing */
+	mcp_pool_free(h->srv.pool);
+	h->srv.pool = NULL;
+	/* let the answers go out before the daemon stops (none may stay suspended) */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += FINISH_WAIT_MS / 1000;
+	pthread_mutex_lock(&h->sinks_lock);
+	while (h->n_sinks && pthread_cond_timedwait(&h->sinks_gone, &h->sinks_lock, &ts) == 0)
+		;
+	pthread_mutex_unlock(&h->sinks_lock);
+}
+
+static int setup(struct http_server *h, const struct mcp_serve_options *o)
+{
+	char err[400];
+	if (guard_parse_addr(o->http, &h->addr, err, sizeof(err)) < 0) {
+		mcp_log("%s", err);
+		return 125;
+	}
+	if (o->token_file && guard_read_token(o->token_file, &h->token, err, sizeof(err)) < 0) {
+		mcp_log("%s", err);
+		return 125;
+	}
+	if (!h->addr.loopback && !h->token) {
+		mcp_log("--http %s: not a loopback address; a token is required there "
+			"(--token-file FILE)",
+			o->http);
+		return 125;
+	}
+	h->allow = o->allow_origins;
+	h->n_allow = o->n_allow_origins;
+	h->max_conn = o->max_connections ? o->max_connections : DEFAULT_MAX_CONN;
+	h->drain_s = o->drain_timeout_set ? o->drain_timeout_s : DEFAULT_DRAIN_S;
+	guard_rate_init(&h->rate, o->rate ? o->rate : DEFAULT_RATE);
+	return 0;
+}
+
 int mcp_serve_http(const struct mcp_serve_options *o)
 {
-	(void)o;
-	return 1;
+	struct http_server *h = calloc(1, sizeof(*h));
+	if (!h) {
+		mcp_log("out of memory");
+		return 1;
+	}
+	pthread_mutex_init(&h->sinks_lock, NULL);
+	pthread_mutex_init(&h->sess_lock, NULL);
+	pthread_cond_init(&h->sinks_gone, NULL);
+	int rc = setup(h, o), fd = -1;
+	struct MHD_Daemon *d = NULL;
+	if (rc)
+		goto out;
+	rc = 1;
+	if (mcp_metrics_new(&h->srv.metrics) < 0 || catch_signals() < 0)
+		goto out;
+	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules,
+			    o->max_concurrent, (size_t)o->max_concurrent * 4) < 0)
+		goto out;
+	if ((fd = listen_on(&h->addr)) < 0) {
+		mcp_log("--http %s: %s", o->http, strerror(-fd));
+		goto out;
+	}
+	uint16_t port = bound_port(fd);
+	if (!(d = start_daemon(h, fd))) {
+		mcp_log("--http %s: the HTTP server did not start", o->http);
+		goto out;
+	}
+	fd = -1; /* the daemon's */
+	size_t nt = json_array_size(h->srv.tools);
+	mcp_log("serving %zu tool%s over HTTP (policy %s, up to %u calls at once, %s)", nt,
+		nt == 1 ? "" : "s", govex_policy_digest(o->policy), o->max_concurrent,
+		h->token ? "bearer token required" : "no token: loopback only");
+	mcp_log("listening on http://%s:%u/mcp", h->addr.text, (unsigned)port);
+	int sig = wait_signal(h);
+	drain(h, sig);
+	MHD_stop_daemon(d);
+	d = NULL;
+	rc = 0;
+out:
+	if (d)
+		MHD_stop_daemon(d);
+	if (fd >= 0)
+		close(fd);
+	sessions_expire(h, true);
+	mcp_server_fini(&h->srv);
+	mcp_metrics_free(h->srv.metrics);
+	for (int i = 0; i < 2; i++)
+		if (sig_pipe[i] >= 0) {
+			close(sig_pipe[i]);
+			sig_pipe[i] = -1;
+		}
+	if (h->token) {
+		explicit_bzero(h->token, strlen(h->token));
+		free(h->token);
+	}
+	guard_rate_fini(&h->rate);
+	free(h);
+	return rc;
 }

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP transport's pieces shared by http.c (daemon, sinks, sessions, /mcp) and
+ * http_gate.c (what a request's headers must pass). */
+#ifndef GOVEX_MCP_HTTP_H
+#define GOVEX_MCP_HTTP_H
+
+#include <microhttpd.h>
+
+#include "guard.h"
+#include "mcp.h"
+#include "mcp_serve.h"
+
+enum http_path { PATH_NONE, PATH_MCP, PATH_HEALTHZ, PATH_READYZ, PATH_METRICS };
+
+/* Where one request's messages go: its JSON response, or its SSE stream. */
+struct hsink {
+	struct mcp_sink base; /* first */
+	struct http_server *h;
+	pthread_mutex_t lock;
+	unsigned refs; /* the request's, a call's, the stream's */
+	struct MHD_Connection *conn; /* NULL once the request completed */
+	bool suspended;		     /* the connection waits for this sink */
+	bool done;		     /* the response arrived */
+	bool closed;		     /* the request completed (or its client left) */
+	bool sse;
+	json_t *id;		    /* the request's id (borrowed from the hreq) */
+	char *resp;		    /* the response text */
+	char *buf;		    /* SSE: bytes not yet sent, from off to len */
+	size_t len, off, cap;
+	uint64_t dropped;	    /* notifications dropped: the client did not read */
+	struct hsink *next, **pprev; /* the server's list of live sinks */
+};
+
+struct hsession {
+	struct mcp_session s;
+	char id[65]; /* 256 random bits, hex */
+	pthread_mutex_t lock; /* one message of the session dispatched at a time */
+	unsigned refs;	      /* the table's, and each request's (sess_lock) */
+	bool gone;
+	uint64_t last_ms;
+	struct hsession *next;
+};
+
+struct http_server {
+	struct mcp_server srv;
+	struct guard_addr addr;
+	char *token; /* NULL: none (loopback only) */
+	const char *const *allow;
+	size_t n_allow;
+	unsigned max_conn, drain_s;
+	struct guard_rate rate;
+	volatile bool draining;
+	pthread_mutex_t sinks_lock;
+	pthread_cond_t sinks_gone;
+	struct hsink *sinks;
+	size_t n_sinks;
+	bool stopping;
+	pthread_mutex_t sess_lock;
+	struct hsession *sessions;
+	size_t n_sessions;
+};
+
+/* One HTTP request (libmicrohttpd's per-request pointer). */
+struct hreq {
+	struct http_server *h;
+	struct MHD_Connection *conn;
+	enum http_path path;
+	char client[48]; /* the peer's address */
+	const char *origin; /* an allowed Origin, echoed in CORS headers */
+	bool accept_sse;
+	bool answered, dispatched, too_big;
+	const char *rejected; /* the control that refused it (metrics) */
+	char *body;
+	size_t len, cap;
+	struct hsink *sink;
+	struct hsession *sess; /* referenced */
+	const void *owner;
+	json_t *id;
+	char session_hdr[80];
+};
+
+/* The checks on a request's line and headers (http_gate.c), at its first call: answers
+ * and returns when one fails. */
+enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method);
+/* CORS headers for an allowed Origin. */
+void http_cors_headers(struct hreq *rq, struct MHD_Response *r);
+/* {"error": MESSAGE} with code (http.c). */
+enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason,
+			    const char *message);
+
+#endif

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a request must pass before its body is read (http.h): a known path and method,
+ * bounded headers, and for /mcp and /metrics: a loopback Host when bound to loopback
+ * (DNS rebinding), an allowed Origin, the bearer token, the per-address rate, a body
+ * that announces no more than MCP_LINE_MAX.  /healthz and /readyz need none of it and
+ * say nothing but their status.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http.h"
+
+#define HDR_MAX ((size_t)16 << 10)
+
+static enum MHD_Result add_len(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *value)
+{
+	(void)kind;
+	size_t *n = cls;
+	*n += strlen(key) + (value ? strlen(value) : 0) + 4;
+	return MHD_YES;
+}
+
+static void client_of(struct hreq *rq)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	snprintf(rq->client, sizeof(rq->client), "?");
+	if (!ci || !ci->client_addr)
+		return;
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, rq->client,
+			  sizeof(rq->client));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, rq->client,
+			  sizeof(rq->client));
+}
+
+static bool is(const char *method, const char *m)
+{
+	return strcmp(method, m) == 0;
+}
+
+static const char *header(struct hreq *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+void http_cors_headers(struct hreq *rq, struct MHD_Response *r)
+{
+	if (!rq->origin)
+		return;
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", rq->origin);
+	MHD_add_response_header(r, "Vary", "Origin");
+	MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+}
+
+/* Host, Origin, token, rate: 0, or -1 answered */
+static int gate(struct hreq *rq)
+{
+	struct http_server *h = rq->h;
+	if (h->addr.loopback && !guard_host_ok(header(rq, MHD_HTTP_HEADER_HOST))) {
+		http_refuse(rq, 403, "host", "Host is not a loopback name (DNS rebinding?)");
+		return -1;
+	}
+	const char *origin = header(rq, "Origin");
+	if (origin) {
+		if (!guard_origin_ok(origin, h->addr.loopback, h->allow, h->n_allow)) {
+			http_refuse(rq, 403, "origin", "Origin not allowed");
+			return -1;
+		}
+		rq->origin = origin;
+	}
+	if (h->token && !guard_bearer_ok(header(rq, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
+		http_refuse(rq, 401, "auth", "missing or wrong bearer token (Authorization)");
+		return -1;
+	}
+	if (!guard_rate_take(&h->rate, rq->client)) {
+		http_refuse(rq, 429, "rate", "too many requests from this address; retry later");
+		return -1;
+	}
+	return 0;
+}
+
+static enum MHD_Result preflight(struct hreq *rq)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	http_cors_headers(rq, r);
+	MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE");
+	MHD_add_response_header(r, "Access-Control-Allow-Headers",
+				"Authorization, Content-Type, Accept, Mcp-Session-Id, "
+				"MCP-Protocol-Version, Last-Event-ID");
+	MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+	rq->answered = true;
+	enum MHD_Result ret = MHD_queue_response(rq->conn, 204, r);
+	MHD_destroy_response(r);
+	mcp_metrics_http(rq->h->srv.metrics, 204, NULL);
+	return ret;
+}
+
+/* Accept: SSE welcome? 406 when it admits neither JSON nor SSE. */
+static int accept_of(struct hreq *rq)
+{
+	const char *a = header(rq, MHD_HTTP_HEADER_ACCEPT);
+	if (!a)
+		return 0;
+	rq->accept_sse = strcasestr(a, "text/event-stream") != NULL;
+	if (rq->accept_sse || strcasestr(a, "application/json") || strstr(a, "*/*") ||
+	    strcasestr(a, "application/*"))
+		return 0;
+	http_refuse(rq, 406, "accept",
+		    "Accept must admit application/json or text/event-stream");
+	return -1;
+}
+
+enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
+{
+	client_of(rq);
+	if (strcmp(url, "/mcp") == 0)
+		rq->path = PATH_MCP;
+	else if (strcmp(url, "/healthz") == 0)
+		rq->path = PATH_HEALTHZ;
+	else if (strcmp(url, "/readyz") == 0)
+		rq->path = PATH_READYZ;
+	else if (strcmp(url, "/metrics") == 0)
+		rq->path = PATH_METRICS;
+	size_t hl = strlen(url) + strlen(method) + 16;
+	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, add_len, &hl);
+	if (hl > HDR_MAX)
+		return http_refuse(rq, 431, "headers_too_large",
+				   "request headers larger than 16 KiB");
+	if (rq->path == PATH_NONE)
+		return http_refuse(rq, 404, "path", "not found (MCP is at /mcp)");
+	bool get = is(method, MHD_HTTP_METHOD_GET) || is(method, MHD_HTTP_METHOD_HEAD);
+	if (rq->path == PATH_HEALTHZ || rq->path == PATH_READYZ)
+		return get ? MHD_YES : http_refuse(rq, 405, "method", "method not allowed");
+	if (gate(rq) < 0)
+		return MHD_YES;
+	if (rq->path == PATH_METRICS)
+		return get ? MHD_YES : http_refuse(rq, 405, "method", "method not allowed");
+	if (is(method, MHD_HTTP_METHOD_OPTIONS) && rq->origin)
+		return preflight(rq);
+	if (is(method, MHD_HTTP_METHOD_DELETE))
+		return MHD_YES;
+	if (!is(method, MHD_HTTP_METHOD_POST))
+		return http_refuse(rq, 405, "method",
+				   "method not allowed: POST a JSON-RPC message (this server "
+				   "opens no stream of its own: GET is not offered)");
+	if (rq->h->draining)
+		return http_refuse(rq, 503, "draining", "server shutting down");
+	const char *cl = header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > MCP_LINE_MAX)
+		return http_refuse(rq, 413, "body_too_large",
+				   "request body larger than 17 MiB (17825792 bytes)");
+	if (accept_of(rq) < 0)
+		return MHD_YES;
+	return MHD_YES;
+}
