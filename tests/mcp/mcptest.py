@@ -444,14 +444,18 @@ def need_node_modules(NODE_DIR=NODE_DIR):
     return NODE_DIR
 
 
-def node_client(script, scenario, workdir, module=None, timeout=100):
-    """Runs node SCRIPT SCENARIO GOVEX WORKDIR [MODULE]; returns its JSON verdict."""
+def node_client(script, scenario, workdir, module=None, timeout=100, url=None):
+    """Runs node SCRIPT SCENARIO GOVEX WORKDIR [MODULE]; returns its JSON verdict.  url:
+    the client speaks streamable HTTP to that server (GOVEX_MCP_URL) instead of stdio."""
     d = need_node_modules()
+    env = dict(os.environ)
+    if url:
+        env["GOVEX_MCP_URL"] = url
     argv = ["node", os.path.join(d, script), scenario, GOVEX, workdir]
     if module:
         argv.append(module)
     p = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+                         stderr=subprocess.PIPE, start_new_session=True, env=env)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
