@@ -16,6 +16,7 @@ __attribute__((format(printf, 1, 2))) static void mcp_cli_log(const char *fmt, .
 	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
+	// NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
 	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
 	if (n >= 0)

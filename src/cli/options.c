@@ -123,8 +123,9 @@ static int take_count(int id, const char *arg, struct cli_opts *o, struct cli_op
 		errno = 0;
 		long v = strtol(arg, &end, 10);
 		if (errno || *end || end == arg || v < c[i].lo || v > c[i].hi) {
-			snprintf(err->msg, sizeof(err->msg), "%s: must be an integer from %ld to %ld",
-				 c[i].name, c[i].lo, c[i].hi);
+			snprintf(err->msg, sizeof(err->msg),
+				 "%s: must be an integer from %ld to %ld", c[i].name, c[i].lo,
+				 c[i].hi);
 			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
 		}
 		*(unsigned *)((char *)o + c[i].off) = (unsigned)v;

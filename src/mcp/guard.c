@@ -93,8 +93,8 @@ int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
 		snprintf(err, errlen, "--token-file %s: not a regular file", path);
 	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(err, errlen,
-			 "--token-file %s: writable by group or others (mode %04o): refused",
-			 path, (unsigned)(st.st_mode & 07777));
+			 "--token-file %s: writable by group or others (mode %04o): refused", path,
+			 (unsigned)(st.st_mode & 07777));
 	} else if ((n = read(fd, buf, sizeof(buf) - 1)) < 0) {
 		snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
 	}
@@ -115,8 +115,9 @@ int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
 			return -1;
 		}
 	if (len < GUARD_TOKEN_MIN) {
-		snprintf(err, errlen, "--token-file %s: the token (first line) is %s (%d bytes at least)",
-			 path, len ? "too short" : "empty", GUARD_TOKEN_MIN);
+		snprintf(err, errlen,
+			 "--token-file %s: the token (first line) is %s (%d bytes at least)", path,
+			 len ? "too short" : "empty", GUARD_TOKEN_MIN);
 		return -1;
 	}
 	*ret = strndup(buf, len);

@@ -27,23 +27,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http.h"
 
-#define CONN_MEMORY	   ((size_t)64 << 10) /* libmicrohttpd's per-connection pool */
-#define SSE_NOTIFY_MAX	   ((size_t)4 << 20)  /* a stream's unsent notifications */
-#define SESSIONS_MAX	   1024
-#define SESSION_IDLE_MS	   ((uint64_t)30 * 60 * 1000)
-#define IDLE_TIMEOUT_S	   15
-#define DEFAULT_MAX_CONN   256
-#define DEFAULT_RATE	   50
-#define DEFAULT_DRAIN_S	   30
-#define MHD_THREADS	   4
-#define FINISH_WAIT_MS	   3000
+#define CONN_MEMORY	 ((size_t)64 << 10) /* libmicrohttpd's per-connection pool */
+#define SSE_NOTIFY_MAX	 ((size_t)4 << 20)  /* a stream's unsent notifications */
+#define IDLE_TIMEOUT_S	 15
+#define DEFAULT_MAX_CONN 256
+#define DEFAULT_RATE	 50
+#define DEFAULT_DRAIN_S	 30
+#define MHD_THREADS	 4
+#define FINISH_WAIT_MS	 3000
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -223,9 +220,8 @@ static void finish_sinks(struct http_server *h)
 static enum MHD_Result respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
 			       size_t len)
 {
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(len, body, body ? MHD_RESPMEM_MUST_FREE
-							    : MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+	    len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		free(body);
 		return MHD_NO;
@@ -252,8 +248,7 @@ static enum MHD_Result respond(struct hreq *rq, unsigned code, const char *ctype
 }
 
 /* {"error": MESSAGE} with code; reason: the control that refused (metrics), or NULL */
-enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason,
-			    const char *message)
+enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason, const char *message)
 {
 	rq->rejected = reason;
 	rq->answered = true;
@@ -261,120 +256,6 @@ enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason,
 	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return respond(rq, code, "application/json", body, body ? strlen(body) : 0);
-}
-
-/* ---------------------------------------------------------------- sessions */
-
-static void session_unref(struct http_server *h, struct hsession *ss)
-{
-	if (!ss)
-		return;
-	pthread_mutex_lock(&h->sess_lock);
-	bool last = --ss->refs == 0;
-	pthread_mutex_unlock(&h->sess_lock);
-	if (!last)
-		return;
-	pthread_mutex_destroy(&ss->lock);
-	free(ss->s.client_name);
-	free(ss);
-}
-
-/* unlinks ss (sess_lock held); the caller cancels its calls and drops the table's ref */
-static void session_unlink(struct http_server *h, struct hsession *ss)
-{
-	for (struct hsession **pp = &h->sessions; *pp; pp = &(*pp)->next)
-		if (*pp == ss) {
-			*pp = ss->next;
-			h->n_sessions--;
-			ss->gone = true;
-			return;
-		}
-}
-
-/* The session with that id, referenced; NULL unknown, ended or expired.  Every id is
- * compared in full (constant time), so timing tells nothing of a live id. */
-static struct hsession *session_find(struct http_server *h, const char *id)
-{
-	struct hsession *found = NULL;
-	size_t il = strlen(id);
-	pthread_mutex_lock(&h->sess_lock);
-	for (struct hsession *ss = h->sessions; ss; ss = ss->next)
-		if (guard_ct_equal(id, il, ss->id, strlen(ss->id)))
-			found = ss;
-	if (found) {
-		found->refs++;
-		found->last_ms = now_ms();
-	}
-	pthread_mutex_unlock(&h->sess_lock);
-	return found;
-}
-
-static struct hsession *session_new(void)
-{
-	struct hsession *ss = calloc(1, sizeof(*ss));
-	unsigned char rnd[32];
-	if (!ss || getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		free(ss);
-		return NULL;
-	}
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		sprintf(ss->id + 2 * i, "%02x", rnd[i]);
-	explicit_bzero(rnd, sizeof(rnd));
-	ss->s.log_level = -1;
-	ss->refs = 1;
-	pthread_mutex_init(&ss->lock, NULL);
-	return ss;
-}
-
-/* Files an initialized session in the table (which takes a reference); false when the
- * table is full even after expiring idle sessions. */
-static bool session_add(struct http_server *h, struct hsession *ss)
-{
-	pthread_mutex_lock(&h->sess_lock);
-	bool ok = h->n_sessions < SESSIONS_MAX;
-	if (ok) {
-		ss->next = h->sessions;
-		h->sessions = ss;
-		h->n_sessions++;
-		ss->refs++;
-		ss->last_ms = now_ms();
-	}
-	pthread_mutex_unlock(&h->sess_lock);
-	return ok;
-}
-
-/* Ends ss (DELETE, expiry): cancels its calls, drops the table's reference. */
-static void session_end(struct http_server *h, struct hsession *ss)
-{
-	pthread_mutex_lock(&h->sess_lock);
-	bool was = !ss->gone;
-	if (was)
-		session_unlink(h, ss);
-	pthread_mutex_unlock(&h->sess_lock);
-	if (!was)
-		return;
-	mcp_pool_cancel_owner(h->srv.pool, ss);
-	session_unref(h, ss);
-}
-
-static void sessions_expire(struct http_server *h, bool all)
-{
-	uint64_t now = now_ms();
-	for (;;) {
-		struct hsession *victim = NULL;
-		pthread_mutex_lock(&h->sess_lock);
-		for (struct hsession *ss = h->sessions; ss; ss = ss->next)
-			if (all || (ss->refs == 1 && now - ss->last_ms > SESSION_IDLE_MS)) {
-				victim = ss;
-				victim->refs++;
-				break;
-			}
-		pthread_mutex_unlock(&h->sess_lock);
-		if (!victim)
-			return;
-		session_end(h, victim);
-		session_unref(h, victim);
-	}
 }
 
 /* ---------------------------------------------------------------- /mcp POST */
@@ -467,7 +348,8 @@ static enum MHD_Result answer_or_wait(struct hreq *rq)
  * → 400; for a 2026-07-28 body, another version → 400.  0 or answered. */
 static int check_version_header(struct hreq *rq, const struct shape *sh, struct hsession *ss)
 {
-	const char *pv = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	const char *pv =
+	    MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
 	if (!pv)
 		return 0;
 	const char *why = NULL;
@@ -531,7 +413,8 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	if (sh.request && (json_is_string(sh.id) || json_is_integer(sh.id)))
 		rq->sink->id = rq->id = json_incref(sh.id);
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
-	struct mcp_msg m = {.sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
+	struct mcp_msg m = {
+	    .sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
 	if (ss)
 		pthread_mutex_lock(&ss->lock);
 	mcp_dispatch(&h->srv, &m, rq->body ? rq->body : "", rq->len);
@@ -714,7 +597,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 /* ---------------------------------------------------------------- the daemon */
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	(void)cls;
 	char line[512];
@@ -743,12 +626,12 @@ static int listen_on(const struct guard_addr *a)
 	int r;
 	if (a->v6) {
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(a->port),
-					  .sin6_addr = a->in6};
+		struct sockaddr_in6 sa = {
+		    .sin6_family = AF_INET6, .sin6_port = htons(a->port), .sin6_addr = a->in6};
 		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	} else {
-		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(a->port),
-					 .sin_addr = a->in4};
+		struct sockaddr_in sa = {
+		    .sin_family = AF_INET, .sin_port = htons(a->port), .sin_addr = a->in4};
 		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	}
 	if (r < 0 || listen(fd, 128) < 0) {
@@ -761,19 +644,22 @@ static int listen_on(const struct guard_addr *a)
 
 static uint16_t bound_port(int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} u;
+	memset(&u, 0, sizeof(u));
+	socklen_t sl = sizeof(u);
+	if (getsockname(fd, &u.sa, &sl) < 0)
 		return 0;
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in4.sin_port);
 }
 
 static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_USE_ITC | (h->addr.v6 ? MHD_USE_IPv6 : 0);
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
+			 (h->addr.v6 ? MHD_USE_IPv6 : 0);
 	unsigned per_ip = h->max_conn < 64 ? h->max_conn : 64;
 	if (h->max_conn >= 256)
 		per_ip = h->max_conn / 4;
@@ -784,10 +670,10 @@ static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 	struct MHD_Daemon *d = MHD_start_daemon(
 	    flags, 0, NULL, NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)MHD_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-	    h->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED,
-	    completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+	    h->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+	    MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return d;
 }
@@ -898,8 +784,8 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	rc = 1;
 	if (mcp_metrics_new(&h->srv.metrics) < 0 || catch_signals() < 0)
 		goto out;
-	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules,
-			    o->max_concurrent, (size_t)o->max_concurrent * 4) < 0)
+	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
+			    (size_t)o->max_concurrent * 4) < 0)
 		goto out;
 	if ((fd = listen_on(&h->addr)) < 0) {
 		mcp_log("--http %s: %s", o->http, strerror(-fd));

@@ -17,23 +17,23 @@ struct hsink {
 	struct mcp_sink base; /* first */
 	struct http_server *h;
 	pthread_mutex_t lock;
-	unsigned refs; /* the request's, a call's, the stream's */
+	unsigned refs;		     /* the request's, a call's, the stream's */
 	struct MHD_Connection *conn; /* NULL once the request completed */
 	bool suspended;		     /* the connection waits for this sink */
 	bool done;		     /* the response arrived */
 	bool closed;		     /* the request completed (or its client left) */
 	bool sse;
-	json_t *id;		    /* the request's id (borrowed from the hreq) */
-	char *resp;		    /* the response text */
-	char *buf;		    /* SSE: bytes not yet sent, from off to len */
+	json_t *id; /* the request's id (borrowed from the hreq) */
+	char *resp; /* the response text */
+	char *buf;  /* SSE: bytes not yet sent, from off to len */
 	size_t len, off, cap;
-	uint64_t dropped;	    /* notifications dropped: the client did not read */
+	uint64_t dropped;	     /* notifications dropped: the client did not read */
 	struct hsink *next, **pprev; /* the server's list of live sinks */
 };
 
 struct hsession {
 	struct mcp_session s;
-	char id[65]; /* 256 random bits, hex */
+	char id[65];	      /* 256 random bits, hex */
 	pthread_mutex_t lock; /* one message of the session dispatched at a time */
 	unsigned refs;	      /* the table's, and each request's (sess_lock) */
 	bool gone;
@@ -65,7 +65,7 @@ struct hreq {
 	struct http_server *h;
 	struct MHD_Connection *conn;
 	enum http_path path;
-	char client[48]; /* the peer's address */
+	char client[48];    /* the peer's address */
 	const char *origin; /* an allowed Origin, echoed in CORS headers */
 	bool accept_sse;
 	bool answered, dispatched, too_big;
@@ -78,6 +78,17 @@ struct hreq {
 	json_t *id;
 	char session_hdr[80];
 };
+
+/* Sessions (http_session.c).  find: referenced, NULL when unknown or ended (every id is
+ * compared in full, in constant time); new: unfiled, one reference; add: files an
+ * initialized one (false: the table is full); end: unfiles it and cancels its calls;
+ * expire: ends the idle ones (all: every one). */
+struct hsession *session_find(struct http_server *h, const char *id);
+struct hsession *session_new(void);
+bool session_add(struct http_server *h, struct hsession *ss);
+void session_end(struct http_server *h, struct hsession *ss);
+void session_unref(struct http_server *h, struct hsession *ss);
+void sessions_expire(struct http_server *h, bool all);
 
 /* The checks on a request's line and headers (http_gate.c), at its first call: answers
  * and returns when one fails. */

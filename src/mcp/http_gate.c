@@ -116,8 +116,7 @@ static int accept_of(struct hreq *rq)
 	if (rq->accept_sse || strcasestr(a, "application/json") || strstr(a, "*/*") ||
 	    strcasestr(a, "application/*"))
 		return 0;
-	http_refuse(rq, 406, "accept",
-		    "Accept must admit application/json or text/event-stream");
+	http_refuse(rq, 406, "accept", "Accept must admit application/json or text/event-stream");
 	return -1;
 }
 

@@ -118,8 +118,8 @@ void mcp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* notifications/message from LOGGER, when the client asked for LEVEL or lower ("info",
  * "warning"...) for the request (modern: its _meta logLevel) or the session (legacy
  * setLevel).  Takes data. */
-void mcp_notify_log(struct mcp_sink *sink, int request_level, const char *level,
-		    const char *logger, json_t *data);
+void mcp_notify_log(struct mcp_sink *sink, int request_level, const char *level, const char *logger,
+		    json_t *data);
 
 /* Syslog level index of a logging level name (0 = debug ... 7 = emergency), -1 unknown. */
 int mcp_log_level(const char *name);
@@ -152,8 +152,8 @@ int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
  * until then).  Always takes args and ctx->progress_token; takes id on success only.
  * Returns 0; -EEXIST when a call of the same owner with that id is in flight; -EBUSY
  * when the queue is full; -ENOMEM. */
-int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner,
-		    json_t *id, const char *tool, json_t *args, struct mcp_call_ctx *ctx);
+int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner, json_t *id,
+		    const char *tool, json_t *args, struct mcp_call_ctx *ctx);
 
 /* notifications/cancelled: cancels the owner's call with that id (running: its token;
  * queued: dropped).  No reply is ever sent for it.  Returns true when one was found. */

@@ -20,7 +20,7 @@ struct mcp_serve_options {
 	unsigned max_concurrent; /* calls running at once, 1 or more */
 	/* --http ADDR:PORT: streamable HTTP instead of stdio (http.c) */
 	const char *http;
-	const char *token_file;		 /* NULL: no token (loopback only) */
+	const char *token_file;		  /* NULL: no token (loopback only) */
 	const char *const *allow_origins; /* n_allow_origins of them */
 	size_t n_allow_origins;
 	unsigned max_connections; /* 0: the default */
@@ -30,9 +30,9 @@ struct mcp_serve_options {
 };
 
 /*
- * Serves MCP on stdin/stdout (or over HTTP when o->http is set) until stdin ends or SIGINT, SIGTERM or SIGHUP arrives.
- * Logs go to stderr ("govex mcp: ...").  Returns the exit status: 0 at the end of input,
- * 128+N after signal N, 1 when the server could not start (said on stderr).
+ * Serves MCP on stdin/stdout (or over HTTP when o->http is set) until stdin ends or SIGINT, SIGTERM
+ * or SIGHUP arrives. Logs go to stderr ("govex mcp: ...").  Returns the exit status: 0 at the end
+ * of input, 128+N after signal N, 1 when the server could not start (said on stderr).
  */
 int mcp_serve(const struct mcp_serve_options *o);
 

@@ -23,8 +23,7 @@ struct counter_set {
 	uint64_t other;
 };
 
-static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-				 1,	2.5,  5,     10,   30,	 60};
+static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 #define N_BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
 struct mcp_metrics {

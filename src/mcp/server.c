@@ -86,16 +86,16 @@ int mcp_log_level(const char *name)
 	return -1;
 }
 
-void mcp_notify_log(struct mcp_sink *sink, int request_level, const char *level,
-		    const char *logger, json_t *data)
+void mcp_notify_log(struct mcp_sink *sink, int request_level, const char *level, const char *logger,
+		    json_t *data)
 {
 	if (request_level < 0 || mcp_log_level(level) < request_level) {
 		json_decref(data);
 		return;
 	}
 	mcp_notify(sink, json_pack("{s:s, s:s, s:{s:s, s:s, s:o}}", "jsonrpc", "2.0", "method",
-				  "notifications/message", "params", "level", level, "logger",
-				  logger, "data", data ? data : json_null()));
+				   "notifications/message", "params", "level", level, "logger",
+				   logger, "data", data ? data : json_null()));
 }
 
 static json_t *server_info(void)
@@ -118,12 +118,12 @@ void mcp_stamp_modern(json_t *result)
 static void reply(struct mcp_msg *m, json_t *id, json_t *result)
 {
 	m->answered = true;
-	mcp_send(m->sink, json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+	mcp_send(m->sink,
+		 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
 /* id NULL: JSON null (the request's id could not be read).  Takes data. */
-void mcp_reply_error(struct mcp_sink *sink, json_t *id, int code, const char *message,
-		     json_t *data)
+void mcp_reply_error(struct mcp_sink *sink, json_t *id, int code, const char *message, json_t *data)
 {
 	json_t *err = json_pack("{s:i, s:s}", "code", code, "message", message);
 	if (!err) /* a message that is not UTF-8 */
@@ -134,8 +134,7 @@ void mcp_reply_error(struct mcp_sink *sink, json_t *id, int code, const char *me
 				 "error", err));
 }
 
-static void reply_error(struct mcp_msg *m, json_t *id, int code, const char *message,
-			json_t *data)
+static void reply_error(struct mcp_msg *m, json_t *id, int code, const char *message, json_t *data)
 {
 	m->answered = true;
 	mcp_reply_error(m->sink, id, code, message, data);
@@ -148,6 +147,7 @@ static void reply_errorf(struct mcp_msg *m, json_t *id, int code, const char *fm
 	char msg[800];
 	va_list ap;
 	va_start(ap, fmt);
+	// NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	reply_error(m, id, code, msg, NULL);
@@ -312,8 +312,7 @@ static void do_tools_call(struct request *rq)
 	else if (r == -EBUSY) {
 		m->sink->status = 429;
 		reply_error(m, rq->id, -32000, "server busy: too many calls queued", NULL);
-	}
-	else if (r < 0)
+	} else if (r < 0)
 		reply_error(m, rq->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
 	if (r < 0)
 		json_decref(id);
@@ -487,8 +486,7 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 		handle_notification(srv, m, json_string_value(method),
 				    json_is_object(params) ? params : NULL);
 	} else if (params && !json_is_object(params)) {
-		reply_error(m, rid, RPC_INVALID_PARAMS, "Invalid params: must be an object",
-			    NULL);
+		reply_error(m, rid, RPC_INVALID_PARAMS, "Invalid params: must be an object", NULL);
 	} else {
 		json_t *meta = json_object_get(params, "_meta");
 		struct request rq = {

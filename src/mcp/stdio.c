@@ -56,6 +56,7 @@ void mcp_log(const char *fmt, ...)
 	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
+	// NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
 	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
 	if (n < 0)
@@ -211,7 +212,7 @@ static void too_long(struct stdio_out *out)
 	snprintf(msg, sizeof(msg), "Invalid Request: message longer than %zu bytes",
 		 (size_t)MCP_LINE_MAX);
 	mcp_reply_error(&out->sink, NULL, RPC_INVALID_REQUEST, msg,
-		    json_pack("{s:I}", "limit", (json_int_t)MCP_LINE_MAX));
+			json_pack("{s:I}", "limit", (json_int_t)MCP_LINE_MAX));
 	mcp_log("discarding a message longer than %zu bytes", (size_t)MCP_LINE_MAX);
 }
 
@@ -353,8 +354,8 @@ int mcp_serve(const struct mcp_serve_options *o)
 	int rc = 1, r;
 	if ((r = writer_start(&out)) < 0)
 		mcp_log("threads: %s (stdout written directly)", strerror(-r));
-	if (catch_signals() < 0 || mcp_server_init(&srv, o->policy, o->rt, o->modules,
-						    o->n_modules, o->max_concurrent, 256) < 0)
+	if (catch_signals() < 0 || mcp_server_init(&srv, o->policy, o->rt, o->modules, o->n_modules,
+						   o->max_concurrent, 256) < 0)
 		goto out;
 	size_t nt = json_array_size(srv.tools);
 	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", nt,
