@@ -349,6 +349,67 @@ def test_drain_timeout_cancels(t):
     m.eq(msgs[0]["error"]["code"], -32000, "the waiting request was answered: %r" % (msgs,))
 
 
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+def test_sigkill_leaves_nothing(t):
+    """SIGKILL on the server: the run it started dies with it (strict: in its sandbox)."""
+    for preset in ("strict", "trusted"):
+        s = m.HttpServer(["--preset", preset])
+        code = ("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(30)")
+        c = s.conn(timeout=60)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": modern_call(code, **{
+                               "io.modelcontextprotocol/logLevel": "info"})})
+        c.request("POST", "/mcp", body, {"Host": "127.0.0.1:%d" % s.port,
+                                         "Accept": "text/event-stream",
+                                         "Content-Type": "application/json"})
+        r = c.getresponse()
+        line = b""
+        while b"notifications/message" not in line:
+            line = r.fp.readline()
+            m.check(line, "the stream ended before the run printed")
+        inner = int(json.loads(line.split(b"data: ", 1)[1])["params"]["data"])
+        # the pid the run saw is its namespace's; find the host's by its command line
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()
+                and int(p) != s.p.pid and _ppid_chain_has(int(p), s.p.pid)]
+        def cmd(p):
+            try:
+                return open("/proc/%d/cmdline" % p, "rb").read()
+            except OSError:
+                return b""
+        m.check(any(b"python" in cmd(p) for p in pids),
+                "%s: the run's interpreter is among the server's descendants %r"
+                % (preset, [cmd(p)[:60] for p in pids]))
+        s.signal(signal.SIGKILL)
+        s.wait(10)
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        m.eq([p for p in pids if alive(p)], [], "%s: processes left after SIGKILL (run pid %d)"
+             % (preset, inner))
+        c.close()
+
+
+def _ppid_chain_has(pid, ancestor):
+    for _ in range(20):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(") ", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 TESTS = [
     ("legacy session over HTTP: initialize, id, list, call, 400/404, DELETE, version header",
      test_legacy_session),
@@ -366,6 +427,7 @@ TESTS = [
     ("/metrics and /readyz", test_metrics_ready),
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),
+    ("SIGKILL on the server leaves no process of its runs", test_sigkill_leaves_nothing),
 ]
 
 if __name__ == "__main__":
