@@ -34,13 +34,14 @@
 #include "http.h"
 
 #define CONN_MEMORY	 ((size_t)64 << 10) /* libmicrohttpd's per-connection pool */
-#define SSE_NOTIFY_MAX	 ((size_t)4 << 20)  /* a stream's unsent notifications */
+#define SSE_NOTIFY_MAX	 ((size_t)1 << 20)  /* a stream's unsent notifications */
 #define IDLE_TIMEOUT_S	 15
 #define DEFAULT_MAX_CONN 256
 #define DEFAULT_RATE	 50
 #define DEFAULT_DRAIN_S	 30
 #define MHD_THREADS	 4
 #define FINISH_WAIT_MS	 3000
+#define BODY_BUDGET	 ((size_t)256 << 20) /* request bodies held at once */
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -54,6 +55,7 @@ static uint64_t now_ms(void)
 /* ---------------------------------------------------------------- sinks */
 
 static void sink_unref(struct mcp_sink *base);
+static void body_free(struct hreq *rq);
 
 static void sink_ref(struct mcp_sink *base)
 {
@@ -80,6 +82,7 @@ static void sink_unref(struct mcp_sink *base)
 	pthread_cond_broadcast(&h->sinks_gone);
 	pthread_mutex_unlock(&h->sinks_lock);
 	pthread_mutex_destroy(&s->lock);
+	json_decref(s->id);
 	free(s->resp);
 	free(s->buf);
 	free(s);
@@ -297,7 +300,7 @@ static enum MHD_Result answer_json(struct hreq *rq)
 	pthread_mutex_unlock(&s->lock);
 	if (!text)
 		return http_refuse(rq, 503, NULL, "server shutting down");
-	if (code == 200 && strstr(text, "\"id\":null") && strstr(text, "\"error\":"))
+	if (code == 200 && strncmp(text, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":", 35) == 0)
 		code = 400; /* the message could not be read: no request to answer */
 	return respond(rq, code, "application/json", text, strlen(text));
 }
@@ -410,8 +413,10 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	}
 	rq->sink->conn = rq->conn;
 	rq->sink->sse = sh.request && rq->accept_sse && strcmp(sh.method, "tools/call") == 0;
-	if (sh.request && (json_is_string(sh.id) || json_is_integer(sh.id)))
-		rq->sink->id = rq->id = json_incref(sh.id);
+	if (sh.request && (json_is_string(sh.id) || json_is_integer(sh.id))) {
+		rq->id = json_incref(sh.id);
+		rq->sink->id = json_incref(sh.id);
+	}
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
 	struct mcp_msg m = {
 	    .sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
@@ -429,8 +434,7 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 		snprintf(rq->session_hdr, sizeof(rq->session_hdr), "%s", ss->id);
 	}
 	rq->dispatched = true;
-	free(rq->body);
-	rq->body = NULL;
+	body_free(rq);
 	if (!m.answered) {
 		rq->answered = true;
 		ret = respond(rq, 202, NULL, NULL, 0);
@@ -493,24 +497,48 @@ static enum MHD_Result get_metrics(struct hreq *rq)
 	return respond(rq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
 }
 
-/* A chunk of the body; past MCP_LINE_MAX the rest is dropped and 413 answered. */
-static void take_body(struct hreq *rq, const char *data, size_t n)
+/* Bodies being read share BODY_BUDGET: a flood of large uploads gets 503, not the
+ * server's memory.  add: bytes to reserve (true if they fit), or to give back (< 0). */
+static bool body_budget(struct http_server *h, long long add)
+{
+	pthread_mutex_lock(&h->sinks_lock);
+	bool ok = add <= 0 || h->body_bytes + (size_t)add <= BODY_BUDGET;
+	if (ok)
+		h->body_bytes += (size_t)add; /* wraps back for add < 0 */
+	pthread_mutex_unlock(&h->sinks_lock);
+	return ok;
+}
+
+static void body_free(struct hreq *rq)
+{
+	if (rq->cap)
+		body_budget(rq->h, -(long long)rq->cap);
+	free(rq->body);
+	rq->body = NULL;
+	rq->len = rq->cap = 0;
+}
+
+/* A chunk of the body; past MCP_LINE_MAX the rest is dropped and 413 answered.  -1: no
+ * room in the budget (503). */
+static int take_body(struct hreq *rq, const char *data, size_t n)
 {
 	if (rq->too_big || n > MCP_LINE_MAX - rq->len) {
 		rq->too_big = true;
-		free(rq->body);
-		rq->body = NULL;
-		rq->len = rq->cap = 0;
-		return;
+		body_free(rq);
+		return 0;
 	}
 	if (rq->len + n + 1 > rq->cap) {
 		size_t ncap = rq->cap ? rq->cap : 16384;
 		while (ncap < rq->len + n + 1)
 			ncap *= 2;
+		if (ncap > MCP_LINE_MAX + 1)
+			ncap = MCP_LINE_MAX + 1;
+		if (!body_budget(rq->h, (long long)(ncap - rq->cap)))
+			return -1;
 		char *nb = realloc(rq->body, ncap);
 		if (!nb) {
-			rq->too_big = true;
-			return;
+			body_budget(rq->h, -(long long)(ncap - rq->cap));
+			return -1;
 		}
 		rq->body = nb;
 		rq->cap = ncap;
@@ -518,6 +546,7 @@ static void take_body(struct hreq *rq, const char *data, size_t n)
 	memcpy(rq->body + rq->len, data, n);
 	rq->len += n;
 	rq->body[rq->len] = '\0';
+	return 0;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
@@ -539,8 +568,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		take_body(rq, upload, *upload_size);
+		int r = take_body(rq, upload, *upload_size);
 		*upload_size = 0;
+		if (r < 0) {
+			body_free(rq);
+			return http_refuse(rq, 503, "body_budget",
+					   "server busy: too many large requests at once");
+		}
 		if (rq->too_big)
 			return http_refuse(rq, 413, "body_too_large",
 					   "request body larger than 17 MiB (17825792 bytes)");
@@ -591,7 +625,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	}
 	session_unref(h, rq->sess);
 	json_decref(rq->id);
-	free(rq->body);
+	body_free(rq);
 	free(rq);
 }
 

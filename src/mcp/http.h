@@ -54,6 +54,7 @@ struct http_server {
 	pthread_cond_t sinks_gone;
 	struct hsink *sinks;
 	size_t n_sinks;
+	size_t body_bytes; /* request bodies held (sinks_lock) */
 	bool stopping;
 	pthread_mutex_t sess_lock;
 	struct hsession *sessions;

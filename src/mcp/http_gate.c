@@ -77,12 +77,13 @@ static int gate(struct hreq *rq)
 		}
 		rq->origin = origin;
 	}
-	if (h->token && !guard_bearer_ok(header(rq, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
-		http_refuse(rq, 401, "auth", "missing or wrong bearer token (Authorization)");
-		return -1;
-	}
+	/* the rate first: token guesses are throttled too */
 	if (!guard_rate_take(&h->rate, rq->client)) {
 		http_refuse(rq, 429, "rate", "too many requests from this address; retry later");
+		return -1;
+	}
+	if (h->token && !guard_bearer_ok(header(rq, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
+		http_refuse(rq, 401, "auth", "missing or wrong bearer token (Authorization)");
 		return -1;
 	}
 	return 0;
