@@ -781,7 +781,7 @@ static int setup(struct http_server *h, const struct mcp_serve_options *o)
 	char err[400];
 	if (guard_parse_addr(o->http, &h->addr, err, sizeof(err)) < 0) {
 		mcp_log("%s", err);
-		return 125;
+		return 2; /* a command line error, as the option parser's */
 	}
 	if (o->token_file && guard_read_token(o->token_file, &h->token, err, sizeof(err)) < 0) {
 		mcp_log("%s", err);
