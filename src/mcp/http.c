@@ -347,9 +347,10 @@ static enum MHD_Result answer_or_wait(struct hreq *rq)
 	return answer_json(rq);
 }
 
-/* MCP-Protocol-Version: unknown → 400; in a session, another version than it agreed on
- * → 400; for a 2026-07-28 body, another version → 400.  0 or answered. */
-static int check_version_header(struct hreq *rq, const struct shape *sh, struct hsession *ss)
+/* MCP-Protocol-Version: unknown → 400 (the spec's rule: in a session any supported
+ * version passes, as the official suite expects); for a 2026-07-28 body, another version
+ * → 400.  0 or answered. */
+static int check_version_header(struct hreq *rq, const struct shape *sh)
 {
 	const char *pv =
 	    MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
@@ -360,8 +361,6 @@ static int check_version_header(struct hreq *rq, const struct shape *sh, struct 
 		why = "MCP-Protocol-Version: unsupported protocol version";
 	else if (sh->modern && strcmp(pv, "2026-07-28") != 0)
 		why = "MCP-Protocol-Version does not match params._meta's protocol version";
-	else if (!sh->modern && ss && ss->s.initialized && strcmp(pv, ss->s.version) != 0)
-		why = "MCP-Protocol-Version does not match the session's protocol version";
 	if (!why)
 		return 0;
 	http_refuse(rq, 400, "protocol_version", why);
@@ -402,7 +401,7 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 				   "Mcp-Session-Id required: initialize first (or send "
 				   "2026-07-28 requests, which need no session)");
 	}
-	if (check_version_header(rq, &sh, ss) < 0) {
+	if (check_version_header(rq, &sh) < 0) {
 		ret = MHD_YES;
 		goto out;
 	}
