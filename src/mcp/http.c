@@ -417,6 +417,8 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 		rq->sink->id = json_incref(sh.id);
 	}
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
+	rq->sink->owner = rq->owner;
+	rq->sink->sess_owner = ss != NULL;
 	struct mcp_msg m = {
 	    .sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
 	if (ss)
@@ -726,18 +728,54 @@ static int catch_signals(void)
 	return 0;
 }
 
+/* A suspended request's client hung up (libmicrohttpd does not watch a suspended
+ * connection): its call is cancelled and its sink answered, so that the connection
+ * resumes and is closed.  Checked once a tick, at most WATCH_MAX per tick. */
+#define WATCH_MAX 64
+static void watch_clients(struct http_server *h)
+{
+	struct hsink *gone[WATCH_MAX];
+	size_t n = 0;
+	pthread_mutex_lock(&h->sinks_lock);
+	for (struct hsink *s = h->sinks; s && n < WATCH_MAX; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		if (s->suspended && !s->done && s->conn) {
+			const union MHD_ConnectionInfo *ci =
+			    MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+			struct pollfd pfd = {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP};
+			if (pfd.fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+			    (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+				s->refs++;
+				gone[n++] = s;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&h->sinks_lock);
+	for (size_t i = 0; i < n; i++) {
+		struct hsink *s = gone[i];
+		if (s->sess_owner && s->id)
+			mcp_pool_cancel(h->srv.pool, s->owner, s->id);
+		else if (!s->sess_owner)
+			mcp_pool_cancel_owner(h->srv.pool, s->owner);
+		mcp_reply_error(&s->base, s->id, -32000, "the client went away", NULL);
+		sink_unref(&s->base);
+	}
+}
+
 /* Serves until a signal; returns it. */
 static int wait_signal(struct http_server *h)
 {
 	struct pollfd pfd = {.fd = sig_pipe[0], .events = POLLIN};
 	for (;;) {
-		int r = poll(&pfd, 1, 1000);
+		int r = poll(&pfd, 1, 500);
 		if (r < 0 && errno != EINTR)
 			return 0;
 		unsigned char c;
 		if (r > 0 && read(sig_pipe[0], &c, 1) == 1)
 			return c;
 		sessions_expire(h, false);
+		watch_clients(h);
 	}
 }
 

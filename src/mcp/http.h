@@ -23,9 +23,11 @@ struct hsink {
 	bool done;		     /* the response arrived */
 	bool closed;		     /* the request completed (or its client left) */
 	bool sse;
-	json_t *id; /* the request's id (borrowed from the hreq) */
-	char *resp; /* the response text */
-	char *buf;  /* SSE: bytes not yet sent, from off to len */
+	json_t *id;	   /* the request's id (a reference) */
+	const void *owner; /* its call's owner (the session, or this sink) */
+	bool sess_owner;   /* owner is a session: cancel by (owner, id) */
+	char *resp;	   /* the response text */
+	char *buf;	   /* SSE: bytes not yet sent, from off to len */
 	size_t len, off, cap;
 	uint64_t dropped;	     /* notifications dropped: the client did not read */
 	struct hsink *next, **pprev; /* the server's list of live sinks */

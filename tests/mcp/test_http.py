@@ -396,6 +396,38 @@ def test_sigkill_leaves_nothing(t):
         c.close()
 
 
+def test_disconnect_cancels(t):
+    """A stateless client that closes its connection mid-call (an SSE stream, or a request
+    waiting for its JSON reply): the run is cancelled, the server keeps serving."""
+    s = m.HttpServer(ARGS)
+    for sse in (True, False):
+        pidfile = os.path.join(t, "pid%d" % sse)
+        code = ("import os, time\nopen(%r + '.t', 'w').write(str(os.getpid()))\n"
+                "os.rename(%r + '.t', %r)\ntime.sleep(30)" % (pidfile, pidfile, pidfile))
+        c = s.conn(timeout=60)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": modern_call(code)})
+        c.request("POST", "/mcp", body, {"Host": "127.0.0.1:%d" % s.port,
+                                         "Accept": "text/event-stream" if sse
+                                         else "application/json",
+                                         "Content-Type": "application/json"})
+        t0 = time.monotonic()
+        while not os.path.exists(pidfile) and time.monotonic() - t0 < 10:
+            time.sleep(0.02)
+        pid = int(open(pidfile).read())
+        m.check(alive(pid), "the run is up")
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        t0 = time.monotonic()
+        while alive(pid) and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        # the policy's wall limit (5 s) would end it too: it must go well before
+        m.check(time.monotonic() - t0 < 3, "%s: the run outlived its client by %.1f s"
+                % ("SSE" if sse else "JSON", time.monotonic() - t0))
+    st, _, msgs = s.rpc("tools/call", modern_call("6*7"), id=2)
+    m.eq((st, m.result_doc(msgs[0])["value"]), (200, 42), "still serving")
+
+
 def _ppid_chain_has(pid, ancestor):
     for _ in range(20):
         try:
@@ -428,6 +460,7 @@ TESTS = [
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),
     ("SIGKILL on the server leaves no process of its runs", test_sigkill_leaves_nothing),
+    ("a client that closes its stream cancels its call", test_disconnect_cancels),
 ]
 
 if __name__ == "__main__":
