@@ -254,6 +254,39 @@ def test_bounds(t):
                 {"Accept": "text/html"})[0], 406, "Accept admits neither")
 
 
+def test_connections(t):
+    """--max-connections: past it, a connection is not served (libmicrohttpd stops
+    accepting); an idle (or dribbling) connection is closed after 15 s without a byte."""
+    s = m.HttpServer(ARGS + ["--max-connections", "4"])
+    held = []
+    t_start = time.monotonic()
+    for _ in range(4):
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=40)
+        c.sendall(b"POST /mcp HTTP/1.1\r\n")
+        held.append(c)
+    extra = socket.create_connection(("127.0.0.1", s.port), timeout=2)
+    extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    try:
+        got = extra.recv(100)
+    except socket.timeout:
+        got = None
+    m.check(not got, "a fifth connection is not served: %r" % got)
+    try:
+        got = held[0].recv(100)
+    except OSError:
+        got = b"(error)"
+    idle = time.monotonic() - t_start
+    m.check(got == b"" and 13 < idle < 20, "idle connection closed after %.1f s (%r)"
+            % (idle, got))
+    for c in held:
+        c.close()
+    extra.settimeout(10)
+    got = extra.recv(100)
+    m.check(got.startswith(b"HTTP/1.1 200"), "the waiting connection is served once there "
+            "is room: %r" % got[:40])
+    extra.close()
+
+
 def test_rate(t):
     s = m.HttpServer(ARGS + ["--rate", "5"])
     msg = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": m.meta()}}
@@ -454,6 +487,7 @@ TESTS = [
     ("refused at start (125): off loopback without token, bad token files", test_refusals),
     ("Origin and Host (DNS rebinding): 403", test_origin_host),
     ("bounds: 413 before the body, chunked 413, 431, 404, 406", test_bounds),
+    ("connection limit and idle timeout", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
     ("/metrics and /readyz", test_metrics_ready),
