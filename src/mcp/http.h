@@ -40,6 +40,7 @@ struct hsession {
 	unsigned refs;	      /* the table's, and each request's (sess_lock) */
 	bool gone;
 	uint64_t last_ms;
+	uint64_t used; /* h->sess_clock at its last use: the least recent goes first */
 	struct hsession *next;
 };
 
@@ -61,6 +62,7 @@ struct http_server {
 	pthread_mutex_t sess_lock;
 	struct hsession *sessions;
 	size_t n_sessions;
+	uint64_t sess_clock;
 };
 
 /* One HTTP request (libmicrohttpd's per-request pointer). */

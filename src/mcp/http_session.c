@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * HTTP sessions (http.h) of the legacy protocol versions: made by initialize, named by
- * Mcp-Session-Id (256 random bits from getrandom), bounded in number (SESSIONS_MAX) and
- * idle time (SESSION_IDLE_MS), ended by DELETE; ending one cancels its calls.
+ * Mcp-Session-Id (256 random bits from getrandom), bounded in number (SESSIONS_MAX: past
+ * it the one unused longest is ended) and idle time (SESSION_IDLE_MS), ended by DELETE;
+ * ending one cancels its calls.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -64,6 +65,7 @@ struct hsession *session_find(struct http_server *h, const char *id)
 	if (found) {
 		found->refs++;
 		found->last_ms = now_ms();
+		found->used = ++h->sess_clock;
 	}
 	pthread_mutex_unlock(&h->sess_lock);
 	return found;
@@ -90,7 +92,17 @@ struct hsession *session_new(void)
  * table is full even after expiring idle sessions. */
 bool session_add(struct http_server *h, struct hsession *ss)
 {
+	struct hsession *evicted = NULL;
 	pthread_mutex_lock(&h->sess_lock);
+	if (h->n_sessions >= SESSIONS_MAX) {
+		/* full: the session unused longest goes (its client gets 404 and initializes
+		 * again), unless every one has a request in flight */
+		for (struct hsession *c = h->sessions; c; c = c->next)
+			if (c->refs == 1 && (!evicted || c->used < evicted->used))
+				evicted = c;
+		if (evicted)
+			session_unlink(h, evicted);
+	}
 	bool ok = h->n_sessions < SESSIONS_MAX;
 	if (ok) {
 		ss->next = h->sessions;
@@ -98,8 +110,14 @@ bool session_add(struct http_server *h, struct hsession *ss)
 		h->n_sessions++;
 		ss->refs++;
 		ss->last_ms = now_ms();
+		ss->used = ++h->sess_clock;
 	}
 	pthread_mutex_unlock(&h->sess_lock);
+	if (evicted) {
+		if (h->srv.pool)
+			mcp_pool_cancel_owner(h->srv.pool, evicted);
+		session_unref(h, evicted);
+	}
 	return ok;
 }
 

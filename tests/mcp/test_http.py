@@ -74,6 +74,24 @@ def test_legacy_session(t):
     m.eq(st, 405, "GET /mcp (no server stream)")
 
 
+def test_session_bound(t):
+    """1024 sessions at most: the 1025th ends the one unused longest (404), not the server."""
+    s = m.HttpServer(ARGS + ["--rate", "1000000"])
+    first = init(s)
+    c = s.conn()
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "t", "version": "1"}}}
+    last = None
+    for _ in range(1024):
+        st, h, _ = s.post(msg, conn=c)
+        m.eq(st, 200, "initialize")
+        last = h["mcp-session-id"]
+    c.close()
+    m.eq(s.rpc("ping", id=2, headers={"Mcp-Session-Id": first})[0], 404, "the oldest ended")
+    m.eq(s.rpc("ping", id=3, headers={"Mcp-Session-Id": last})[0], 200, "the newest serves")
+
+
 def test_versions(t):
     s = m.HttpServer(ARGS)
     for v in ("2025-03-26", "2025-06-18", "2025-11-25"):
@@ -479,6 +497,7 @@ TESTS = [
     ("legacy session over HTTP: initialize, id, list, call, 400/404, DELETE, version header",
      test_legacy_session),
     ("session versions 2025-03-26, 2025-06-18, 2025-11-25", test_versions),
+    ("sessions are bounded: the one unused longest ends", test_session_bound),
     ("2026-07-28 stateless: no session, discover and call; 202; parse error 400",
      test_modern_stateless),
     ("SSE: a call's output lines and progress, then its response", test_sse_stream),
