@@ -220,8 +220,8 @@ static void finish_sinks(struct http_server *h)
 
 /* ---------------------------------------------------------------- responses */
 
-static enum MHD_Result respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
-			       size_t len)
+enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
+			     size_t len)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
 	    len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -258,7 +258,7 @@ enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason, 
 	json_t *j = json_pack("{s:s}", "error", message);
 	char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	return respond(rq, code, "application/json", body, body ? strlen(body) : 0);
+	return http_respond(rq, code, "application/json", body, body ? strlen(body) : 0);
 }
 
 /* ---------------------------------------------------------------- /mcp POST */
@@ -302,7 +302,7 @@ static enum MHD_Result answer_json(struct hreq *rq)
 		return http_refuse(rq, 503, NULL, "server shutting down");
 	if (code == 200 && strncmp(text, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":", 35) == 0)
 		code = 400; /* the message could not be read: no request to answer */
-	return respond(rq, code, "application/json", text, strlen(text));
+	return http_respond(rq, code, "application/json", text, strlen(text));
 }
 
 static enum MHD_Result start_sse(struct hreq *rq)
@@ -438,7 +438,7 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	body_free(rq);
 	if (!m.answered) {
 		rq->answered = true;
-		ret = respond(rq, 202, NULL, NULL, 0);
+		ret = http_respond(rq, 202, NULL, NULL, 0);
 	} else {
 		ret = answer_or_wait(rq);
 	}
@@ -463,40 +463,10 @@ static enum MHD_Result delete_mcp(struct hreq *rq)
 	session_end(rq->h, ss);
 	session_unref(rq->h, ss);
 	rq->answered = true;
-	return respond(rq, 200, NULL, NULL, 0);
+	return http_respond(rq, 200, NULL, NULL, 0);
 }
 
 /* ---------------------------------------------------------------- the handler */
-
-static enum MHD_Result get_ready(struct hreq *rq)
-{
-	struct http_server *h = rq->h;
-	bool ready = !h->draining;
-	char *stats = NULL;
-	if (ready && govex_runtime_stats_json(h->srv.rt, &stats) == 0) {
-		json_error_t e;
-		json_t *st = json_loads(stats, 0, &e);
-		json_t *w = json_object_get(st, "warm");
-		if (json_is_true(json_object_get(w, "enabled")) &&
-		    !json_is_true(json_object_get(w, "ready")))
-			ready = false;
-		json_decref(st);
-	}
-	free(stats);
-	const char *b = ready ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}";
-	rq->answered = true;
-	return respond(rq, ready ? 200 : 503, "application/json", strdup(b), strlen(b));
-}
-
-static enum MHD_Result get_metrics(struct hreq *rq)
-{
-	size_t len = 0;
-	char *text = mcp_metrics_render(rq->h->srv.metrics, rq->h->srv.rt, &len);
-	if (!text)
-		return http_refuse(rq, 503, NULL, "out of memory");
-	rq->answered = true;
-	return respond(rq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
-}
 
 /* Bodies being read share BODY_BUDGET: a flood of large uploads gets 503, not the
  * server's memory.  add: bytes to reserve (true if they fit), or to give back (< 0). */
@@ -587,15 +557,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return post_mcp(rq);
 	if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
 		return delete_mcp(rq);
-	if (rq->path == PATH_HEALTHZ) {
-		const char *b = "{\"status\":\"ok\"}";
-		rq->answered = true;
-		return respond(rq, 200, "application/json", strdup(b), strlen(b));
-	}
-	if (rq->path == PATH_READYZ)
-		return get_ready(rq);
-	if (rq->path == PATH_METRICS)
-		return get_metrics(rq);
+	if (rq->path != PATH_MCP)
+		return http_probe(rq);
 	return http_refuse(rq, 405, "method", "method not allowed");
 }
 

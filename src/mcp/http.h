@@ -100,6 +100,12 @@ void sessions_expire(struct http_server *h, bool all);
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method);
 /* CORS headers for an allowed Origin. */
 void http_cors_headers(struct hreq *rq, struct MHD_Response *r);
+/* Queues a response (body malloc'ed and taken, or NULL) with the headers every answer
+ * gets (http.c). */
+enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
+			     size_t len);
+/* GET /healthz, /readyz, /metrics (http_gate.c) */
+enum MHD_Result http_probe(struct hreq *rq);
 /* {"error": MESSAGE} with code (http.c). */
 enum MHD_Result http_refuse(struct hreq *rq, unsigned code, const char *reason,
 			    const char *message);

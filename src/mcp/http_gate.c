@@ -4,7 +4,7 @@
  * bounded headers, and for /mcp and /metrics: a loopback Host when bound to loopback
  * (DNS rebinding), an allowed Origin, the bearer token, the per-address rate, a body
  * that announces no more than MCP_LINE_MAX.  /healthz and /readyz need none of it and
- * say nothing but their status.
+ * say nothing but their status.  The probes' answers are here too.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -163,4 +163,48 @@ enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 	if (accept_of(rq) < 0)
 		return MHD_YES;
 	return MHD_YES;
+}
+
+/* ---------------------------------------------------------------- probes */
+
+static enum MHD_Result get_ready(struct hreq *rq)
+{
+	struct http_server *h = rq->h;
+	bool ready = !h->draining;
+	char *stats = NULL;
+	if (ready && govex_runtime_stats_json(h->srv.rt, &stats) == 0) {
+		json_error_t e;
+		json_t *st = json_loads(stats, 0, &e);
+		json_t *w = json_object_get(st, "warm");
+		if (json_is_true(json_object_get(w, "enabled")) &&
+		    !json_is_true(json_object_get(w, "ready")))
+			ready = false;
+		json_decref(st);
+	}
+	free(stats);
+	const char *b = ready ? "{\"status\":\"ready\"}" : "{\"status\":\"not ready\"}";
+	rq->answered = true;
+	return http_respond(rq, ready ? 200 : 503, "application/json", strdup(b), strlen(b));
+}
+
+static enum MHD_Result get_metrics(struct hreq *rq)
+{
+	size_t len = 0;
+	char *text = mcp_metrics_render(rq->h->srv.metrics, rq->h->srv.rt, &len);
+	if (!text)
+		return http_refuse(rq, 503, NULL, "out of memory");
+	rq->answered = true;
+	return http_respond(rq, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+/* GET /healthz, /readyz, /metrics */
+enum MHD_Result http_probe(struct hreq *rq)
+{
+	if (rq->path == PATH_READYZ)
+		return get_ready(rq);
+	if (rq->path == PATH_METRICS)
+		return get_metrics(rq);
+	const char *b = "{\"status\":\"ok\"}";
+	rq->answered = true;
+	return http_respond(rq, 200, "application/json", strdup(b), strlen(b));
 }
