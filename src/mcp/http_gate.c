@@ -37,9 +37,14 @@ static void client_of(struct hreq *rq)
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, rq->client,
 			  sizeof(rq->client));
-	else if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, rq->client,
-			  sizeof(rq->client));
+	else if (sa->sa_family == AF_INET6) {
+		/* one bucket per /64: a host gets a /64 to itself, and would otherwise take
+		 * as many buckets as it likes */
+		struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (!IN6_IS_ADDR_V4MAPPED(&a))
+			memset(a.s6_addr + 8, 0, 8);
+		inet_ntop(AF_INET6, &a, rq->client, sizeof(rq->client));
+	}
 }
 
 static bool is(const char *method, const char *m)
@@ -156,6 +161,12 @@ enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 				   "opens no stream of its own: GET is not offered)");
 	if (rq->h->draining)
 		return http_refuse(rq, 503, "draining", "server shutting down");
+	/* JSON only: a browser's form or text/plain POST (no CORS preflight) is not one */
+	const char *ct = header(rq, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+	    (ct[16] && ct[16] != ';' && ct[16] != ' '))
+		return http_refuse(rq, 415, "content_type",
+				   "Content-Type must be application/json");
 	const char *cl = header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > MCP_LINE_MAX)
 		return http_refuse(rq, 413, "body_too_large",

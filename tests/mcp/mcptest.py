@@ -277,7 +277,8 @@ class HttpServer:
         return r.status, hdrs, data
 
     def post(self, msg, headers=None, sse=False, **kw):
-        h = {"Accept": "application/json, text/event-stream" if sse else "application/json"}
+        h = {"Accept": "application/json, text/event-stream" if sse else "application/json",
+             "Content-Type": "application/json"}
         h.update(headers or {})
         return self.http("POST", "/mcp", msg, h, **kw)
 

@@ -248,7 +248,8 @@ def test_bounds(t):
     m.check(head.startswith(b"HTTP/1.1 413"), "413 before the body: %r" % head[:100])
     # a chunked body that grows past it
     c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
-    c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+              b"Content-Type: application/json\r\n\r\n")
     chunk = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))
     got = b""
     try:
@@ -268,6 +269,11 @@ def test_bounds(t):
                                               "X-Big": "a" * (17 << 10)})
     m.check(st == 431, "headers past 16 KiB: %d" % st)
     m.eq(s.http("GET", "/nope")[0], 404, "unknown path")
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    for ct in ({}, {"Content-Type": "text/plain"}, {"Content-Type": "application/jsonx"},
+               {"Content-Type": "application/x-www-form-urlencoded"}):
+        m.eq(s.http("POST", "/mcp", ping, dict(ct, Accept="application/json"))[0], 415,
+             "Content-Type %r" % ct)
     m.eq(s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
                 {"Accept": "text/html"})[0], 406, "Accept admits neither")
 
@@ -505,7 +511,7 @@ TESTS = [
     ("bearer token: 401 with WWW-Authenticate; probes need none", test_token),
     ("refused at start (125): off loopback without token, bad token files", test_refusals),
     ("Origin and Host (DNS rebinding): 403", test_origin_host),
-    ("bounds: 413 before the body, chunked 413, 431, 404, 406", test_bounds),
+    ("bounds: 413 before the body, chunked 413, 431, 404, 415, 406", test_bounds),
     ("connection limit and idle timeout", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
