@@ -74,6 +74,22 @@ int cmd_mcp(int argc, char **argv)
 		if (max_conc > CLI_MAX_CONCURRENT_MAX)
 			max_conc = CLI_MAX_CONCURRENT_MAX;
 	}
+	struct mcp_serve_options o = {
+	    .modules = a.modules,
+	    .n_modules = a.n_modules,
+	    .max_concurrent = max_conc,
+	    .http = a.http,
+	    .token_file = a.token_file,
+	    .allow_origins = a.origins,
+	    .n_allow_origins = a.n_origins,
+	    .max_connections = a.max_connections,
+	    .rate = a.rate,
+	    .drain_timeout_s = a.drain_timeout_s,
+	    .drain_timeout_set = a.drain_timeout_set,
+	};
+	/* an address or a token refused before the runtime (and its templates) start */
+	if (a.http && (rc = mcp_http_check(&o)) != 0)
+		return rc;
 	struct cli_session s;
 	cli_session_init(&s, &a);
 	if (cli_session_start(&s, 0) < 0) {
@@ -90,21 +106,8 @@ int cmd_mcp(int argc, char **argv)
 		if (govex_runtime_warm(s.rt, &we) < 0)
 			mcp_cli_log("runs start cold: %s", we.message);
 	}
-	struct mcp_serve_options o = {
-	    .policy = s.policy,
-	    .rt = s.rt,
-	    .modules = a.modules,
-	    .n_modules = a.n_modules,
-	    .max_concurrent = max_conc,
-	    .http = a.http,
-	    .token_file = a.token_file,
-	    .allow_origins = a.origins,
-	    .n_allow_origins = a.n_origins,
-	    .max_connections = a.max_connections,
-	    .rate = a.rate,
-	    .drain_timeout_s = a.drain_timeout_s,
-	    .drain_timeout_set = a.drain_timeout_set,
-	};
+	o.policy = s.policy;
+	o.rt = s.rt;
 	rc = mcp_serve(&o);
 	cli_session_close(&s);
 	return rc;

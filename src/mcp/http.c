@@ -776,23 +776,45 @@ static void drain(struct http_server *h, int sig)
 	pthread_mutex_unlock(&h->sinks_lock);
 }
 
-static int setup(struct http_server *h, const struct mcp_serve_options *o)
+/* The address and the token, checked: 0, or the exit status (said on stderr). */
+static int check_addr_token(const struct mcp_serve_options *o, struct guard_addr *addr,
+			    char **token)
 {
 	char err[400];
-	if (guard_parse_addr(o->http, &h->addr, err, sizeof(err)) < 0) {
+	if (guard_parse_addr(o->http, addr, err, sizeof(err)) < 0) {
 		mcp_log("%s", err);
 		return 2; /* a command line error, as the option parser's */
 	}
-	if (o->token_file && guard_read_token(o->token_file, &h->token, err, sizeof(err)) < 0) {
+	if (o->token_file && guard_read_token(o->token_file, token, err, sizeof(err)) < 0) {
 		mcp_log("%s", err);
 		return 125;
 	}
-	if (!h->addr.loopback && !h->token) {
+	if (!addr->loopback && !*token) {
 		mcp_log("--http %s: not a loopback address; a token is required there "
 			"(--token-file FILE)",
 			o->http);
 		return 125;
 	}
+	return 0;
+}
+
+int mcp_http_check(const struct mcp_serve_options *o)
+{
+	struct guard_addr addr;
+	char *token = NULL;
+	int rc = check_addr_token(o, &addr, &token);
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	return rc;
+}
+
+static int setup(struct http_server *h, const struct mcp_serve_options *o)
+{
+	int rc = check_addr_token(o, &h->addr, &h->token);
+	if (rc)
+		return rc;
 	h->allow = o->allow_origins;
 	h->n_allow = o->n_allow_origins;
 	h->max_conn = o->max_connections ? o->max_connections : DEFAULT_MAX_CONN;

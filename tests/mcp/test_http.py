@@ -201,6 +201,10 @@ def test_refusals(t):
     s = m.HttpServer(ARGS, addr="0.0.0.0:0", wait=False)
     m.eq(s.wait(60), 125, "0.0.0.0 without --token-file")
     m.check("token" in s.stderr(), "says why: " + s.stderr()[-300:])
+    m.check("serving" not in s.stderr() and "runs start" not in s.stderr(),
+            "refused before the runtime starts: " + s.stderr()[-300:])
+    s = m.HttpServer(ARGS, addr="example.com:80", wait=False)
+    m.eq(s.wait(60), 2, "a name is not an address (usage error)")
     good = m.write(t, "good", TOKEN + "\n")
     os.chmod(good, 0o600)
     bad = {"empty": "\n", "short": "abc\n"}
