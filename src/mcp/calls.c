@@ -87,6 +87,8 @@ static void job_free(struct job *j)
 	json_decref(j->ctx.progress_token);
 	free(j->client_name);
 	govex_cancel_free(j->cancel);
+	if (j->cancelled && j->sink && j->sink->cancelled)
+		j->sink->cancelled(j->sink);
 	if (j->sink && j->sink->unref)
 		j->sink->unref(j->sink);
 	free(j);

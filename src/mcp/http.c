@@ -144,6 +144,20 @@ static void sink_send(struct mcp_sink *base, char *text, bool notify)
 	free(text);
 }
 
+/* Its call was cancelled (notifications/cancelled, DELETE, a session ended): no reply
+ * will come.  A stream ends without one; a JSON request gets a -32000 error. */
+static void sink_cancelled(struct mcp_sink *base)
+{
+	struct hsink *s = (struct hsink *)base;
+	pthread_mutex_lock(&s->lock);
+	if (!s->done && !s->closed) {
+		s->done = true;
+		s->cancelled = true;
+		sink_wake(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 static struct hsink *sink_new(struct http_server *h)
 {
 	struct hsink *s = calloc(1, sizeof(*s));
@@ -152,6 +166,7 @@ static struct hsink *sink_new(struct http_server *h)
 	s->base.send = sink_send;
 	s->base.ref = sink_ref;
 	s->base.unref = sink_unref;
+	s->base.cancelled = sink_cancelled;
 	s->h = h;
 	s->refs = 1;
 	pthread_mutex_init(&s->lock, NULL);
@@ -295,9 +310,17 @@ static enum MHD_Result answer_json(struct hreq *rq)
 	struct hsink *s = rq->sink;
 	pthread_mutex_lock(&s->lock);
 	char *text = s->resp;
+	bool cancelled = s->cancelled;
 	s->resp = NULL;
 	unsigned code = s->base.status ? (unsigned)s->base.status : 200;
 	pthread_mutex_unlock(&s->lock);
+	if (!text && cancelled) {
+		json_t *e = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+				      s->id ? s->id : json_null(), "error", "code", -32000,
+				      "message", "request cancelled");
+		text = e ? json_dumps(e, JSON_COMPACT) : NULL;
+		json_decref(e);
+	}
 	if (!text)
 		return http_refuse(rq, 503, NULL, "server shutting down");
 	if (code == 200 && strncmp(text, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":", 35) == 0)

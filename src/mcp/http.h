@@ -23,6 +23,7 @@ struct hsink {
 	bool done;		     /* the response arrived */
 	bool closed;		     /* the request completed (or its client left) */
 	bool sse;
+	bool cancelled;	   /* its call was cancelled: no reply will come */
 	json_t *id;	   /* the request's id (a reference) */
 	const void *owner; /* its call's owner (the session, or this sink) */
 	bool sess_owner;   /* owner is a session: cancel by (owner, id) */

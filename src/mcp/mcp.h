@@ -54,7 +54,9 @@ struct mcp_sink {
 	void (*send)(struct mcp_sink *s, char *text, bool notify);
 	void (*ref)(struct mcp_sink *s);   /* NULL: the sink outlives every call */
 	void (*unref)(struct mcp_sink *s); /* NULL likewise */
-	int status;			   /* HTTP: a status the dispatch asks for, 0 none */
+	/* A call of this sink was cancelled (no reply will come); NULL: nothing to do */
+	void (*cancelled)(struct mcp_sink *s);
+	int status; /* HTTP: a status the dispatch asks for, 0 none */
 };
 
 /* The legacy era's session: what initialize and logging/setLevel set.  stdio has one;

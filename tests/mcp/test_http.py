@@ -92,6 +92,43 @@ def test_session_bound(t):
     m.eq(s.rpc("ping", id=3, headers={"Mcp-Session-Id": last})[0], 200, "the newest serves")
 
 
+def test_session_cancel(t):
+    """In a session, notifications/cancelled (and DELETE) end the call and its request:
+    the waiting POST is answered at once (JSON: a -32000 error; SSE: the stream ends)."""
+    s = m.HttpServer(ARGS)
+    sid = init(s)
+    hs = {"Mcp-Session-Id": sid}
+    for how, sse in (("cancelled", False), ("cancelled", True), ("delete", False)):
+        if how == "delete":
+            sid = init(s)
+            hs = {"Mcp-Session-Id": sid}
+        res = {}
+
+        def call():
+            res["r"] = s.rpc("tools/call", {"name": "run_python_snippet", "arguments": {
+                "code": "import time\ntime.sleep(4)"}}, id=7, headers=hs, sse=sse)
+            res["t"] = time.monotonic()
+        th = threading.Thread(target=call)
+        th.start()
+        time.sleep(0.7)
+        t0 = time.monotonic()
+        if how == "cancelled":
+            st, _, _ = s.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": 7}}, hs)
+            m.eq(st, 202, "the notification")
+        else:
+            m.eq(s.http("DELETE", headers=hs)[0], 200, "DELETE")
+        th.join(20)
+        st, _, msgs = res["r"]
+        m.check(res["t"] - t0 < 2, "%s (sse %s): answered %.1f s later" % (how, sse,
+                                                                        res["t"] - t0))
+        m.eq(st, 200, "status")
+        if sse:
+            m.check(not [x for x in msgs if "id" in x], "the stream ends without a reply")
+        else:
+            m.eq(msgs[0]["error"]["code"], -32000, "%s: error" % how)
+
+
 def test_versions(t):
     s = m.HttpServer(ARGS)
     for v in ("2025-03-26", "2025-06-18", "2025-11-25"):
@@ -508,6 +545,8 @@ TESTS = [
      test_legacy_session),
     ("session versions 2025-03-26, 2025-06-18, 2025-11-25", test_versions),
     ("sessions are bounded: the one unused longest ends", test_session_bound),
+    ("in a session, notifications/cancelled and DELETE end the waiting request",
+     test_session_cancel),
     ("2026-07-28 stateless: no session, discover and call; 202; parse error 400",
      test_modern_stateless),
     ("SSE: a call's output lines and progress, then its response", test_sse_stream),
