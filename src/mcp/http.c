@@ -467,11 +467,10 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	}
 out:
 	json_decref(sh.msg);
-	if (ss) {
+	if (ss && fresh && !initialized)
+		session_unref(h, ss); /* initialize failed: no session was made */
+	else if (ss)
 		rq->sess = ss; /* the request keeps its reference until it completes */
-		if (fresh && !initialized)
-			rq->sess = NULL, session_unref(h, ss);
-	}
 	return ret;
 }
 
