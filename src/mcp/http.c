@@ -593,6 +593,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	if (!rq)
 		return;
 	*req_cls = NULL;
+	http_conn_request(rq, false);
 	if (rq->sink) {
 		struct hsink *s = rq->sink;
 		pthread_mutex_lock(&s->lock);
@@ -692,8 +693,8 @@ static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)MHD_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 	    h->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
 	    (unsigned)IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY,
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-	    MHD_OPTION_END);
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+	    http_conn_notify, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return d;
 }
@@ -761,6 +762,7 @@ static int wait_signal(struct http_server *h)
 			return c;
 		sessions_expire(h, false);
 		watch_clients(h);
+		http_conns_deadline(h);
 	}
 }
 
@@ -854,6 +856,7 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	}
 	pthread_mutex_init(&h->sinks_lock, NULL);
 	pthread_mutex_init(&h->sess_lock, NULL);
+	pthread_mutex_init(&h->conns_lock, NULL);
 	pthread_cond_init(&h->sinks_gone, NULL);
 	int rc = setup(h, o), fd = -1;
 	struct MHD_Daemon *d = NULL;

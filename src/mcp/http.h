@@ -64,6 +64,17 @@ struct http_server {
 	struct hsession *sessions;
 	size_t n_sessions;
 	uint64_t sess_clock;
+	pthread_mutex_t conns_lock;
+	struct hconn *conns;
+};
+
+/* One connection, for the header deadline (http_gate.c). */
+struct hconn {
+	struct MHD_Connection *conn;
+	int fd;
+	uint64_t since_ms; /* accepted, or its last request completed */
+	bool in_request;   /* its request's headers arrived */
+	struct hconn *next, **pprev;
 };
 
 /* One HTTP request (libmicrohttpd's per-request pointer). */
@@ -99,6 +110,15 @@ void sessions_expire(struct http_server *h, bool all);
 /* The checks on a request's line and headers (http_gate.c), at its first call: answers
  * and returns when one fails. */
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method);
+/* The header deadline: libmicrohttpd's timeout is an idle one, so a client dribbling its
+ * headers a byte at a time would keep its connection.  A request's headers must arrive
+ * whole within HEADER_DEADLINE_S of the connection (or of its previous request); past
+ * it, the tick shuts the socket down (libmicrohttpd then closes it). */
+#define HEADER_DEADLINE_S 10
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+		      enum MHD_ConnectionNotificationCode toe);
+void http_conn_request(struct hreq *rq, bool started);
+void http_conns_deadline(struct http_server *h);
 /* CORS headers for an allowed Origin. */
 void http_cors_headers(struct hreq *rq, struct MHD_Response *r);
 /* Queues a response (body malloc'ed and taken, or NULL) with the headers every answer

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "http.h"
 
@@ -129,6 +131,7 @@ static int accept_of(struct hreq *rq)
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 {
 	client_of(rq);
+	http_conn_request(rq, true);
 	if (strcmp(url, "/mcp") == 0)
 		rq->path = PATH_MCP;
 	else if (strcmp(url, "/healthz") == 0)
@@ -218,4 +221,79 @@ enum MHD_Result http_probe(struct hreq *rq)
 	const char *b = "{\"status\":\"ok\"}";
 	rq->answered = true;
 	return http_respond(rq, 200, "application/json", strdup(b), strlen(b));
+}
+
+/* ---------------------------------------------------------------- the header deadline */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+		      enum MHD_ConnectionNotificationCode toe)
+{
+	struct http_server *h = cls;
+	struct hconn *hc = *socket_context;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		hc = calloc(1, sizeof(*hc));
+		if (!hc || !ci) {
+			free(hc);
+			return;
+		}
+		hc->conn = c;
+		hc->fd = ci->connect_fd;
+		hc->since_ms = mono_ms();
+		pthread_mutex_lock(&h->conns_lock);
+		hc->next = h->conns;
+		if (hc->next)
+			hc->next->pprev = &hc->next;
+		hc->pprev = &h->conns;
+		h->conns = hc;
+		pthread_mutex_unlock(&h->conns_lock);
+		*socket_context = hc;
+	} else if (hc) { /* closed: the socket is still open until this returns */
+		pthread_mutex_lock(&h->conns_lock);
+		*hc->pprev = hc->next;
+		if (hc->next)
+			hc->next->pprev = hc->pprev;
+		pthread_mutex_unlock(&h->conns_lock);
+		free(hc);
+		*socket_context = NULL;
+	}
+}
+
+/* A request's headers arrived (started), or it completed. */
+void http_conn_request(struct hreq *rq, bool started)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct hconn *hc = ci ? ci->socket_context : NULL;
+	if (!hc)
+		return;
+	pthread_mutex_lock(&rq->h->conns_lock);
+	hc->in_request = started;
+	hc->since_ms = mono_ms();
+	pthread_mutex_unlock(&rq->h->conns_lock);
+}
+
+void http_conns_deadline(struct http_server *h)
+{
+	uint64_t now = mono_ms();
+	unsigned n = 0;
+	pthread_mutex_lock(&h->conns_lock);
+	for (struct hconn *hc = h->conns; hc; hc = hc->next)
+		if (!hc->in_request && now - hc->since_ms > HEADER_DEADLINE_S * 1000 &&
+		    hc->fd >= 0) {
+			shutdown(hc->fd, SHUT_RDWR);
+			hc->fd = -1; /* once */
+			n++;
+		}
+	pthread_mutex_unlock(&h->conns_lock);
+	for (unsigned i = 0; i < n; i++)
+		mcp_metrics_http(h->srv.metrics, 408, "header_deadline");
 }

@@ -321,7 +321,8 @@ def test_bounds(t):
 
 def test_connections(t):
     """--max-connections: past it, a connection is not served (libmicrohttpd stops
-    accepting); an idle (or dribbling) connection is closed after 15 s without a byte."""
+    accepting); a request's headers must arrive within 10 s (slowloris: dribbling a byte
+    at a time does not keep a connection)."""
     s = m.HttpServer(ARGS + ["--max-connections", "4"])
     held = []
     t_start = time.monotonic()
@@ -336,13 +337,27 @@ def test_connections(t):
     except socket.timeout:
         got = None
     m.check(not got, "a fifth connection is not served: %r" % got)
+    # one of the four dribbles a header byte every 2 s: closed all the same
+    dribbler, closed_at = held[1], {}
+
+    def dribble():
+        try:
+            for _ in range(15):
+                time.sleep(2)
+                dribbler.sendall(b"X")
+        except OSError:
+            closed_at["t"] = time.monotonic() - t_start
+    th = threading.Thread(target=dribble)
+    th.start()
     try:
         got = held[0].recv(100)
     except OSError:
         got = b"(error)"
     idle = time.monotonic() - t_start
-    m.check(got == b"" and 13 < idle < 20, "idle connection closed after %.1f s (%r)"
+    m.check(got == b"" and 9 < idle < 13, "unfinished headers closed after %.1f s (%r)"
             % (idle, got))
+    th.join(40)
+    m.check(closed_at.get("t", 99) < 16, "the dribbler kept its connection: %r" % closed_at)
     for c in held:
         c.close()
     extra.settimeout(10)
@@ -350,6 +365,8 @@ def test_connections(t):
     m.check(got.startswith(b"HTTP/1.1 200"), "the waiting connection is served once there "
             "is room: %r" % got[:40])
     extra.close()
+    text = s.http("GET", "/metrics")[2].decode()
+    m.check('govex_http_rejected_total{reason="header_deadline"}' in text, text)
 
 
 def test_rate(t):
@@ -555,7 +572,7 @@ TESTS = [
     ("refused at start (125): off loopback without token, bad token files", test_refusals),
     ("Origin and Host (DNS rebinding): 403", test_origin_host),
     ("bounds: 413 before the body, chunked 413, 431, 404, 415, 406", test_bounds),
-    ("connection limit and idle timeout", test_connections),
+    ("connection limit; headers within 10 s (slowloris)", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
     ("/metrics and /readyz", test_metrics_ready),
