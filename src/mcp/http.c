@@ -575,6 +575,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	}
 	if (rq->dispatched)
 		return answer_or_wait(rq); /* resumed: the reply is there */
+	http_conn_phase(rq, CONN_SERVING);
 	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0)
 		return post_mcp(rq);
 	if (strcmp(method, MHD_HTTP_METHOD_DELETE) == 0)
@@ -593,7 +594,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	if (!rq)
 		return;
 	*req_cls = NULL;
-	http_conn_request(rq, false);
+	http_conn_phase(rq, CONN_HEADERS);
 	if (rq->sink) {
 		struct hsink *s = rq->sink;
 		pthread_mutex_lock(&s->lock);

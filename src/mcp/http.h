@@ -68,12 +68,19 @@ struct http_server {
 	struct hconn *conns;
 };
 
-/* One connection, for the header deadline (http_gate.c). */
+/* Where a connection is: its deadlines (http_gate.c) apply to the first two phases. */
+enum hconn_phase {
+	CONN_HEADERS, /* waiting for a request's headers: HEADER_DEADLINE_S */
+	CONN_BODY,    /* reading its body: BODY_DEADLINE_S */
+	CONN_SERVING, /* the request is read: no deadline (a call may take its time) */
+};
+
+/* One connection, for the deadlines (http_gate.c). */
 struct hconn {
 	struct MHD_Connection *conn;
 	int fd;
 	uint64_t since_ms; /* accepted, or its last request completed */
-	bool in_request;   /* its request's headers arrived */
+	enum hconn_phase phase;
 	struct hconn *next, **pprev;
 };
 
@@ -112,12 +119,14 @@ void sessions_expire(struct http_server *h, bool all);
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method);
 /* The header deadline: libmicrohttpd's timeout is an idle one, so a client dribbling its
  * headers a byte at a time would keep its connection.  A request's headers must arrive
- * whole within HEADER_DEADLINE_S of the connection (or of its previous request); past
- * it, the tick shuts the socket down (libmicrohttpd then closes it). */
+ * whole within HEADER_DEADLINE_S of the connection (or of its previous request), its body
+ * within BODY_DEADLINE_S of its headers; past that, the tick shuts the socket down
+ * (libmicrohttpd then closes it). */
 #define HEADER_DEADLINE_S 10
+#define BODY_DEADLINE_S	  60
 void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
 		      enum MHD_ConnectionNotificationCode toe);
-void http_conn_request(struct hreq *rq, bool started);
+void http_conn_phase(struct hreq *rq, enum hconn_phase phase);
 void http_conns_deadline(struct http_server *h);
 /* CORS headers for an allowed Origin. */
 void http_cors_headers(struct hreq *rq, struct MHD_Response *r);

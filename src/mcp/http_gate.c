@@ -131,7 +131,7 @@ static int accept_of(struct hreq *rq)
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 {
 	client_of(rq);
-	http_conn_request(rq, true);
+	http_conn_phase(rq, CONN_BODY);
 	if (strcmp(url, "/mcp") == 0)
 		rq->path = PATH_MCP;
 	else if (strcmp(url, "/healthz") == 0)
@@ -267,8 +267,9 @@ void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context
 	}
 }
 
-/* A request's headers arrived (started), or it completed. */
-void http_conn_request(struct hreq *rq, bool started)
+/* A request's headers arrived (CONN_BODY), it was read (CONN_SERVING), or it completed
+ * (CONN_HEADERS: the next one's). */
+void http_conn_phase(struct hreq *rq, enum hconn_phase phase)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -276,7 +277,7 @@ void http_conn_request(struct hreq *rq, bool started)
 	if (!hc)
 		return;
 	pthread_mutex_lock(&rq->h->conns_lock);
-	hc->in_request = started;
+	hc->phase = phase;
 	hc->since_ms = mono_ms();
 	pthread_mutex_unlock(&rq->h->conns_lock);
 }
@@ -287,13 +288,14 @@ void http_conns_deadline(struct http_server *h)
 	unsigned n = 0;
 	pthread_mutex_lock(&h->conns_lock);
 	for (struct hconn *hc = h->conns; hc; hc = hc->next)
-		if (!hc->in_request && now - hc->since_ms > HEADER_DEADLINE_S * 1000 &&
-		    hc->fd >= 0) {
+		if (hc->fd >= 0 && hc->phase != CONN_SERVING &&
+		    now - hc->since_ms >
+			(hc->phase == CONN_HEADERS ? HEADER_DEADLINE_S : BODY_DEADLINE_S) * 1000) {
 			shutdown(hc->fd, SHUT_RDWR);
 			hc->fd = -1; /* once */
 			n++;
 		}
 	pthread_mutex_unlock(&h->conns_lock);
 	for (unsigned i = 0; i < n; i++)
-		mcp_metrics_http(h->srv.metrics, 408, "header_deadline");
+		mcp_metrics_http(h->srv.metrics, 408, "deadline");
 }

@@ -366,7 +366,7 @@ def test_connections(t):
             "is room: %r" % got[:40])
     extra.close()
     text = s.http("GET", "/metrics")[2].decode()
-    m.check('govex_http_rejected_total{reason="header_deadline"}' in text, text)
+    m.check('govex_http_rejected_total{reason="deadline"}' in text, text)
 
 
 def test_rate(t):
