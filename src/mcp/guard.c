@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * HTTP's controls that need no connection (http.c applies them): the listening address
- * and its loopback rule, the token file's rules, the bearer check (constant time), the
+s rules and its listening socket, the token file's rules, the bearer check (constant time), the
  * Origin and Host checks (DNS rebinding), and a per-address token bucket.
  */
 #define _GNU_SOURCE
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +75,46 @@ int guard_parse_addr(const char *spec, struct guard_addr *a, char *err, size_t e
 	a->loopback = (ntohl(a->in4.s_addr) >> 24) == 127;
 	snprintf(a->text, sizeof(a->text), "%s", host);
 	return 0;
+}
+
+int guard_listen(const struct guard_addr *a)
+{
+	int fd = socket(a->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int r;
+	if (a->v6) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		struct sockaddr_in6 sa = {
+		    .sin6_family = AF_INET6, .sin6_port = htons(a->port), .sin6_addr = a->in6};
+		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	} else {
+		struct sockaddr_in sa = {
+		    .sin_family = AF_INET, .sin_port = htons(a->port), .sin_addr = a->in4};
+		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (r < 0 || listen(fd, 128) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+uint16_t guard_bound_port(int fd)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	} u;
+	memset(&u, 0, sizeof(u));
+	socklen_t sl = sizeof(u);
+	if (getsockname(fd, &u.sa, &sl) < 0)
+		return 0;
+	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in4.sin_port);
 }
 
 int guard_read_token(const char *path, char **ret, char *err, size_t errlen)

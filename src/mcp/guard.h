@@ -23,6 +23,10 @@ struct guard_addr {
 
 /* ADDR:PORT (IPv4, [IPv6] or localhost); -1 with err */
 int guard_parse_addr(const char *spec, struct guard_addr *a, char *err, size_t errlen);
+/* A listening socket (close-on-exec, non-blocking) at a; -errno */
+int guard_listen(const struct guard_addr *a);
+/* The port a socket is bound to (PORT 0 asked for any). */
+uint16_t guard_bound_port(int fd);
 /* The token: the file's first line; -1 with err when the file breaks a rule */
 int guard_read_token(const char *path, char **ret, char *err, size_t errlen);
 bool guard_ct_equal(const char *a, size_t alen, const char *b, size_t blen);

@@ -638,46 +638,6 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static int listen_on(const struct guard_addr *a)
-{
-	int fd = socket(a->v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int r;
-	if (a->v6) {
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		struct sockaddr_in6 sa = {
-		    .sin6_family = AF_INET6, .sin6_port = htons(a->port), .sin6_addr = a->in6};
-		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	} else {
-		struct sockaddr_in sa = {
-		    .sin_family = AF_INET, .sin_port = htons(a->port), .sin_addr = a->in4};
-		r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	}
-	if (r < 0 || listen(fd, 128) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-static uint16_t bound_port(int fd)
-{
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in in4;
-		struct sockaddr_in6 in6;
-	} u;
-	memset(&u, 0, sizeof(u));
-	socklen_t sl = sizeof(u);
-	if (getsockname(fd, &u.sa, &sl) < 0)
-		return 0;
-	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in4.sin_port);
-}
-
 static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
@@ -869,11 +829,11 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
 			    (size_t)o->max_concurrent * 4) < 0)
 		goto out;
-	if ((fd = listen_on(&h->addr)) < 0) {
+	if ((fd = guard_listen(&h->addr)) < 0) {
 		mcp_log("--http %s: %s", o->http, strerror(-fd));
 		goto out;
 	}
-	uint16_t port = bound_port(fd);
+	uint16_t port = guard_bound_port(fd);
 	if (!(d = start_daemon(h, fd))) {
 		mcp_log("--http %s: the HTTP server did not start", o->http);
 		goto out;
