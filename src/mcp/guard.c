@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HTTP's controls that need no connection (http.c applies them): the listening address
-s rules and its listening socket, the token file's rules, the bearer check (constant time), the
- * Origin and Host checks (DNS rebinding), and a per-address token bucket.
+ * HTTP's controls that need no connection (http.c applies them): the listening address,
+ * its loopback rule and its socket, the token file's rules, the bearer check (constant
+ * time), the Origin and Host checks (DNS rebinding), and a per-address token bucket.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
