@@ -473,9 +473,14 @@ def alive(pid):
 
 
 def test_sigkill_leaves_nothing(t):
-    """SIGKILL on the server: the run it started dies with it (strict: in its sandbox)."""
+    """SIGKILL on the server: the run it started dies with it (strict: in its sandbox).
+    strict leaves no workdir on the host; trusted (the controlled backend) leaves its
+    locked host workdir, which the next govex sweeps (src/lib/workdir.c)."""
     for preset in ("strict", "trusted"):
-        s = m.HttpServer(["--preset", preset])
+        tmp = os.path.join(t, "tmp-" + preset)
+        os.mkdir(tmp)
+        env = dict(os.environ, TMPDIR=tmp)
+        s = m.HttpServer(["--preset", preset], env=env)
         code = ("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(30)")
         c = s.conn(timeout=60)
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -490,9 +495,10 @@ def test_sigkill_leaves_nothing(t):
             line = r.fp.readline()
             m.check(line, "the stream ended before the run printed")
         inner = int(json.loads(line.split(b"data: ", 1)[1])["params"]["data"])
-        # the pid the run saw is its namespace's; find the host's by its command line
+        # the pid the run saw may be its namespace's: take the server's descendants
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()
                 and int(p) != s.p.pid and _ppid_chain_has(int(p), s.p.pid)]
+
         def cmd(p):
             try:
                 return open("/proc/%d/cmdline" % p, "rb").read()
@@ -509,6 +515,16 @@ def test_sigkill_leaves_nothing(t):
         m.eq([p for p in pids if alive(p)], [], "%s: processes left after SIGKILL (run pid %d)"
              % (preset, inner))
         c.close()
+        left = os.listdir(tmp)
+        if preset == "strict":
+            m.eq(left, [], "strict: nothing in TMPDIR")
+        else:
+            m.check(all(n.startswith("govex-w-") for n in left), "trusted: %r" % left)
+            s2 = m.HttpServer(["--preset", preset], env=env)
+            st, _, msgs = s2.rpc("tools/call", modern_call("6*7"), id=1)
+            m.eq(st, 200, "the next server serves")
+            m.eq(sorted(set(left) & set(os.listdir(tmp))), [],
+                 "trusted: the killed server's workdir is swept by the next run")
 
 
 def test_disconnect_cancels(t):
@@ -578,7 +594,8 @@ TESTS = [
     ("/metrics and /readyz", test_metrics_ready),
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),
-    ("SIGKILL on the server leaves no process of its runs", test_sigkill_leaves_nothing),
+    ("SIGKILL on the server: no process of its runs left; strict no workdir, trusted's "
+     "swept by the next run", test_sigkill_leaves_nothing),
     ("a client that closes its stream cancels its call", test_disconnect_cancels),
 ]
 
