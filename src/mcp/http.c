@@ -117,7 +117,7 @@ static void sink_wake(struct hsink *s)
 {
 	if (s->suspended && s->conn) {
 		s->suspended = false;
-		MHD_resume_connection(s->conn);
+		mhd.resume_connection(s->conn);
 	}
 }
 
@@ -205,7 +205,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		n = MHD_CONTENT_READER_END_OF_STREAM;
 	} else {
 		s->suspended = true;
-		MHD_suspend_connection(s->conn);
+		mhd.suspend_connection(s->conn);
 		n = 0;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -238,29 +238,29 @@ static void finish_sinks(struct http_server *h)
 enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, char *body,
 			     size_t len)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
+	struct MHD_Response *r = mhd.create_response_from_buffer(
 	    len, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
 	if (ctype)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (rq->session_hdr[0])
-		MHD_add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
+		mhd.add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
 	if (code == 429 || code == 503)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		mhd.add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	if (code == 401)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"govex\"");
 	if (code == 405)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW,
 					rq->path == PATH_MCP ? "POST, DELETE" : "GET, HEAD");
 	if (rq->h->draining && rq->path == PATH_MCP)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+		mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	http_cors_headers(rq, r);
-	enum MHD_Result ret = MHD_queue_response(rq->conn, code, r);
-	MHD_destroy_response(r);
+	enum MHD_Result ret = mhd.queue_response(rq->conn, code, r);
+	mhd.destroy_response(r);
 	mcp_metrics_http(rq->h->srv.metrics, code, rq->rejected);
 	return ret;
 }
@@ -333,19 +333,19 @@ static enum MHD_Result start_sse(struct hreq *rq)
 	struct hsink *s = rq->sink;
 	sink_ref(&s->base); /* the response's */
 	struct MHD_Response *r =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
+	    mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, s, sse_free);
 	if (!r) {
 		sink_unref(&s->base);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	mhd.add_response_header(r, "X-Accel-Buffering", "no");
 	if (rq->session_hdr[0])
-		MHD_add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
+		mhd.add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
 	http_cors_headers(rq, r);
-	enum MHD_Result ret = MHD_queue_response(rq->conn, 200, r);
-	MHD_destroy_response(r);
+	enum MHD_Result ret = mhd.queue_response(rq->conn, 200, r);
+	mhd.destroy_response(r);
 	mcp_metrics_http(rq->h->srv.metrics, 200, NULL);
 	rq->answered = true;
 	return ret;
@@ -359,7 +359,7 @@ static enum MHD_Result answer_or_wait(struct hreq *rq)
 	bool done = s->done, sse = s->sse;
 	if (!done && !sse) {
 		s->suspended = true;
-		MHD_suspend_connection(rq->conn);
+		mhd.suspend_connection(rq->conn);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (sse && !done)
@@ -376,7 +376,7 @@ static enum MHD_Result answer_or_wait(struct hreq *rq)
 static int check_version_header(struct hreq *rq, const struct shape *sh)
 {
 	const char *pv =
-	    MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	    mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
 	if (!pv)
 		return 0;
 	const char *why = NULL;
@@ -400,7 +400,7 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 				   "request body larger than 17 MiB (17825792 bytes)");
 	struct shape sh;
 	shape_of(rq->body ? rq->body : "", rq->len, &sh);
-	const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+	const char *sid = mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
 	struct hsession *ss = NULL;
 	bool fresh = false, initialized = false;
 	enum MHD_Result ret;
@@ -476,7 +476,7 @@ out:
 
 static enum MHD_Result delete_mcp(struct hreq *rq)
 {
-	const char *sid = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+	const char *sid = mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
 	if (!sid)
 		return http_refuse(rq, 400, "session", "Mcp-Session-Id required");
 	struct hsession *ss = session_find(rq->h, sid);
@@ -649,7 +649,7 @@ static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	struct MHD_Daemon *d = MHD_start_daemon(
+	struct MHD_Daemon *d = mhd.start_daemon(
 	    flags, 0, NULL, NULL, handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)MHD_THREADS, MHD_OPTION_CONNECTION_LIMIT,
 	    h->max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -688,7 +688,7 @@ static void watch_clients(struct http_server *h)
 		pthread_mutex_lock(&s->lock);
 		if (s->suspended && !s->done && s->conn) {
 			const union MHD_ConnectionInfo *ci =
-			    MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+			    mhd.get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 			struct pollfd pfd = {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP};
 			if (pfd.fd >= 0 && poll(&pfd, 1, 0) > 0 &&
 			    (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
@@ -792,6 +792,11 @@ int mcp_http_check(const struct mcp_serve_options *o)
 		explicit_bzero(token, strlen(token));
 		free(token);
 	}
+	char err[400];
+	if (rc == 0 && mhd_load(err, sizeof(err)) < 0) {
+		mcp_log("--http: %s", err);
+		rc = 1;
+	}
 	return rc;
 }
 
@@ -824,6 +829,11 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	if (rc)
 		goto out;
 	rc = 1;
+	char err[400];
+	if (mhd_load(err, sizeof(err)) < 0) {
+		mcp_log("--http: %s", err);
+		goto out;
+	}
 	if (mcp_metrics_new(&h->srv.metrics) < 0 || catch_signals() < 0)
 		goto out;
 	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
@@ -846,12 +856,12 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	mcp_log("listening on http://%s:%u/mcp", h->addr.text, (unsigned)port);
 	int sig = wait_signal(h);
 	drain(h, sig);
-	MHD_stop_daemon(d);
+	mhd.stop_daemon(d);
 	d = NULL;
 	rc = 0;
 out:
 	if (d)
-		MHD_stop_daemon(d);
+		mhd.stop_daemon(d);
 	if (fd >= 0)
 		close(fd);
 	sessions_expire(h, true);

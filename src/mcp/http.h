@@ -4,7 +4,7 @@
 #ifndef GOVEX_MCP_HTTP_H
 #define GOVEX_MCP_HTTP_H
 
-#include <microhttpd.h>
+#include "mhd.h"
 
 #include "guard.h"
 #include "mcp.h"

@@ -31,7 +31,7 @@ static enum MHD_Result add_len(void *cls, enum MHD_ValueKind kind, const char *k
 static void client_of(struct hreq *rq)
 {
 	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	    mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	snprintf(rq->client, sizeof(rq->client), "?");
 	if (!ci || !ci->client_addr)
 		return;
@@ -56,16 +56,16 @@ static bool is(const char *method, const char *m)
 
 static const char *header(struct hreq *rq, const char *name)
 {
-	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+	return mhd.lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
 void http_cors_headers(struct hreq *rq, struct MHD_Response *r)
 {
 	if (!rq->origin)
 		return;
-	MHD_add_response_header(r, "Access-Control-Allow-Origin", rq->origin);
-	MHD_add_response_header(r, "Vary", "Origin");
-	MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+	mhd.add_response_header(r, "Access-Control-Allow-Origin", rq->origin);
+	mhd.add_response_header(r, "Vary", "Origin");
+	mhd.add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
 }
 
 /* Host, Origin, token, rate: 0, or -1 answered */
@@ -98,18 +98,18 @@ static int gate(struct hreq *rq)
 
 static enum MHD_Result preflight(struct hreq *rq)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *r = mhd.create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
 	http_cors_headers(rq, r);
-	MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE");
-	MHD_add_response_header(r, "Access-Control-Allow-Headers",
+	mhd.add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE");
+	mhd.add_response_header(r, "Access-Control-Allow-Headers",
 				"Authorization, Content-Type, Accept, Mcp-Session-Id, "
 				"MCP-Protocol-Version, Last-Event-ID");
-	MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+	mhd.add_response_header(r, "Access-Control-Max-Age", "600");
 	rq->answered = true;
-	enum MHD_Result ret = MHD_queue_response(rq->conn, 204, r);
-	MHD_destroy_response(r);
+	enum MHD_Result ret = mhd.queue_response(rq->conn, 204, r);
+	mhd.destroy_response(r);
 	mcp_metrics_http(rq->h->srv.metrics, 204, NULL);
 	return ret;
 }
@@ -141,7 +141,7 @@ enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 	else if (strcmp(url, "/metrics") == 0)
 		rq->path = PATH_METRICS;
 	size_t hl = strlen(url) + strlen(method) + 16;
-	MHD_get_connection_values(rq->conn, MHD_HEADER_KIND, add_len, &hl);
+	mhd.get_connection_values(rq->conn, MHD_HEADER_KIND, add_len, &hl);
 	if (hl > HDR_MAX)
 		return http_refuse(rq, 431, "headers_too_large",
 				   "request headers larger than 16 KiB");
@@ -239,7 +239,7 @@ void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context
 	struct hconn *hc = *socket_context;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
-		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		    mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		hc = calloc(1, sizeof(*hc));
 		if (!hc || !ci) {
 			free(hc);
@@ -272,7 +272,7 @@ void http_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context
 void http_conn_phase(struct hreq *rq, enum hconn_phase phase)
 {
 	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	    mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct hconn *hc = ci ? ci->socket_context : NULL;
 	if (!hc)
 		return;

@@ -45,8 +45,9 @@ int mcp_serve(const struct mcp_serve_options *o);
  */
 int mcp_serve_http(const struct mcp_serve_options *o);
 
-/* The same checks of o->http and o->token_file before anything starts: 0, or the exit
- * status (2 a malformed address, 125 refused), said on stderr. */
+/* The same checks of o->http and o->token_file before anything starts, and libmicrohttpd
+ * loaded: 0, or the exit status (2 a malformed address, 125 refused, 1 no library), said
+ * on stderr. */
 int mcp_http_check(const struct mcp_serve_options *o);
 
 #endif
