@@ -77,6 +77,13 @@ def worker(port, jobs, lat, errors, lock):
             msg = json.loads(data)
             doc = msg.get("result", {}).get("structuredContent", {})
             ok = r.status == 200 and doc.get("status") == "success" and doc.get("value") == 42
+            if not ok and doc:  # say what the run was, not the envelope
+                data = json.dumps({"http": r.status, "status": doc.get("status"),
+                                   "termination": doc.get("termination"),
+                                   "signal": doc.get("signal"),
+                                   "diagnostics": doc.get("diagnostics"),
+                                   "usage": doc.get("usage"),
+                                   "stderr": doc.get("stderr", "")[-200:]}).encode()
         except (OSError, ValueError, http.client.HTTPException) as e:
             dt, ok, data = time.perf_counter() - t0, False, repr(e).encode()
             c.close()
@@ -111,6 +118,10 @@ def main():
             t.join()
         wall = time.perf_counter() - t0
         after = rss(p.pid)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("GET", "/metrics", headers={"Host": "127.0.0.1:%d" % port})
+        metrics = c.getresponse().read().decode()
+        c.close()
     finally:
         p.terminate()
         p.wait(60)
@@ -124,6 +135,10 @@ def main():
            "rss_before_kib": before.get("VmRSS", 0) // 1024,
            "rss_after_kib": after.get("VmRSS", 0) // 1024,
            "rss_peak_kib": after.get("VmHWM", 0) // 1024, "exit_status": p.returncode}
+    res["http_rejected"] = {l.split('"')[1]: int(l.split()[-1]) for l in metrics.splitlines()
+                            if l.startswith("govex_http_rejected_total{")}
+    res["runs"] = {l.split('"')[1]: int(l.split()[-1]) for l in metrics.splitlines()
+                   if l.startswith("govex_runs_total{")}
     if a.json:
         print(json.dumps(res))
     else:
