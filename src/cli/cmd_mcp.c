@@ -16,6 +16,7 @@ __attribute__((format(printf, 1, 2))) static void mcp_cli_log(const char *fmt, .
 	char line[1024];
 	va_list ap;
 	va_start(ap, fmt);
+	// NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
 	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
 	if (n >= 0)
@@ -43,6 +44,12 @@ static int parse(int argc, char **argv, struct cli_opts *a)
 		mcp_cli_log("unexpected argument '%s' (see govex mcp --help)", a->operands[0]);
 		return EXIT_USAGE;
 	}
+	if (!a->http && (a->token_file || a->n_origins || a->max_connections || a->rate ||
+			 a->drain_timeout_set)) {
+		mcp_cli_log("--token-file, --allow-origin, --max-connections, --rate and "
+			    "--drain-timeout go with --http");
+		return EXIT_USAGE;
+	}
 	if (a->policy_file && a->preset) {
 		mcp_cli_log("--policy and --preset exclude each other");
 		return EXIT_USAGE;
@@ -67,6 +74,22 @@ int cmd_mcp(int argc, char **argv)
 		if (max_conc > CLI_MAX_CONCURRENT_MAX)
 			max_conc = CLI_MAX_CONCURRENT_MAX;
 	}
+	struct mcp_serve_options o = {
+	    .modules = a.modules,
+	    .n_modules = a.n_modules,
+	    .max_concurrent = max_conc,
+	    .http = a.http,
+	    .token_file = a.token_file,
+	    .allow_origins = a.origins,
+	    .n_allow_origins = a.n_origins,
+	    .max_connections = a.max_connections,
+	    .rate = a.rate,
+	    .drain_timeout_s = a.drain_timeout_s,
+	    .drain_timeout_set = a.drain_timeout_set,
+	};
+	/* an address or a token refused before the runtime (and its templates) start */
+	if (a.http && (rc = mcp_http_check(&o)) != 0)
+		return rc;
 	struct cli_session s;
 	cli_session_init(&s, &a);
 	if (cli_session_start(&s, 0) < 0) {
@@ -83,13 +106,8 @@ int cmd_mcp(int argc, char **argv)
 		if (govex_runtime_warm(s.rt, &we) < 0)
 			mcp_cli_log("runs start cold: %s", we.message);
 	}
-	struct mcp_serve_options o = {
-	    .policy = s.policy,
-	    .rt = s.rt,
-	    .modules = a.modules,
-	    .n_modules = a.n_modules,
-	    .max_concurrent = max_conc,
-	};
+	o.policy = s.policy;
+	o.rt = s.rt;
 	rc = mcp_serve(&o);
 	cli_session_close(&s);
 	return rc;

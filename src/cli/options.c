@@ -51,6 +51,14 @@ const struct cli_option cli_options[CLI_OPT_COUNT] = {
 				    "NAME=PATH: a file placed read-only in the workdir (repeatable)"},
 	[CLI_OPT_OUTPUT_DIR]	 = {"output-dir", 0, true, R | CLI_CMD_CALL | X, S(output_dir),
 				    "copy the files the run leaves in $GOVEX_OUTPUT_DIR to DIR"},
+	[CLI_OPT_HTTP]		 = {"http", 0, true, M, S(http), "serve streamable HTTP at ADDR:PORT"},
+	[CLI_OPT_TOKEN_FILE]	 = {"token-file", 0, true, M, S(token_file),
+				    "require Authorization: Bearer (the file's first line)"},
+	[CLI_OPT_ALLOW_ORIGIN]	 = {"allow-origin", 0, true, M, V, "an Origin allowed (repeatable)"},
+	[CLI_OPT_MAX_CONNECTIONS] = {"max-connections", 0, true, M, V, "HTTP connections at once"},
+	[CLI_OPT_RATE]		 = {"rate", 0, true, M, V, "HTTP requests per second per address"},
+	[CLI_OPT_DRAIN_TIMEOUT]	 = {"drain-timeout", 0, true, M, V,
+				    "seconds calls may finish after SIGTERM"},
     /* clang-format on */
 };
 
@@ -91,6 +99,41 @@ static int bad(struct cli_opt_error *err, enum cli_opt_error_kind kind, int id, 
 	err->option = id;
 	err->arg = arg;
 	return -1;
+}
+
+/* --max-connections (1..65536), --rate (1..1000000), --drain-timeout (0..3600 s) */
+static int take_count(int id, const char *arg, struct cli_opts *o, struct cli_opt_error *err)
+{
+	static const struct {
+		int id;
+		const char *name;
+		long lo, hi;
+		size_t off;
+	} c[] = {
+	    {CLI_OPT_MAX_CONNECTIONS, "--max-connections", 1, 65536,
+	     offsetof(struct cli_opts, max_connections)},
+	    {CLI_OPT_RATE, "--rate", 1, 1000000, offsetof(struct cli_opts, rate)},
+	    {CLI_OPT_DRAIN_TIMEOUT, "--drain-timeout", 0, 3600,
+	     offsetof(struct cli_opts, drain_timeout_s)},
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (c[i].id != id)
+			continue;
+		char *end;
+		errno = 0;
+		long v = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || v < c[i].lo || v > c[i].hi) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "%s: must be an integer from %ld to %ld", c[i].name, c[i].lo,
+				 c[i].hi);
+			return bad(err, CLI_OPTERR_BAD_VALUE, id, arg);
+		}
+		*(unsigned *)((char *)o + c[i].off) = (unsigned)v;
+		if (id == CLI_OPT_DRAIN_TIMEOUT)
+			o->drain_timeout_set = true;
+		return 0;
+	}
+	return bad(err, CLI_OPTERR_UNKNOWN, -1, arg);
 }
 
 /* Stores one option's value in o, checking it; -1 with err filled. */
@@ -156,6 +199,18 @@ static int take(int id, const char *arg, struct cli_opts *o, struct cli_opt_erro
 		o->max_concurrent = (unsigned)v;
 		break;
 	}
+	case CLI_OPT_ALLOW_ORIGIN:
+		if (o->n_origins == CLI_ORIGINS_MAX) {
+			snprintf(err->msg, sizeof(err->msg), "at most %d --allow-origin options",
+				 CLI_ORIGINS_MAX);
+			return bad(err, CLI_OPTERR_TOO_MANY, id, arg);
+		}
+		o->origins[o->n_origins++] = arg;
+		break;
+	case CLI_OPT_MAX_CONNECTIONS:
+	case CLI_OPT_RATE:
+	case CLI_OPT_DRAIN_TIMEOUT:
+		return take_count(id, arg, o, err);
 	default:
 		return bad(err, CLI_OPTERR_UNKNOWN, -1, arg);
 	}
@@ -290,10 +345,13 @@ const char cli_usage_exec[] =
 const char cli_usage_mcp[] =
     "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
     "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
+    "                 [--http ADDR:PORT [--token-file FILE] [--allow-origin ORIGIN]...\n"
+    "                  [--max-connections N] [--rate N] [--drain-timeout S]]\n"
     "\n"
     "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
     "MCP's stdio transport (JSON-RPC 2.0, one message per line; protocol versions\n"
-    "2024-11-05 to 2025-11-25 with initialize, and 2026-07-28 per request).\n"
+    "2024-11-05 to 2025-11-25 with initialize, and 2026-07-28 per request), or over\n"
+    "streamable HTTP with --http.\n"
     "\n"
     "  --policy FILE         policy file (govex.policy/v1); default: the strict preset\n"
     "  --preset NAME         built-in policy: strict, workspace, trusted\n"
@@ -304,8 +362,18 @@ const char cli_usage_mcp[] =
     "                        requires approval; exit 0 approves.  Without it, such\n"
     "                        calls are refused\n"
     "  --max-concurrent N    calls running at once (default: the number of CPUs)\n"
+    "  --http ADDR:PORT      serve streamable HTTP at http://ADDR:PORT/mcp (ADDR: IPv4,\n"
+    "                        [IPv6] or localhost; PORT 0: any, said on stderr)\n"
+    "  --token-file FILE     require Authorization: Bearer TOKEN, the file's first line\n"
+    "                        (16 bytes at least; required off loopback)\n"
+    "  --allow-origin ORIGIN a browser Origin allowed besides loopback ones (repeatable)\n"
+    "  --max-connections N   HTTP connections at once (default 256)\n"
+    "  --rate N              requests per second per client address (default 50,\n"
+    "                        bursts of 2N)\n"
+    "  --drain-timeout S     after SIGTERM, how long calls may finish (default 30)\n"
     "\n"
-    "Logs go to stderr; stdin's end stops the server and cancels the calls in flight.\n";
+    "Logs go to stderr.  On stdio, stdin's end stops the server and cancels the calls in\n"
+    "flight; over HTTP, SIGTERM or SIGINT drains, then exits 0.\n";
 
 void cli_usage_print_run(const char *name, const char *what)
 {

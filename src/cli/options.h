@@ -43,6 +43,12 @@ enum cli_option_id {
 	CLI_OPT_HELP,
 	CLI_OPT_FILE,
 	CLI_OPT_OUTPUT_DIR,
+	CLI_OPT_HTTP,
+	CLI_OPT_TOKEN_FILE,
+	CLI_OPT_ALLOW_ORIGIN,
+	CLI_OPT_MAX_CONNECTIONS,
+	CLI_OPT_RATE,
+	CLI_OPT_DRAIN_TIMEOUT,
 	CLI_OPT_COUNT
 };
 
@@ -70,6 +76,7 @@ extern const struct cli_option cli_options[CLI_OPT_COUNT];
 #define CLI_FILES_MAX	       256
 #define CLI_MODULES_MAX	       64
 #define CLI_MAX_CONCURRENT_MAX 256
+#define CLI_ORIGINS_MAX	       16
 
 /* What a command line said.  Strings are borrowed from argv. */
 struct cli_opts {
@@ -85,6 +92,12 @@ struct cli_opts {
 	const char *files[CLI_FILES_MAX + 1]; /* --file NAME=PATH, NULL-terminated */
 	size_t n_files;
 	const char *output_dir;
+	/* govex mcp --http */
+	const char *http, *token_file;
+	const char *origins[CLI_ORIGINS_MAX];
+	size_t n_origins;
+	unsigned max_connections, rate, drain_timeout_s; /* 0 = not given (drain: see _set) */
+	bool drain_timeout_set;
 	char **operands; /* what follows the options (argv order) */
 	int n_operands;
 };

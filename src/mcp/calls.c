@@ -24,7 +24,6 @@
 
 #include "mcp.h"
 
-#define QUEUE_MAX 256
 #define LINE_MAX_ 4096 /* a longer line goes out in pieces of this size */
 
 /* The output of one stream not yet sent: a partial line. */
@@ -37,6 +36,8 @@ struct job {
 	struct job *qnext; /* queue */
 	struct job *inext; /* in-flight list */
 	json_t *id;
+	const void *owner; /* its calls are cancelled by id within the owner only */
+	struct mcp_sink *sink;
 	char *tool;
 	json_t *args;
 	struct mcp_call_ctx ctx;
@@ -46,6 +47,7 @@ struct job {
 	bool cancelled;
 	uint64_t started_ms;
 	uint64_t limit_ms;
+	struct timespec t0;
 	struct mcp_server *srv;
 	struct pending out[2]; /* stdout, stderr */
 };
@@ -58,7 +60,8 @@ struct mcp_pool {
 	pthread_cond_t work;
 	pthread_cond_t tick;
 	struct job *qhead, *qtail;
-	size_t queued;
+	size_t queued, queue_max;
+	unsigned n_inflight;
 	struct job *inflight;
 	bool stop;
 	pthread_t *threads;
@@ -84,6 +87,10 @@ static void job_free(struct job *j)
 	json_decref(j->ctx.progress_token);
 	free(j->client_name);
 	govex_cancel_free(j->cancel);
+	if (j->cancelled && j->sink && j->sink->cancelled)
+		j->sink->cancelled(j->sink);
+	if (j->sink && j->sink->unref)
+		j->sink->unref(j->sink);
 	free(j);
 }
 
@@ -92,6 +99,7 @@ static void inflight_remove(struct mcp_pool *p, struct job *j)
 	for (struct job **pp = &p->inflight; *pp; pp = &(*pp)->inext)
 		if (*pp == j) {
 			*pp = j->inext;
+			p->n_inflight--;
 			return;
 		}
 }
@@ -133,7 +141,7 @@ static json_t *text_of(const char *s, size_t n)
 
 static void emit_line(struct job *j, int stream, const char *s, size_t n)
 {
-	mcp_notify_log(j->srv, j->ctx.log_level, stream == 1 ? "info" : "warning",
+	mcp_notify_log(j->sink, j->ctx.log_level, stream == 1 ? "info" : "warning",
 		       stream == 1 ? "stdout" : "stderr", text_of(s, n));
 }
 
@@ -275,6 +283,13 @@ static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t *
 	free(md_client);
 	json_error_t e;
 	json_t *res = r == 0 ? json_loads(out, JSON_ALLOW_NUL, &e) : NULL;
+	if (p->srv->metrics) {
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		uint64_t us = (uint64_t)(t1.tv_sec - j->t0.tv_sec) * 1000000 +
+			      (uint64_t)((t1.tv_nsec - j->t0.tv_nsec) / 1000);
+		mcp_metrics_run(p->srv->metrics, json_object_get(res, "structuredContent"), us);
+	}
 	if (!res) {
 		mcp_log("tools/call %s: %s", j->tool, r < 0 ? ge.message : "out of memory");
 		free(out);
@@ -295,7 +310,7 @@ static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t *
 	if (j->ctx.log_level >= 0) {
 		const char *st = json_string_value(json_object_get(doc, "status"));
 		bool ok = st && strcmp(st, "success") == 0;
-		mcp_notify_log(p->srv, j->ctx.log_level, ok ? "info" : "warning", "govex",
+		mcp_notify_log(j->sink, j->ctx.log_level, ok ? "info" : "warning", "govex",
 			       json_pack("{s:s, s:s, s:O?}", "tool", j->tool, "status",
 					 st ? st : "?", "usage", json_object_get(doc, "usage")));
 	}
@@ -304,10 +319,10 @@ static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t *
 }
 
 /* The reply line: {"jsonrpc":"2.0","id":ID,"result":TEXT} or an error. */
-static void send_reply(struct mcp_pool *p, json_t *id, char *text, json_t *error)
+static void send_reply(struct mcp_sink *sink, json_t *id, char *text, json_t *error)
 {
 	if (!text) {
-		mcp_send(p->srv,
+		mcp_send(sink,
 			 json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "error",
 				   error ? error
 					 : json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR,
@@ -323,7 +338,7 @@ static void send_reply(struct mcp_pool *p, json_t *id, char *text, json_t *error
 	free(idtext);
 	free(text);
 	if (line)
-		mcp_send_text(p->srv, line);
+		mcp_send_text(sink, line);
 	else
 		mcp_log("cannot encode a reply (out of memory)");
 }
@@ -336,8 +351,8 @@ static void send_progress(struct mcp_pool *p, struct job *j, const char *message
 	json_t *params =
 	    json_pack("{s:O, s:I, s:I, s:s}", "progressToken", j->ctx.progress_token, "progress",
 		      (json_int_t)el, "total", (json_int_t)j->limit_ms, "message", message);
-	mcp_notify(p->srv, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
-				     "notifications/progress", "params", params));
+	mcp_notify(j->sink, json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method",
+				      "notifications/progress", "params", params));
 }
 
 static void *worker(void *arg)
@@ -353,6 +368,7 @@ static void *worker(void *arg)
 		queue_remove(p, j);
 		j->running = true;
 		j->started_ms = now_ms();
+		clock_gettime(CLOCK_MONOTONIC, &j->t0);
 		if (j->ctx.progress_token)
 			send_progress(p, j, "started");
 		pthread_mutex_unlock(&p->lock);
@@ -366,7 +382,7 @@ static void *worker(void *arg)
 		bool cancelled = j->cancelled;
 		pthread_mutex_unlock(&p->lock);
 		if (!cancelled) {
-			send_reply(p, j->id, text, error);
+			send_reply(j->sink, j->id, text, error);
 		} else {
 			free(text);
 			json_decref(error);
@@ -398,7 +414,7 @@ static void *ticker(void *arg)
 }
 
 int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
-		 unsigned max_concurrent, struct mcp_pool **ret)
+		 unsigned max_concurrent, size_t queue_max, struct mcp_pool **ret)
 {
 	struct mcp_pool *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -406,6 +422,7 @@ int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
 	p->srv = srv;
 	p->ts = ts;
 	p->wall_ms = wall_ms;
+	p->queue_max = queue_max;
 	p->threads = calloc(max_concurrent, sizeof(*p->threads));
 	if (!p->threads) {
 		free(p);
@@ -444,8 +461,8 @@ int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
 	return 0;
 }
 
-int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *args,
-		    struct mcp_call_ctx *ctx)
+int mcp_pool_submit(struct mcp_pool *p, struct mcp_sink *sink, const void *owner, json_t *id,
+		    const char *tool, json_t *args, struct mcp_call_ctx *ctx)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	if (j)
@@ -459,6 +476,10 @@ int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *ar
 		return -ENOMEM;
 	}
 	j->id = id;
+	j->owner = owner;
+	if (sink->ref)
+		sink->ref(sink);
+	j->sink = sink;
 	j->srv = p->srv;
 	j->args = args;
 	j->ctx = *ctx;
@@ -473,11 +494,11 @@ int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *ar
 	pthread_mutex_lock(&p->lock);
 	int r = 0;
 	for (struct job *q = p->inflight; q; q = q->inext)
-		if (json_equal(q->id, id)) {
+		if (q->owner == owner && json_equal(q->id, id)) {
 			r = -EEXIST;
 			break;
 		}
-	if (r == 0 && p->queued >= QUEUE_MAX)
+	if (r == 0 && p->queued >= p->queue_max)
 		r = -EBUSY;
 	if (r == 0) {
 		if (p->qtail)
@@ -488,6 +509,7 @@ int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *ar
 		p->queued++;
 		j->inext = p->inflight;
 		p->inflight = j;
+		p->n_inflight++;
 		pthread_cond_signal(&p->work);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -498,13 +520,13 @@ int mcp_pool_submit(struct mcp_pool *p, json_t *id, const char *tool, json_t *ar
 	return r;
 }
 
-bool mcp_pool_cancel(struct mcp_pool *p, json_t *id)
+bool mcp_pool_cancel(struct mcp_pool *p, const void *owner, json_t *id)
 {
 	bool found = false;
 	struct job *drop = NULL;
 	pthread_mutex_lock(&p->lock);
 	for (struct job *j = p->inflight; j; j = j->inext)
-		if (json_equal(j->id, id)) {
+		if (j->owner == owner && json_equal(j->id, id)) {
 			found = true;
 			j->cancelled = true;
 			if (j->running) {
@@ -521,6 +543,47 @@ bool mcp_pool_cancel(struct mcp_pool *p, json_t *id)
 	return found;
 }
 
+unsigned mcp_pool_cancel_owner(struct mcp_pool *p, const void *owner)
+{
+	unsigned n = 0;
+	struct job *drop = NULL;
+	pthread_mutex_lock(&p->lock);
+	for (struct job **pp = &p->inflight; *pp;) {
+		struct job *j = *pp;
+		if (j->owner != owner || j->cancelled) {
+			pp = &j->inext;
+			continue;
+		}
+		n++;
+		j->cancelled = true;
+		if (j->running) {
+			govex_cancel(j->cancel);
+			pp = &j->inext;
+		} else {
+			queue_remove(p, j);
+			*pp = j->inext;
+			p->n_inflight--;
+			j->inext = drop;
+			drop = j;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	while (drop) {
+		struct job *next = drop->inext;
+		job_free(drop);
+		drop = next;
+	}
+	return n;
+}
+
+unsigned mcp_pool_in_flight(struct mcp_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	unsigned n = p->n_inflight;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 void mcp_pool_free(struct mcp_pool *p)
 {
 	if (!p)
@@ -529,6 +592,7 @@ void mcp_pool_free(struct mcp_pool *p)
 	p->stop = true;
 	struct job *j = p->inflight, *next;
 	p->inflight = NULL;
+	p->n_inflight = 0;
 	for (; j; j = next) {
 		next = j->inext;
 		j->cancelled = true;
@@ -537,6 +601,7 @@ void mcp_pool_free(struct mcp_pool *p)
 			govex_cancel(j->cancel);
 			j->inext = p->inflight;
 			p->inflight = j;
+			p->n_inflight++;
 		} else {
 			queue_remove(p, j);
 			job_free(j);

@@ -3,8 +3,11 @@
  * govex mcp: the MCP server.  A client of the public API (govex.h) only, plus jansson for
  * JSON-RPC.  docs/mcp.md describes the protocol surface; this header ties the pieces:
  *
- *   server.c   the entry point (mcp_serve.h), stdio loop, bounded line reader, JSON-RPC
- *              dispatch, both eras
+ *   server.c   JSON-RPC dispatch of both eras, over the transport seam (struct mcp_sink)
+ *   stdio.c    the entry point (mcp_serve.h), stdio loop, bounded line reader, writer
+ *   http.c     streamable HTTP (libmicrohttpd): /mcp, sessions, /healthz /readyz /metrics
+ *   guard.c    HTTP's controls: token, Origin/Host, per-address rate
+ *   metrics.c  counters for /metrics
  *   calls.c    the worker pool: one thread and one cancel token per running call over
  *              govex_toolset_invoke, live output as log notifications, progress,
  *              cancellation, what each protocol version makes of a tool result
@@ -38,29 +41,96 @@
 #define RPC_INTERNAL_ERROR	-32603
 #define RPC_UNSUPPORTED_VERSION -32022
 
+/* ---------------------------------------------------------------- the transport seam */
+
+/*
+ * Where the messages of a request go: stdio has one sink (stdout, through a writer
+ * thread); HTTP has one per request (its JSON response or its SSE stream), so that a
+ * call's notifications and its reply reach the client that asked and no other.
+ */
+struct mcp_sink {
+	/* One message (malloc'ed, NUL-terminated JSON, no newline; taken).  notify: a
+	 * notification the sink may drop (log line, progress); else a response. */
+	void (*send)(struct mcp_sink *s, char *text, bool notify);
+	void (*ref)(struct mcp_sink *s);   /* NULL: the sink outlives every call */
+	void (*unref)(struct mcp_sink *s); /* NULL likewise */
+	/* A call of this sink was cancelled (no reply will come); NULL: nothing to do */
+	void (*cancelled)(struct mcp_sink *s);
+	int status; /* HTTP: a status the dispatch asks for, 0 none */
+};
+
+/* The legacy era's session: what initialize and logging/setLevel set.  stdio has one;
+ * HTTP one per Mcp-Session-Id (and none for a stateless 2026-07-28 request). */
+struct mcp_session {
+	bool initialized;
+	char version[16];
+	char *client_name;
+	int log_level; /* logging/setLevel; -1 until set */
+};
+
+/* One message being dispatched: where its answers go, whose session it belongs to, and
+ * the owner its calls are filed under (a notifications/cancelled reaches only calls of
+ * the same owner: the session, or for a stateless request the request itself). */
+struct mcp_msg {
+	struct mcp_sink *sink;
+	struct mcp_session *sess; /* NULL: stateless (modern requests only) */
+	const void *owner;
+	bool answered; /* set by the dispatch: a response went (or will go) to sink */
+	bool is_initialize;
+};
+
+struct mcp_metrics;
+
+struct mcp_server {
+	const govex_policy *policy;
+	govex_runtime *rt;
+	govex_toolset *ts;
+	json_t *tools; /* govex_toolset_list(), parsed once: the list never changes */
+	struct mcp_pool *pool;
+	char *instructions;
+	struct mcp_metrics *metrics; /* NULL: not counted (stdio) */
+};
+
 /* ---------------------------------------------------------------- server.c */
 
-struct mcp_server;
+/* Builds the toolset, the tool list and the call pool (queue_max calls may wait);
+ * -1 logged.  mcp_server_fini frees what it made. */
+int mcp_server_init(struct mcp_server *srv, const govex_policy *policy, govex_runtime *rt,
+		    const char *const *modules, size_t n_modules, unsigned max_concurrent,
+		    size_t queue_max);
+void mcp_server_fini(struct mcp_server *srv);
 
-/* Writes one JSON-RPC message (a line) to stdout; thread-safe.  Takes msg. */
-void mcp_send(struct mcp_server *srv, json_t *msg);
-/* The same for a message already encoded (one line, no newline; malloc'ed, taken). */
-void mcp_send_text(struct mcp_server *srv, char *text);
-/* A notification (log line, progress): dropped rather than queued while the client is
- * not reading (more than a few MiB wait), so that it never holds up a run.  Takes msg. */
-void mcp_notify(struct mcp_server *srv, json_t *msg);
+/* Dispatches one JSON-RPC message (the text of a line or of a POST body). */
+void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *text, size_t len);
+
+/* Sends one message to a sink.  Takes msg. */
+void mcp_send(struct mcp_sink *sink, json_t *msg);
+/* The same for a message already encoded (NUL-terminated, no newline; taken). */
+void mcp_send_text(struct mcp_sink *sink, char *text);
+/* A notification (log line, progress): a sink may drop it rather than queue it while the
+ * client is not reading, so that it never holds up a run.  Takes msg. */
+void mcp_notify(struct mcp_sink *sink, json_t *msg);
+/* An error response with a null id (a message that could not be read).  */
+void mcp_reply_error(struct mcp_sink *sink, json_t *id, int code, const char *message,
+		     json_t *data);
 
 /* Logs a line to stderr ("govex mcp: ..."); thread-safe. */
 void mcp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* notifications/message from LOGGER, when the client asked for LEVEL or lower ("info",
- * "warning"...) for the request (modern: its _meta logLevel) or the connection (legacy
+ * "warning"...) for the request (modern: its _meta logLevel) or the session (legacy
  * setLevel).  Takes data. */
-void mcp_notify_log(struct mcp_server *srv, int request_level, const char *level,
-		    const char *logger, json_t *data);
+void mcp_notify_log(struct mcp_sink *sink, int request_level, const char *level, const char *logger,
+		    json_t *data);
 
 /* Syslog level index of a logging level name (0 = debug ... 7 = emergency), -1 unknown. */
 int mcp_log_level(const char *name);
+
+/* Whether V is a version this server speaks (modern or legacy). */
+bool mcp_version_known(const char *v);
+
+/* The policy's wall-time limit: the total of a call's progress. */
+uint64_t mcp_policy_wall_ms(const govex_policy *policy);
 
 /* ---------------------------------------------------------------- calls.c */
 
@@ -75,24 +145,43 @@ struct mcp_call_ctx {
 	const char *client_name;
 };
 
-/* wall_ms: the policy's limit, the total of a call's progress unless timeout_ms lowers it */
+/* wall_ms: the policy's limit, the total of a call's progress unless timeout_ms lowers
+ * it; queue_max: calls that may wait for a thread (then -EBUSY) */
 int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
-		 unsigned max_concurrent, struct mcp_pool **ret);
+		 unsigned max_concurrent, size_t queue_max, struct mcp_pool **ret);
 
-/* Queues a call; a thread of the pool runs it and sends the reply.  Always takes args and
- * ctx->progress_token; takes id on success only.  Returns 0; -EEXIST when a call with
- * that id is in flight; -EBUSY when the queue is full; -ENOMEM. */
-int mcp_pool_submit(struct mcp_pool *pool, json_t *id, const char *tool, json_t *args,
-		    struct mcp_call_ctx *ctx);
+/* Queues a call; a thread of the pool runs it and sends the reply to sink (referenced
+ * until then).  Always takes args and ctx->progress_token; takes id on success only.
+ * Returns 0; -EEXIST when a call of the same owner with that id is in flight; -EBUSY
+ * when the queue is full; -ENOMEM. */
+int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner, json_t *id,
+		    const char *tool, json_t *args, struct mcp_call_ctx *ctx);
 
-/* notifications/cancelled: cancels the call with that id (running: its token; queued:
- * dropped).  No reply is ever sent for it.  Returns true when such a call was found. */
-bool mcp_pool_cancel(struct mcp_pool *pool, json_t *id);
+/* notifications/cancelled: cancels the owner's call with that id (running: its token;
+ * queued: dropped).  No reply is ever sent for it.  Returns true when one was found. */
+bool mcp_pool_cancel(struct mcp_pool *pool, const void *owner, json_t *id);
+
+/* Cancels every call of owner (a session ended, a client went away); returns how many. */
+unsigned mcp_pool_cancel_owner(struct mcp_pool *pool, const void *owner);
+
+/* Calls queued or running. */
+unsigned mcp_pool_in_flight(struct mcp_pool *pool);
 
 /* Cancels every call, joins the threads and frees the pool. */
 void mcp_pool_free(struct mcp_pool *pool);
 
 /* Adds resultType and the server's identity to a modern result. */
 void mcp_stamp_modern(json_t *result);
+
+/* ---------------------------------------------------------------- metrics.c */
+
+/* Counts a finished call from its govex.result/v1 document (NULL: no result). */
+int mcp_metrics_new(struct mcp_metrics **ret);
+void mcp_metrics_free(struct mcp_metrics *mt);
+void mcp_metrics_run(struct mcp_metrics *mt, json_t *doc, uint64_t duration_us);
+/* An HTTP answer; rejected: the control that refused it ("auth", "origin", "rate"...) */
+void mcp_metrics_http(struct mcp_metrics *mt, unsigned code, const char *rejected);
+/* The exposition text (malloc'ed, *len bytes), NULL on ENOMEM. */
+char *mcp_metrics_render(struct mcp_metrics *mt, govex_runtime *rt, size_t *len);
 
 #endif

@@ -222,6 +222,128 @@ class Server:
             pass
 
 
+class HttpServer:
+    """One `govex mcp --http ADDR ARGS` process (port 0 unless ADDR names one); its URL
+    comes from the line it writes to stderr.  Speaks HTTP with http.client (stdlib)."""
+
+    def __init__(self, args, addr="127.0.0.1:0", cwd=None, env=None, wait=True):
+        self.args = ["--http", addr] + list(args)
+        self.errpath = tempfile.mktemp(prefix="govex-mcp-stderr-")
+        self._err = open(self.errpath, "wb")
+        self.p = subprocess.Popen([GOVEX, "mcp"] + self.args, cwd=cwd, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=self._err, start_new_session=True, close_fds=True)
+        _live.append(self)
+        self.host = self.port = self.url = None
+        if wait:
+            self.wait_listening()
+
+    def wait_listening(self, timeout=30.0):
+        import re
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            mo = re.search(r"listening on http://(\S+):(\d+)/mcp", self.stderr())
+            if mo:
+                self.host, self.port = mo.group(1), int(mo.group(2))
+                self.url = "http://%s:%d/mcp" % (self.host, self.port)
+                return self.url
+            if self.p.poll() is not None:
+                raise Failure("the server exited (%s) before listening:\n%s"
+                              % (self.p.returncode, self.stderr()[-2000:]))
+            time.sleep(0.03)
+        raise Failure("the server did not say where it listens:\n" + self.stderr()[-2000:])
+
+    def conn(self, timeout=30.0):
+        import http.client
+        host = self.host.strip("[]")
+        if host == "localhost":
+            host = "127.0.0.1"
+        return http.client.HTTPConnection(host, self.port, timeout=timeout)
+
+    def http(self, method, path="/mcp", body=None, headers=None, timeout=30.0, conn=None):
+        """One request; returns (status, headers (lower-case names), body bytes)."""
+        c = conn or self.conn(timeout)
+        h = {"Host": "%s:%d" % (self.host, self.port)}
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        if conn is None:
+            c.close()
+        return r.status, hdrs, data
+
+    def post(self, msg, headers=None, sse=False, **kw):
+        h = {"Accept": "application/json, text/event-stream" if sse else "application/json",
+             "Content-Type": "application/json"}
+        h.update(headers or {})
+        return self.http("POST", "/mcp", msg, h, **kw)
+
+    def rpc(self, method, params=None, id=1, headers=None, sse=False, **kw):
+        """A request; returns (status, headers, [messages]) (SSE events or one JSON)."""
+        msg = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        st, h, data = self.post(msg, headers, sse=sse, **kw)
+        return st, h, parse_body(h, data)
+
+    def signal(self, sig):
+        os.kill(self.p.pid, sig)
+
+    def wait(self, timeout=30.0):
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise Failure("the server did not exit within %.1f s" % timeout)
+
+    def kill(self):
+        _killpg(self.p.pid)
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            self._err.close()
+        except OSError:
+            pass
+
+    def stderr(self):
+        try:
+            with open(self.errpath, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def cleanup(self):
+        self.kill()
+        try:
+            os.unlink(self.errpath)
+        except OSError:
+            pass
+
+
+def parse_body(headers, data):
+    """The JSON-RPC messages of a response body: an SSE stream's events, or one JSON."""
+    ct = headers.get("content-type", "")
+    text = data.decode("utf-8", "replace")
+    if ct.startswith("text/event-stream"):
+        out = []
+        for event in text.split("\n\n"):
+            lines = [l[5:].lstrip() for l in event.split("\n") if l.startswith("data:")]
+            if lines:
+                out.append(json.loads("\n".join(lines)))
+        return out
+    if not text:
+        return []
+    try:
+        return [json.loads(text)]
+    except ValueError:
+        return [{"__invalid__": text}]
+
+
 def meta(version=MODERN, caps=None, **extra):
     m = {"io.modelcontextprotocol/protocolVersion": version,
          "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
@@ -323,14 +445,18 @@ def need_node_modules(NODE_DIR=NODE_DIR):
     return NODE_DIR
 
 
-def node_client(script, scenario, workdir, module=None, timeout=100):
-    """Runs node SCRIPT SCENARIO GOVEX WORKDIR [MODULE]; returns its JSON verdict."""
+def node_client(script, scenario, workdir, module=None, timeout=100, url=None):
+    """Runs node SCRIPT SCENARIO GOVEX WORKDIR [MODULE]; returns its JSON verdict.  url:
+    the client speaks streamable HTTP to that server (GOVEX_MCP_URL) instead of stdio."""
     d = need_node_modules()
+    env = dict(os.environ)
+    if url:
+        env["GOVEX_MCP_URL"] = url
     argv = ["node", os.path.join(d, script), scenario, GOVEX, workdir]
     if module:
         argv.append(module)
     p = subprocess.Popen(argv, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+                         stderr=subprocess.PIPE, start_new_session=True, env=env)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Real MCP clients from npm against `govex mcp`: the TypeScript SDK v1 (Client +
 StdioClientTransport, the 2025 handshake) and the v2 client pinned to the stateless
-revision 2026-07-28.  The clients are installed from tests/mcp/node/package.json; without
+revision 2026-07-28; then both again over streamable HTTP (`govex mcp --http`: v1 with
+its session, v2 stateless).  The clients are installed from tests/mcp/node/package.json; without
 a reachable npm registry the tests skip (feature:npm)."""
 import os
 import sys
@@ -19,19 +20,27 @@ def add(a: int, b: int = 2) -> int:
 '''
 
 
-def v1(scenario, with_module=False):
+def http_url(t, mod):
+    """A `govex mcp --http` with the arguments the clients give their stdio server."""
+    args = ["--preset", "trusted", "--max-concurrent", "4"] + (["--module", mod] if mod else [])
+    return m.HttpServer(args, cwd=t).url
+
+
+def v1(scenario, with_module=False, http=False):
     def test(t):
         mod = m.write(t, "arith.py", MODULE) if with_module else None
-        info = m.node_client("client_v1.mjs", scenario, t, mod)
+        url = http_url(t, mod) if http else None
+        info = m.node_client("client_v1.mjs", scenario, t, mod, url=url)
         if scenario == "concurrent":
             m.check(info["elapsed_ms"] < 3000, "elapsed %r" % info)
     return test
 
 
-def v2(scenario):
+def v2(scenario, http=False):
     def test(t):
         mod = m.write(t, "arith.py", MODULE)
-        info = m.node_client("client_v2.mjs", scenario, t, mod)
+        url = http_url(t, mod) if http else None
+        info = m.node_client("client_v2.mjs", scenario, t, mod, url=url)
         m.eq(info.get("version"), "2026-07-28", "negotiated version")
     return test
 
@@ -48,6 +57,14 @@ TESTS = [
     ("sdk v1: ping", v1("ping")),
     ("client v2: version pinned to 2026-07-28, list and calls", v2("pin")),
     ("client v2: version negotiation 'auto' selects 2026-07-28", v2("auto")),
+    ("http: sdk v1 (session): run_python_snippet", v1("snippet", http=True)),
+    ("http: sdk v1 (session): a module function", v1("module", True, http=True)),
+    ("http: sdk v1 (session): failing runs are isError", v1("failing", http=True)),
+    ("http: sdk v1 (session): AbortSignal cancels the run quickly", v1("cancel", http=True)),
+    ("http: sdk v1 (session): four 1 s calls overlap", v1("concurrent", http=True)),
+    ("http: sdk v1 (session): ping", v1("ping", http=True)),
+    ("http: client v2 pinned to 2026-07-28 (stateless)", v2("pin", http=True)),
+    ("http: client v2 'auto' selects 2026-07-28", v2("auto", http=True)),
 ]
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
 conformance/package.json with the Node >= 22 it needs) against `govex mcp`: its tool
-scenarios, served by the module conformance_tools.py.  The suite speaks streamable HTTP
-only; node/http_bridge.mjs carries it to `govex mcp` on stdio (one server per session).
+scenarios, served by the module conformance_tools.py.  The suite speaks streamable HTTP:
+it runs directly against `govex mcp --http 127.0.0.1:0` (one server per file).
 
 The scenarios that need live output (tools-call-with-logging) or files out (image,
 embedded resource, mixed content) skip with feature:live-output / feature:files when this
@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,7 +19,7 @@ import mcptest as m  # noqa: E402
 
 TOOLS = os.path.join(m.HERE, "conformance_tools.py")
 ARGS = ["--preset", "trusted", "--module", TOOLS]
-_bridge = {}
+_server = {}
 
 
 def node_dir():
@@ -28,33 +27,19 @@ def node_dir():
     return os.path.join(d, "node_modules")
 
 
-def bridge(t):
-    """The bridge (one per file), started on first use; returns its URL."""
-    if "url" in _bridge:
-        return _bridge["url"]
-    nm = node_dir()
-    portfile = os.path.join(t, "port")
-    p = subprocess.Popen([os.path.join(nm, ".bin", "node"),
-                          os.path.join(m.HERE, "node", "http_bridge.mjs"), portfile, m.GOVEX]
-                         + ARGS, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    _bridge["proc"] = p
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            port = open(portfile).read().strip()
-            if port:
-                _bridge["url"] = "http://127.0.0.1:%s/mcp" % port
-                return _bridge["url"]
-        except OSError:
-            pass
-        m.check(p.poll() is None, "the bridge exited (%s)" % p.returncode)
-        time.sleep(0.05)
-    raise m.Failure("the bridge did not start")
+def server(t):
+    """The HTTP server (one per file), started on first use; returns its URL."""
+    if "srv" not in _server:
+        _server["srv"] = m.HttpServer(ARGS)
+        m._live.remove(_server["srv"])  # outlives the test that started it
+    s = _server["srv"]
+    m.check(s.p.poll() is None, "the server exited (%s):\n%s" % (s.p.returncode,
+                                                                 s.stderr()[-2000:]))
+    return s.url
 
 
 def scenario(t, name):
-    url = bridge(t)
+    url = server(t)
     nm = node_dir()
     cli = os.path.join(nm, "@modelcontextprotocol", "conformance", "dist", "index.js")
     r = subprocess.run([os.path.join(nm, ".bin", "node"), cli, "server", "--url", url,
@@ -107,6 +92,10 @@ TESTS = [
     ("conformance: tools-call-simple-text", plain("tools-call-simple-text")),
     ("conformance: tools-call-error", plain("tools-call-error")),
     ("conformance: tools-call-with-progress", plain("tools-call-with-progress")),
+    ("conformance: dns-rebinding-protection (Host and Origin over HTTP)",
+     plain("dns-rebinding-protection")),
+    ("conformance: server-sse-multiple-streams (concurrent POSTs in a session)",
+     plain("server-sse-multiple-streams")),
     ("conformance: tools-call-with-logging (output lines as log notifications)",
      needs("live-output", has_live_output, "tools-call-with-logging")),
     ("conformance: tools-call-image (a PNG the run wrote)",
@@ -121,10 +110,6 @@ if __name__ == "__main__":
     try:
         rc = m.main(TESTS)
     finally:
-        if "proc" in _bridge:
-            _bridge["proc"].terminate()
-            try:
-                _bridge["proc"].wait(10)
-            except subprocess.TimeoutExpired:
-                _bridge["proc"].kill()
+        if "srv" in _server:
+            _server["srv"].cleanup()
     sys.exit(rc)

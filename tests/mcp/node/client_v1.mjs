@@ -3,6 +3,7 @@
 // Prints one JSON line: {"ok": true, "info": {...}} or {"ok": false, "error": "..."}.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -33,7 +34,11 @@ function alive(pid) {
 async function main() {
   const args = ['mcp', '--preset', 'trusted', '--max-concurrent', '4'];
   if (module) args.push('--module', module);
-  const transport = new StdioClientTransport({ command: govex, args, cwd: workdir, stderr: 'inherit' });
+  // GOVEX_MCP_URL: a `govex mcp --http` the test started (with these arguments) instead
+  const url = process.env.GOVEX_MCP_URL;
+  const transport = url
+    ? new StreamableHTTPClientTransport(new URL(url))
+    : new StdioClientTransport({ command: govex, args, cwd: workdir, stderr: 'inherit' });
   const client = new Client({ name: 'govex-test-v1', version: '1.0.0' });
   await client.connect(transport);
   info.server = client.getServerVersion();

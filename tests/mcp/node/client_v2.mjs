@@ -2,7 +2,7 @@
 // negotiation pinned to the stateless revision 2026-07-28 (or 'auto').
 // Usage: node client_v2.mjs SCENARIO GOVEX WORKDIR [MODULE]
 // Prints one JSON line: {"ok": true, "info": {...}} or {"ok": false, "error": "..."}.
-import { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const [scenario, govex, workdir, module] = process.argv.slice(2);
@@ -15,7 +15,11 @@ function assert(cond, msg) {
 async function main() {
   const args = ['mcp', '--preset', 'trusted', '--max-concurrent', '4'];
   if (module) args.push('--module', module);
-  const transport = new StdioClientTransport({ command: govex, args, cwd: workdir, stderr: 'inherit' });
+  // GOVEX_MCP_URL: a `govex mcp --http` the test started (with these arguments) instead
+  const url = process.env.GOVEX_MCP_URL;
+  const transport = url
+    ? new StreamableHTTPClientTransport(new URL(url))
+    : new StdioClientTransport({ command: govex, args, cwd: workdir, stderr: 'inherit' });
   const mode = scenario === 'auto' ? 'auto' : { pin: '2026-07-28' };
   const client = new Client({ name: 'govex-test-v2', version: '1.0.0' }, { versionNegotiation: { mode } });
   await client.connect(transport);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP's controls that need no connection (guard.c). */
+#ifndef GOVEX_MCP_GUARD_H
+#define GOVEX_MCP_GUARD_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUARD_TOKEN_MIN	 16
+#define GUARD_RATE_SLOTS 1024
+#define GUARD_RATE_WAYS	 4
+
+struct guard_addr {
+	bool v6, loopback;
+	struct in_addr in4;
+	struct in6_addr in6;
+	uint16_t port;
+	char text[80]; /* as written: 127.0.0.1, [::1], localhost */
+};
+
+/* ADDR:PORT (IPv4, [IPv6] or localhost); -1 with err */
+int guard_parse_addr(const char *spec, struct guard_addr *a, char *err, size_t errlen);
+/* A listening socket (close-on-exec, non-blocking) at a; -errno */
+int guard_listen(const struct guard_addr *a);
+/* The port a socket is bound to (PORT 0 asked for any). */
+uint16_t guard_bound_port(int fd);
+/* The token: the file's first line; -1 with err when the file breaks a rule */
+int guard_read_token(const char *path, char **ret, char *err, size_t errlen);
+bool guard_ct_equal(const char *a, size_t alen, const char *b, size_t blen);
+/* An Authorization header value carries this bearer token. */
+bool guard_bearer_ok(const char *header, const char *token);
+/* A Host header names loopback (any port). */
+bool guard_host_ok(const char *host);
+/* An Origin header is allowed: listed, or (bound to loopback) a loopback origin. */
+bool guard_origin_ok(const char *origin, bool loopback, const char *const *allowed,
+		     size_t n_allowed);
+
+struct guard_bucket {
+	char addr[48];
+	uint64_t tokens_milli;
+	uint64_t seen_us;
+};
+
+struct guard_rate {
+	pthread_mutex_t lock;
+	unsigned per_s, burst;
+	struct guard_bucket table[GUARD_RATE_SLOTS][GUARD_RATE_WAYS];
+};
+
+void guard_rate_init(struct guard_rate *r, unsigned per_s);
+void guard_rate_fini(struct guard_rate *r);
+bool guard_rate_take(struct guard_rate *r, const char *addr);
+
+#endif
