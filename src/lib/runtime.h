@@ -44,6 +44,10 @@ struct govex_runtime {
 	unsigned long runs_in_flight, runs_started;
 };
 
+/* The policy's interpreter, probed in the sandbox once per runtime (planning.c); 0 or
+ * -errno with err. */
+int govex__probe_interp(govex_runtime *rt, struct govex_error *err);
+
 /* The controls this run had: enforced by the backend and applied to this run
  * (controls.c).  Every result of a run, exec or call lists these. */
 govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,

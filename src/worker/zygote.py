@@ -1,0 +1,772 @@
+# govex warm template ("zygote"): DESIGN.md "Warm runs", src/lib/backend/restricted/template.c.
+#
+# Started by the template shim with `python -I [-S] -c THIS` inside the sandbox's outer
+# layers (user namespace when not root, mount namespace with the read-only root, network
+# namespace under network: deny, a PID namespace of its own, of which it is PID 1).  It
+# imports and warms the standard library, says READY on fd 3, and then only ever
+# receives descriptors on fd 3 (SCM_RIGHTS, one message per run, NO run data: the run's
+# spec is in a memfd only the forked child reads, so the template's memory never holds
+# anything of a run, and no later run can find an earlier one's code, environment or
+# input in what it inherits).
+#
+# Per run (every step before any user code, failures reported as {step, errno} on the
+# run's error pipe like a cold launch):
+#   A  fork of the template: unshare(mount, PID, IPC, UTS[, net]), the run's own /tmp and
+#      workdir tmpfs mounted over the template's; forks B and exits.
+#   B  PID 1 of the run's PID namespace (the cold shim's role): mounts its proc, forks the
+#      program, reaps orphans, keeps the CPU budget and the host's kill request, kills
+#      the namespace and writes the shim report.
+#   C  the program: joins the run's cgroups (before anything else), cgroup namespace,
+#      setsid, seccomp guard, stdio, chdir, no_new_privs, Landlock, ids and capabilities
+#      dropped (bounding, ambient, inheritable, permitted, effective), rlimits, the seccomp
+#      allowlist -- the cold program child's order -- then the run's environment,
+#      argv ['-c'] and a fresh __main__, and the code compiled as "<string>" from a str (no
+#      coding cookie, as -c): exceptions, SystemExit, KeyboardInterrupt and the exit status
+#      as `python -c` has them; at the end what finalization does that a program can see
+#      (threads joined, atexit, stdio flushed), then _exit (_zyg_exit).
+#
+# What every run of one template shares by construction (fork): the address-space layout
+# of everything the template mapped (interpreter, libraries, preloaded modules) and the
+# str/bytes hash seed.  The template is recycled after a bounded number of runs
+# (template.c), which re-randomizes both.  The `random` module reseeds itself in every
+# forked child (os.register_at_fork), so no two runs see the same random stream.
+import sys, os, ctypes, json, struct, signal, socket, select, resource, types, builtins, time
+
+_G0 = None  # the shape of a fresh -c __main__ (set by the first statement below)
+
+
+def _zyg_main_shape(g):
+    out = []
+    for k, v in g.items():
+        if k.startswith("_zyg") or k in ("_G0",) or k in ("sys", "os", "ctypes", "json",
+                                                          "struct", "signal", "socket",
+                                                          "select", "resource", "types",
+                                                          "builtins", "time"):
+            continue
+        out.append((k, v))
+    return out
+
+
+_G0 = _zyg_main_shape(dict(globals()))
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                        ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                        ctypes.c_ulong]
+with open("/proc/self/comm", "rb") as _f:
+    _COMM = _f.read().rstrip(b"\n")
+
+
+def _setname(name):
+    buf = ctypes.create_string_buffer(name)
+    _libc.prctl(PR_SET_NAME, ctypes.addressof(buf), 0, 0, 0)
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x20000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_NAME = 15
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 22, 2, 47, 4
+SYS_LL_CREATE, SYS_LL_ADD, SYS_LL_RESTRICT = 444, 445, 446
+SYS_PIDFD_OPEN = 434  # the same number on every architecture
+WALL = 0x40000000
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _Fail(Exception):
+    def __init__(self, step, err):
+        Exception.__init__(self, step, err)
+        self.step, self.err = step, err
+
+
+def _chk(r, step):
+    if r < 0:
+        raise _Fail(step, ctypes.get_errno() or 1)
+    return r
+
+
+def _sys_nr(name):
+    # the architecture's numbers for the few raw calls (landlock's are the same
+    # everywhere); the spec carries capset's
+    return {"ll_create": SYS_LL_CREATE, "ll_add": SYS_LL_ADD, "ll_restrict": SYS_LL_RESTRICT}[name]
+
+
+class _Run:
+    """One run's child side: parsed spec and received descriptors."""
+
+    def __init__(self, spec, fds):
+        self.s = spec
+        self.fds = fds
+        self.st = spec["steps"]
+        i = 1
+        (self.fin, self.fout, self.ferr, self.fce, self.frep, self.fkill) = fds[i:i + 6]
+        i += 6
+        self.procs = fds[i:i + spec["nprocs"]]
+        i += spec["nprocs"]
+        self.cpu = fds[i] if spec["cpu"] else -1
+        i += 1 if spec["cpu"] else 0
+        self.extra = fds[i] if spec["extra"] else -1  # call mode: the response fd (3)
+        i += 1 if spec["extra"] else 0
+        # the relay's watch socket (template.c, relay_watch): B sends its pidfd there
+        self.watch = fds[i] if i < len(fds) else -1
+        # denials: the program's guard listener comes to B on lsock (B's end)
+        self.lsock = self.csock = self.listener = -1
+        self.net_denied = self.exec_denied = 0
+
+    def fail(self, step, err):
+        try:
+            os.write(self.fce, struct.pack("=ii", step, err))
+        except OSError:
+            pass
+        os._exit(127)
+
+    # ---- A: the run's namespaces and its own writable places ----
+    def enter(self):
+        s, st = self.s, self.st
+        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        if s["netns"]:
+            flags |= CLONE_NEWNET
+        _chk(_libc.unshare(flags), st["clone"])
+        _chk(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), st["mount_private"])
+        if s["identity"]:
+            self.identity_files()
+        for path, opts in s["tmpfs"]:
+            _chk(_libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                             opts.encode()), st["tmpfs"])
+
+    def identity_files(self):
+        """The run's own /etc/passwd and /etc/group (its ids; mounts.c's RM_FILE text),
+        read-only, bound over the template's placeholders.  Written in a small tmpfs on
+        the workdir's mount point, which the run's workdir then covers."""
+        s, st = self.s, self.st
+        fl = MS_NOSUID | MS_NODEV | MS_NOEXEC
+        wd = s["workdir"].encode()
+        _chk(_libc.mount(b"tmpfs", wd, b"tmpfs", fl, b"size=64k,nr_inodes=8,mode=0755"),
+             st["tmpfs"])
+        for i, (path, text) in enumerate(s["identity"]):
+            src = wd + b"/%d" % i
+            try:
+                fd = os.open(src, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    os.write(fd, bytes.fromhex(text))
+                finally:
+                    os.close(fd)
+                os.chmod(src, 0o644)
+            except OSError as e:
+                raise _Fail(st["tmpfs"], e.errno)
+            _chk(_libc.mount(src, path.encode(), None, MS_BIND, None), st["tmpfs"])
+            _chk(_libc.mount(None, path.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | fl,
+                             None), st["tmpfs"])
+
+    # ---- B: PID 1 of the run ----
+    def proc(self):
+        st = self.st
+        fl = MS_NOSUID | MS_NODEV | MS_NOEXEC
+        if _libc.mount(b"proc", b"/proc", b"proc", fl, b"subset=pid") == 0:
+            return
+        _chk(_libc.mount(b"proc", b"/proc", b"proc", fl, None), st["proc"])
+        for p in self.s["proc_masked"]:
+            try:
+                m = os.lstat(p).st_mode
+            except OSError:
+                continue
+            if (m & 0o170000) == 0o120000:
+                continue
+            if (m & 0o170000) == 0o040000:
+                _chk(_libc.mount(b"tmpfs", p.encode(), b"tmpfs", MS_RDONLY | fl,
+                                 b"size=4k,nr_inodes=1,mode=0555"), st["proc_mask"])
+            else:
+                _chk(_libc.mount(b"/dev/null", p.encode(), None, MS_BIND, None), st["proc_mask"])
+                _chk(_libc.mount(None, p.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | fl,
+                                 None), st["proc_mask"])
+
+    def send_pidfd(self):
+        """B: its own pidfd to the relay, which kills B (and so the run's PID namespace)
+        should B not end after the host asked for the end (the last resort)."""
+        sock = socket.socket(fileno=self.watch)
+        try:
+            pfd = _libc.syscall(SYS_PIDFD_OPEN, os.getpid(), 0)
+            if pfd >= 0:
+                try:
+                    sock.sendmsg([b"p"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                           struct.pack("=i", pfd))])
+                finally:
+                    os.close(pfd)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+        self.watch = -1
+
+    # ---- denials (execonce.c's rexec_answer, for a run whose interpreter runs) ----
+    def notify_event(self, p, fd, rev):
+        if fd == self.lsock:
+            # the program's listener (or its end closed: it failed before)
+            p.unregister(fd)
+            try:
+                _m, anc, _f, _a = socket.socket(fileno=os.dup(fd)).recvmsg(
+                    1, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC)
+            except OSError:
+                anc = []
+            os.close(fd)
+            self.lsock = -1
+            for lvl, typ, data in anc:
+                if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS and len(data) >= 4:
+                    self.listener = struct.unpack("=i", data[:4])[0]
+                    p.register(self.listener, select.POLLIN)
+            return
+        if not (rev & select.POLLIN):
+            self.close_listener(p)  # no task left under the filter
+            return
+        import fcntl
+        n = self.s["notify"]
+        buf = bytearray(80)  # struct seccomp_notif
+        try:
+            fcntl.ioctl(fd, 0xC0502100, buf, True)  # SECCOMP_IOCTL_NOTIF_RECV
+        except OSError:
+            return  # the caller went away (ENOENT) or EINTR
+        nid, _pid, _fl, nr = struct.unpack_from("=QIIi", buf)
+        if nr == n["socket"]:
+            err = n["eafnosupport"]
+            self.net_denied += 1
+        elif nr in (n["clone"], n["fork"], n["vfork"]):
+            err = n["eperm"]
+            self.exec_denied += 1
+        else:
+            # execve, execveat: the interpreter runs already, every one is a later one
+            err = n["enosys"]
+            if nr in (n["execve"], n["execveat"]):
+                self.exec_denied += 1
+        resp = bytearray(struct.pack("=QqiI", nid, 0, -err, 0))
+        try:
+            fcntl.ioctl(fd, 0xC0182101, resp, True)  # SECCOMP_IOCTL_NOTIF_SEND
+        except OSError:
+            pass
+        if self.net_denied + self.exec_denied >= n["max"]:
+            self.close_listener(p)  # the kernel refuses the rest (ENOSYS)
+
+    def close_listener(self, p):
+        if self.listener >= 0:
+            p.unregister(self.listener)
+            os.close(self.listener)
+            self.listener = -1
+
+    def cpu_ns(self):
+        if self.cpu < 0:
+            return -1
+        try:
+            data = os.pread(self.cpu, 4096, 0)
+        except OSError:
+            return -1
+        if self.s["cpu_version"] == 1:
+            try:
+                return int(data.split()[0])
+            except (ValueError, IndexError):
+                return -1
+        for line in data.split(b"\n"):
+            if line.startswith(b"usage_usec "):
+                return int(line.split()[1]) * 1000
+        return -1
+
+    def shim(self, child, wake):
+        s = self.s
+        killed = 0
+        status = None
+        budget = s["cpu_budget_ns"]
+        used = 0
+        ncpus = max(1, s["ncpus"])
+        p = select.poll()
+        p.register(self.fkill, select.POLLIN)
+        p.register(wake, select.POLLIN)
+        if self.lsock >= 0:
+            p.register(self.lsock, select.POLLIN)
+        while status is None:
+            tmo = None
+            if budget >= 0:
+                w = (budget - used) // ncpus
+                w = min(max(w, 200000), 20000000)
+                tmo = w / 1e6
+            try:
+                ev = p.poll(tmo)
+            except InterruptedError:
+                ev = []
+            if any(fd == self.fkill for fd, _ in ev):
+                killed = 1
+                break
+            for fd, rev in ev:
+                if fd == self.lsock or fd == self.listener:
+                    self.notify_event(p, fd, rev)
+            if any(fd == wake for fd, _ in ev):
+                try:
+                    while os.read(wake, 256):
+                        pass
+                except OSError:
+                    pass
+            while True:
+                try:
+                    pid, wst = os.waitpid(-1, os.WNOHANG | WALL)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid == child:
+                    status = wst
+            if status is None and budget >= 0:
+                used = self.cpu_ns()
+                if used >= budget:
+                    break
+        while True:  # kill and reap everything in the namespace (all but us)
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                pid, wst = os.waitpid(-1, WALL)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == child and status is None:
+                status = wst
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_us = int(ru.ru_utime * 1e6) + int(ru.ru_stime * 1e6)
+        rep = struct.pack("=iiqqiII", status or 0, killed, cpu_us, ru.ru_maxrss, 0,
+                          self.net_denied, self.exec_denied)
+        rep += b"\0" * (s["report_size"] - len(rep))
+        try:
+            os.write(self.frep, rep)
+        except OSError:
+            pass
+        os._exit(0)
+
+    # ---- C: the program child, up to the user's code ----
+    def program(self):
+        s, st = self.s, self.st
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in self.procs:
+            try:
+                if os.write(fd, b"0") != 1:
+                    raise _Fail(st["cgroup"], 5)
+            except OSError as e:
+                raise _Fail(st["cgroup"], e.errno)
+        if _libc.unshare(CLONE_NEWCGROUP) < 0 and ctypes.get_errno() != 22:
+            raise _Fail(st["cgroupns"], ctypes.get_errno())
+        try:
+            os.setsid()
+        except OSError as e:
+            raise _Fail(st["setsid"], e.errno)
+        for prog in _PARAMS["guards"]:
+            if self.csock >= 0:
+                self.guard_listener(prog, st["seccomp_guard"])
+            else:
+                self.seccomp(prog, st["seccomp_guard"])
+        # stdio: everything above 10 first, then 0..2; nothing else survives but the
+        # error pipe (closed right before the code runs)
+        try:
+            ce = fcntl_dupfd(self.fce)
+            src = [fcntl_dupfd(f) for f in (self.fin, self.fout, self.ferr, self.extra)
+                   if f >= 0]
+            for i, f in enumerate(src):
+                os.dup2(f, i, inheritable=True)
+            os.closerange(len(src), ce)
+            os.closerange(ce + 1, 1 << 20)
+            os.set_inheritable(ce, False)
+            self.fce = ce
+        except OSError as e:
+            raise _Fail(st["stdio"], e.errno)
+        try:
+            os.chdir(s["workdir"])
+        except OSError as e:
+            raise _Fail(st["chdir"], e.errno)
+        _chk(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), st["no_new_privs"])
+        self.landlock()
+        self.identity()
+        for res, soft, hard, step in s["rlimits"]:
+            try:
+                resource.setrlimit(res, (soft, hard))
+            except (OSError, ValueError) as e:
+                raise _Fail(step, getattr(e, "errno", None) or 22)
+        self.seccomp(_PARAMS["filter"], st["seccomp"])
+
+    def guard_listener(self, prog, step):
+        """The guard with a new listener, sent to the run's init (B), which answers and
+        counts what the policy denies (execonce.c's rexec_install)."""
+        lfd = _chk(_libc.syscall(ctypes.c_long(self.s["nr_seccomp"]), ctypes.c_long(1),
+                                ctypes.c_long(8), ctypes.byref(prog[0])), step)
+        try:
+            sock = socket.socket(fileno=self.csock)
+            try:
+                sock.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                       struct.pack("=i", lfd))])
+            finally:
+                sock.close()
+        except OSError as e:
+            raise _Fail(step, e.errno or 5)
+        finally:
+            os.close(lfd)
+        self.csock = -1
+
+    def seccomp(self, prog, step):
+        _chk(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog[0]), 0, 0),
+             step)
+
+    def landlock(self):
+        ll = self.s["landlock"]
+        if not ll:
+            return
+        step = self.st["landlock"]
+        attr = struct.pack("=QQQ", ll["fs"], ll["net"], ll["scoped"])[:ll["size"]]
+        abuf = ctypes.create_string_buffer(attr, len(attr))
+        rs = _chk(_libc.syscall(SYS_LL_CREATE, abuf, ctypes.c_size_t(len(attr)), 0), step)
+        try:
+            for path, acc in ll["rules"]:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    if (os.fstat(fd).st_mode & 0o170000) != 0o040000:
+                        acc &= ll["file_rights"]
+                    pb = ctypes.create_string_buffer(struct.pack("=Qi", acc, fd), 12)
+                    _chk(_libc.syscall(SYS_LL_ADD, rs, 1, pb, 0), step)
+                finally:
+                    os.close(fd)
+            _chk(_libc.syscall(SYS_LL_RESTRICT, rs, 0), step)
+        finally:
+            os.close(rs)
+
+    def identity(self):
+        s, st = self.s, self.st
+        for c in range(64):
+            if _libc.prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0:
+                if ctypes.get_errno() == 22:
+                    break  # past the kernel's last capability
+                raise _Fail(st["caps"], ctypes.get_errno())
+        if s["setid"]:
+            try:
+                os.setgroups([])
+            except OSError as e:
+                raise _Fail(st["setgroups"], e.errno)
+            try:
+                os.setresgid(s["gid"], s["gid"], s["gid"])
+            except OSError as e:
+                raise _Fail(st["setgid"], e.errno)
+            try:
+                os.setresuid(s["uid"], s["uid"], s["uid"])
+            except OSError as e:
+                raise _Fail(st["setuid"], e.errno)
+        if _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 and \
+                ctypes.get_errno() != 22:
+            raise _Fail(st["caps"], ctypes.get_errno())
+        hdr = ctypes.create_string_buffer(struct.pack("=Ii", 0x20080522, 0), 8)
+        data = ctypes.create_string_buffer(24)
+        _chk(_libc.syscall(s["nr_capset"], hdr, data), st["caps"])
+        # a cold run's execve leaves the program dumpable (setresuid cleared it here):
+        # its own /proc files are its own, as after execve
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+
+    def finish(self):
+        """After the allowlist: the run's process state as `python -c` starts it."""
+        s = self.s
+        env = [bytes.fromhex(e) for e in s["env"]]
+        os.environ.clear()
+        for kv in env:
+            k, _, v = kv.partition(b"=")
+            if k:
+                os.environb[k] = v
+        for k, v in _COERCED:
+            if k not in os.environ:
+                os.environ[k] = v
+        time.tzset()
+        sys.argv[:] = ["-c"]
+        if hasattr(sys, "orig_argv"):
+            sys.orig_argv[:] = [os.fsdecode(bytes.fromhex(a)) for a in s["argv"]]
+        main = types.ModuleType("__main__")
+        main.__dict__.clear()
+        for k, v in _G0:
+            main.__dict__[k] = {} if k == "__annotations__" else v
+        sys.modules["__main__"] = main
+        code = bytes.fromhex(s["code"])
+        os.close(self.fce)
+        return code
+
+
+def fcntl_dupfd(fd):
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+
+
+def _zyg_child(fds):
+    """In A (a fresh fork of the template): returns only in the program child C, with the
+    user's code; every other process of the run ends in here."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    spec_fd = fds[0]
+    try:
+        size = os.fstat(spec_fd).st_size
+        spec = json.loads(os.pread(spec_fd, size, 0))
+    except Exception:
+        os._exit(126)
+    os.close(spec_fd)
+    run = _Run(spec, fds)
+    _setname(b"govex-warm")
+    try:
+        run.enter()
+    except _Fail as f:
+        run.fail(f.step, f.err)
+    try:
+        b = os.fork()
+    except OSError as e:
+        run.fail(spec["steps"]["fork"], e.errno)
+    if b:
+        os._exit(0)
+    # B: PID 1 (named like a cold run's shim would be seen from the host: not python)
+    _setname(b"govex-init")
+    try:
+        run.proc()
+    except _Fail as f:
+        run.fail(f.step, f.err)
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if run.watch >= 0:
+        run.send_pidfd()
+    if spec["notify"]:
+        try:
+            a, b_ = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as e:
+            run.fail(spec["steps"]["shim"], e.errno)
+        run.lsock, run.csock = a.detach(), b_.detach()
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(w)
+    signal.signal(signal.SIGCHLD, lambda *a: None)
+    try:
+        c = os.fork()
+    except OSError as e:
+        run.fail(spec["steps"]["fork"], e.errno)
+    if c:
+        for fd in [run.fin, run.fout, run.ferr, run.fce, run.extra, run.csock] + list(run.procs):
+            if fd >= 0:
+                os.close(fd)
+        run.csock = -1
+        run.shim(c, r)
+    _setname(_COMM)  # the program: the interpreter's name
+    os.close(r)
+    os.close(w)
+    os.close(run.fkill)
+    os.close(run.frep)
+    if run.lsock >= 0:
+        os.close(run.lsock)
+        run.lsock = -1
+    try:
+        run.program()
+    except _Fail as f:
+        run.fail(f.step, f.err)
+    except Exception:
+        run.fail(spec["steps"]["shim"], 5)
+    return run.finish()
+
+
+def _zyg_warm():
+    # the standard library a snippet most often imports, and the compiler
+    # The standard library a snippet most often imports.  Kept small on purpose: every
+    # page the template holds is copied into each of a run's three processes' page
+    # tables (fork), so a bigger template costs every run (measured: 12 MB of resident
+    # template forks ~3x cheaper than 24 MB); what a run imports beyond this it imports
+    # itself, from the same read-only files a cold run would.
+    for m in ("re", "json", "collections", "functools", "itertools", "math", "random",
+              "string", "struct", "operator", "io", "fcntl", "weakref", "warnings", "abc",
+              "contextlib", "copy", "heapq", "bisect", "traceback", "linecache"):
+        try:
+            __import__(m)
+        except Exception:
+            pass
+    if _PARAMS["worker"]:
+        # the template of govex's worker runs (call mode, inspection): what it imports
+        for m in ("ast", "inspect", "asyncio", "hashlib", "types", "builtins"):
+            try:
+                __import__(m)
+            except Exception:
+                pass
+    compile("def f(x):\n    return [i * x for i in range(3)]\nprint(f(2))\n", "<string>", "exec")
+    # Everything the template made stays out of the collector's way: a collection in a
+    # run would otherwise write to every object's header and copy the template's whole
+    # heap page by page (copy-on-write).  The collector stays enabled for the run's own
+    # objects, as in a cold interpreter.
+    import gc
+    gc.collect()
+    if hasattr(gc, "freeze"):
+        gc.freeze()
+
+
+_PRECOMPILED = {}
+
+
+def _zyg_precompile(ctl):
+    """govex's worker texts (call mode, inspection), sent once after READY: compiled here
+    once; a run whose code is one of them byte for byte execs the code object."""
+    msg, anc, _fl, _a = ctl.recvmsg(16, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC)
+    fds = [struct.unpack("=i", d[:4])[0] for lvl, typ, d in anc
+           if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS]
+    if msg != b"P" or len(fds) != 1:
+        os._exit(1)
+    try:
+        texts = json.loads(os.pread(fds[0], os.fstat(fds[0]).st_size, 0))
+    finally:
+        os.close(fds[0])
+    for t in texts:
+        _PRECOMPILED[t.encode()] = compile(t, "<string>", "exec", dont_inherit=True)
+
+
+def _zyg_serve():
+    ctl = socket.socket(fileno=3)
+    ctl.sendall(b"READY")
+    _zyg_precompile(ctl)
+    signal.signal(signal.SIGCHLD, _zyg_reap)
+    while True:
+        try:
+            msg, anc, _fl, _a = ctl.recvmsg(16, socket.CMSG_SPACE(64 * 4), socket.MSG_CMSG_CLOEXEC)
+        except InterruptedError:
+            continue
+        if not msg:
+            os._exit(0)
+        fds = []
+        for lvl, typ, data in anc:
+            if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                n = len(data) // 4
+                fds.extend(struct.unpack("=%di" % n, data[:4 * n]))
+        if msg != b"R" or len(fds) < 7:
+            for fd in fds:
+                os.close(fd)
+            continue
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            ctl.close()
+            return _zyg_child(fds)
+        for fd in fds:
+            os.close(fd)
+
+
+def _zyg_reap(*_a):
+    while True:
+        try:
+            pid, _st = os.waitpid(-1, os.WNOHANG | WALL)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _zyg_exit(status, ki):
+    """What Py_FinalizeEx does that a program can observe -- threads joined, atexit
+    handlers, stdout and stderr flushed (120 when that fails) -- then _exit: tearing
+    down the template's whole heap would copy it page by page (copy-on-write) for
+    nothing.  An unhandled KeyboardInterrupt ends the process by SIGINT, like python."""
+    th = sys.modules.get("threading")
+    if th is not None:
+        try:
+            th._shutdown()
+        except BaseException:
+            pass
+    import atexit
+    atexit._run_exitfuncs()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:
+            pass
+    # as finalization: garbage cycles collected, then __main__ taken apart (its
+    # globals' __del__ methods run and print as in a cold interpreter), collected again
+    main = sys.modules.get("__main__")
+    try:
+        import gc
+        gc.collect()
+        if main is not None:
+            main.__dict__.clear()
+        del main
+        gc.collect()
+    except BaseException:
+        pass
+    for name in ("stdout", "stderr"):
+        f = getattr(sys, name, None)
+        try:
+            if f is not None and not f.closed:
+                f.flush()
+        except Exception as e:
+            status = 120
+            if name == "stdout":
+                try:
+                    sys.stderr.write("Exception ignored in: %r\n%s: %s\n" %
+                                     (f, type(e).__name__, e))
+                    sys.stderr.flush()
+                except Exception:
+                    pass
+    if ki:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(status & 0xff)
+
+
+def _zyg_run(code):
+    """Runs the code as `python -c` does (filename "<string>", a str source: no coding
+    cookie), with its exit status; the traceback shows the user's frames only."""
+    status, ki = 0, False
+    try:
+        co = _PRECOMPILED.get(code)
+        if co is None:
+            co = compile(code.decode("utf-8", "surrogateescape"), "<string>", "exec",
+                         dont_inherit=True)
+        exec(co, sys.modules["__main__"].__dict__)
+    except SystemExit as e:
+        c = e.code
+        if c is None:
+            status = 0
+        elif isinstance(c, int):
+            status = c
+        else:
+            try:
+                sys.stderr.write("%s\n" % (c,))
+            except Exception:
+                pass
+            status = 1
+    except BaseException as e:
+        tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+        e = e.with_traceback(tb)
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+        if hasattr(sys, "last_exc"):
+            sys.last_exc = e
+        try:
+            sys.excepthook(type(e), e, tb)
+        except BaseException:
+            pass
+        status, ki = 1, isinstance(e, KeyboardInterrupt)
+        del e, tb
+    _zyg_exit(status, ki)
+
+
+def _zyg_params(arg):
+    """The template's parameters (argv[1], from template.c): the locale variables it was
+    started with, and the runtime's seccomp programs (compiled once per runtime by
+    libseccomp in the parent; not secret), made ready to load here once."""
+    p = json.loads(arg)
+
+    def prog(h):
+        buf = ctypes.create_string_buffer(bytes.fromhex(h))
+        return (_Prog(len(h) // 16, ctypes.cast(buf, ctypes.c_void_p)), buf)
+
+    return {"keys": p["keys"], "worker": p["worker"], "filter": prog(p["filter"]),
+            "guards": [prog(g) for g in p["guards"]]}
+
+
+_PARAMS = _zyg_params(sys.argv[1])
+_COERCED = [(k, v) for k, v in os.environ.items() if k.startswith("LC_") and k not in
+            _PARAMS["keys"]]
+_zyg_warm()
+_zyg_run(_zyg_serve())
