@@ -164,6 +164,34 @@ class _Run:
             _chk(_libc.mount(None, path.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | fl,
                              None), st["tmpfs"])
 
+    def files_in(self):
+        """Files in: the workdir's descriptor to the relay (template_relay.c), which
+        writes the files (and the output directory) there as the cold shim does; then
+        each file bound read-only onto itself here, in the run's mount namespace."""
+        st = self.st
+        wd = self.s["workdir"]
+        sock = socket.socket(fileno=os.dup(self.watch))
+        try:
+            fd = os.open(wd, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                sock.sendmsg([b"W"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                       struct.pack("=i", fd))])
+            finally:
+                os.close(fd)
+            go = sock.recv(1)
+        except OSError as e:
+            raise _Fail(st["workdir"], e.errno or 5)
+        finally:
+            sock.close()
+        if go != b"G":
+            os._exit(0)  # the relay reported the failure on the error pipe
+        fl = MS_NOSUID | MS_NODEV | MS_NOEXEC
+        for name in self.s["files"]:
+            path = (wd + "/" + name).encode()
+            _chk(_libc.mount(path, path, None, MS_BIND, None), st["workdir"])
+            _chk(_libc.mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | fl, None),
+                 st["workdir"])
+
     # ---- B: PID 1 of the run ----
     def proc(self):
         st = self.st
@@ -518,6 +546,8 @@ def _zyg_child(fds):
     _setname(b"govex-warm")
     try:
         run.enter()
+        if spec["files"] or spec["outputs"]:
+            run.files_in()
     except _Fail as f:
         run.fail(f.step, f.err)
     try:

@@ -324,6 +324,10 @@ int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__la
 void rwarm_count_cold(struct rwarm *w, const char *reason);
 /* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
 void rwarm_stats(struct rwarm *w, json_t *warm);
+/* template_relay.c: the run through a relay that hands its descriptors (and spec, a
+ * memfd) to the template on ctl; as govex__run_shim. */
+int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
+		    struct govex__outcome *o, struct govex_error *err);
 /* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and
  * bytes as a JSON string of hex digits. */
 int rwarm_spec_memfd(const struct rwarm_run *r);

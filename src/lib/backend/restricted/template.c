@@ -152,8 +152,6 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs)
 		return "extra_files";
 	if (!wd_tmpfs)
 		return "host_workdir";
-	if (l->n_files || l->outputs)
-		return "files";
 	size_t n = 0;
 	while (l->argv[n])
 		n++;
@@ -598,132 +596,6 @@ out:
 	return r;
 }
 
-/* ---- the relay: hands the run's descriptors to the template (async-signal-safe) ------ */
-
-struct relay {
-	int ctl, spec;
-	struct govex__pipes *f;
-	const struct rwarm_run *r;
-};
-
-/*
- * After the hand-over the relay watches the run's init (B, PID 1 of the run's PID
- * namespace), whose pidfd comes back on sock: it exits when B does.  When the host asks
- * for the end (the kill pipe closes) and B has not ended RELAY_GRACE_MS later, the relay
- * SIGKILLs it -- which ends the run's whole PID namespace -- as the supervisor's last
- * resort (kill the shim, KILL_GRACE_NS later) does for a cold run; that one reaches only
- * this relay.  Holds nothing else of the host.
- */
-#define RELAY_GRACE_MS 5000
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-static __attribute__((noreturn)) void relay_watch(int sock, int kill_fd)
-{
-	int keep[] = {sock, kill_fd};
-	govex__close_fds_except(3, keep, ARRAY_SIZE(keep));
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	char b;
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		_exit(0); /* no init (the run failed before it; the error pipe says so) */
-	int pidfd;
-	memcpy(&pidfd, CMSG_DATA(cm), sizeof(int));
-	struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = kill_fd, .events = POLLIN}};
-	for (;;) {
-		int r = poll(p, 2, -1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || p[0].revents)
-			_exit(0);
-		if (p[1].revents)
-			break;
-	}
-	/* the end is asked for (or the run is over and the host closed its end) */
-	int r;
-	do
-		r = poll(p, 1, RELAY_GRACE_MS);
-	while (r < 0 && errno == EINTR);
-	if (r == 0)
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-	_exit(0);
-}
-
-static __attribute__((noreturn)) void relay(void *ctx)
-{
-	struct relay *rl = ctx;
-	const struct govex__pipes *f = rl->f;
-	int fds[16];
-	size_t n = 0;
-	int fixed[] = {rl->spec, f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0]};
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		fds[n++] = fixed[i];
-	for (int i = 0; i < RCG_N; i++)
-		if (rl->r->cg->procs_fd[i] >= 0)
-			fds[n++] = rl->r->cg->procs_fd[i];
-	if (rl->r->cg->cpu_fd >= 0)
-		fds[n++] = rl->r->cg->cpu_fd;
-	if (rl->r->l->extra_fd >= 0)
-		fds[n++] = rl->r->l->extra_fd;
-	/* last: the run's init sends its pidfd back on this (relay_watch) */
-	int bp[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp) < 0)
-		govex__shim_fail(f->ce[1], GOVEX_STEP_SOCKETPAIR, -errno);
-	fds[n++] = bp[1];
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = (void *)"R", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(n * sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	ssize_t w;
-	do
-		w = sendmsg(rl->ctl, &msg, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		govex__shim_fail(f->ce[1], GOVEX_STEP_SHIM, -errno);
-	close(bp[1]);
-	relay_watch(bp[0], f->kill[0]);
-}
-
-/* the launch's own hooks, through the relay's context */
-static void relay_after_fork(void *ctx)
-{
-	const struct relay *rl = ctx;
-	if (rl->r->after_fork)
-		rl->r->after_fork(rl->r->ctx);
-}
-
-static void relay_amend(void *ctx, struct govex__shim_report *rep)
-{
-	const struct relay *rl = ctx;
-	if (rl->r->amend)
-		rl->r->amend(rl->r->ctx, rep);
-}
-
 /* ---- a warm run ----------------------------------------------------------------------- */
 
 static bool template_alive(struct rtemplate *t)
@@ -827,15 +699,7 @@ int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes
 	if (spec < 0) {
 		r_ = govex__launch_failed(r->l, o, err, GOVEX_STEP_ALLOC, -spec, NULL);
 	} else {
-		struct relay rl = {.ctl = t->ctl, .spec = spec, .f = f, .r = r};
-		const struct govex__shim_ops ops = {
-		    .clone_flags = 0,
-		    .fork_step = GOVEX_STEP_FORK,
-		    .shim = relay,
-		    .after_fork = relay_after_fork,
-		    .amend = relay_amend,
-		};
-		r_ = govex__run_shim(r->l, f, &ops, &rl, o, err);
+		r_ = rwarm_relay_run(t->ctl, spec, r, f, o, err);
 		close(spec);
 	}
 	pthread_mutex_lock(&w->lock);

@@ -76,7 +76,7 @@ static json_t *steps_json(void)
 	    GOVEX_STEP_SETSID,	  GOVEX_STEP_SECCOMP_GUARD, GOVEX_STEP_STDIO,
 	    GOVEX_STEP_CHDIR,	  GOVEX_STEP_NO_NEW_PRIVS,  GOVEX_STEP_LANDLOCK,
 	    GOVEX_STEP_CAPS,	  GOVEX_STEP_SETGROUPS,	    GOVEX_STEP_SETGID,
-	    GOVEX_STEP_SETUID,	  GOVEX_STEP_SECCOMP,
+	    GOVEX_STEP_SETUID,	  GOVEX_STEP_SECCOMP,	    GOVEX_STEP_WORKDIR,
 	};
 	json_t *o = json_object();
 	for (size_t i = 0; o && i < ARRAY_SIZE(steps); i++)
@@ -180,6 +180,12 @@ static char *spec_json(const struct rwarm_run *r)
 	if (!spec)
 		return NULL;
 	json_object_set_new(spec, "identity", identity_json(r->plan));
+	/* files in (their names: the bytes are the relay's to write) and outputs */
+	json_t *names = json_array();
+	for (size_t i = 0; names && i < l->n_files; i++)
+		json_array_append_new(names, json_string(l->files[i].name));
+	json_object_set_new(spec, "files", names);
+	json_object_set_new(spec, "outputs", json_boolean(l->outputs));
 	json_object_set_new(spec, "notify", notify_json(st));
 	json_object_set_new(spec, "nr_seccomp", json_integer(SYS_seccomp));
 	char *s = json_dumps(spec, JSON_COMPACT);
