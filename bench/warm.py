@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Warm runs against cold runs through one long-lived library runtime each.
 
-Loads libgovex (ctypes), makes two runtimes with the same policy (warm=0 and warm=1),
+Loads libgovex (ctypes), makes two runtimes with the same policy (one made warm by
+govex_runtime_warm),
 checks both give the same result, then times N plain runs of `print(6*7)` through each,
 interleaved (cold, warm, cold, warm...), and prints p50/p99 per kind; then the throughput
 with --inflight runs in flight (threads; the library releases the GIL in ctypes calls),
@@ -31,8 +32,7 @@ class Options(ctypes.Structure):
                 ("audit", ctypes.c_void_p), ("audit_userdata", ctypes.c_void_p),
                 ("audit_fd", ctypes.c_int), ("probe_cache_dir", ctypes.c_char_p),
                 ("backend", ctypes.c_char_p), ("sandbox_uid", ctypes.c_uint32),
-                ("sandbox_gid", ctypes.c_uint32), ("sandbox_uid_count", ctypes.c_uint32),
-                ("warm", ctypes.c_int), ("_tail", ctypes.c_char * 256)]
+                ("sandbox_gid", ctypes.c_uint32), ("sandbox_uid_count", ctypes.c_uint32)]
 
 
 class Request(ctypes.Structure):
@@ -69,6 +69,7 @@ def load(path):
     lib.govex_result_json.restype = ctypes.c_char_p
     lib.govex_result_free.argtypes = [ctypes.c_void_p]
     lib.govex_runtime_free.argtypes = [ctypes.c_void_p]
+    lib.govex_runtime_warm.argtypes = [ctypes.c_void_p, ctypes.POINTER(Error)]
     return lib
 
 
@@ -77,10 +78,12 @@ def runtime(lib, preset, warm):
     err = Error()
     if lib.govex_policy_preset(preset.encode(), ctypes.byref(pol), ctypes.byref(err)) < 0:
         sys.exit("policy: %s" % err.message.decode())
-    opts = Options(warm=warm)
+    opts = Options()
     rt = ctypes.c_void_p()
     if lib.govex_runtime_new(pol, ctypes.byref(opts), ctypes.byref(rt), ctypes.byref(err)) < 0:
         sys.exit("runtime: %s" % err.message.decode())
+    if warm and lib.govex_runtime_warm(rt, ctypes.byref(err)) < 0:
+        sys.exit("warm: %s" % err.message.decode())
     return rt
 
 
