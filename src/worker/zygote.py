@@ -216,7 +216,10 @@ class _Run:
 
     def send_pidfd(self):
         """B: its own pidfd to the relay, which kills B (and so the run's PID namespace)
-        should B not end after the host asked for the end (the last resort)."""
+        should B not end after the host asked for the end (the last resort).  B keeps the
+        socket until its report is written: its end then tells the relay the run is over
+        (every process of it killed and reaped), without waiting for B's own exit (the
+        teardown of the run's namespaces)."""
         sock = socket.socket(fileno=self.watch)
         try:
             pfd = _libc.syscall(SYS_PIDFD_OPEN, os.getpid(), 0)
@@ -229,8 +232,7 @@ class _Run:
         except OSError:
             pass
         finally:
-            sock.close()
-        self.watch = -1
+            sock.detach()
 
     # ---- denials (execonce.c's rexec_answer, for a run whose interpreter runs) ----
     def notify_event(self, p, fd, rev):
@@ -371,6 +373,8 @@ class _Run:
             os.write(self.frep, rep)
         except OSError:
             pass
+        if self.watch >= 0:
+            os.close(self.watch)  # the run is over (template_relay.c)
         os._exit(0)
 
     # ---- C: the program child, up to the user's code ----
@@ -589,6 +593,9 @@ def _zyg_child(fds):
     os.close(w)
     os.close(run.fkill)
     os.close(run.frep)
+    if run.watch >= 0:
+        os.close(run.watch)
+        run.watch = -1
     if run.lsock >= 0:
         os.close(run.lsock)
         run.lsock = -1

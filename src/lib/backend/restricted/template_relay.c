@@ -122,25 +122,30 @@ static __attribute__((noreturn)) void relay_watch(const struct relay *rl, int so
 	int pidfd = recv_fd(sock, &b);
 	if (pidfd < 0)
 		_exit(0); /* no init (the run failed before it; the error pipe says so) */
-	struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = kill_fd, .events = POLLIN}};
+	/* the init's end of sock closes once its report is written (every process of the
+	 * run killed and reaped): the run is over without waiting for the init's own exit
+	 * (the teardown of the run's namespaces); or the init is gone */
+	struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
+			      {.fd = sock, .events = POLLIN},
+			      {.fd = kill_fd, .events = POLLIN}};
 	bool asked = false;
 	for (;;) {
-		int r = poll(p, asked ? 1 : 2, asked ? RELAY_GRACE_MS : -1);
+		int r = poll(p, asked ? 2 : 3, asked ? RELAY_GRACE_MS : -1);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || (r > 0 && p[0].revents))
-			break; /* the init is gone */
+		if (r < 0 || (r > 0 && (p[0].revents || p[1].revents)))
+			break;
 		if (r == 0) {
 			/* asked for the end RELAY_GRACE_MS ago: the last resort */
 			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 			asked = false;
-			p[1].fd = -1;
+			p[2].fd = -1;
 			continue;
 		}
-		if (p[1].revents) {
+		if (p[2].revents) {
 			/* the end is asked for (or the host closed its end) */
 			asked = true;
-			p[1].fd = -1;
+			p[2].fd = -1;
 		}
 	}
 	relay_files_out(rl, wdfd);
