@@ -128,12 +128,9 @@ class _Run:
 
     # ---- A: the run's namespaces and its own writable places ----
     def enter(self):
+        """B, its namespaces made before the run (_zyg_prefork): the run's own writable
+        places and identity files."""
         s, st = self.s, self.st
-        flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
-        if s["netns"]:
-            flags |= CLONE_NEWNET
-        _chk(_libc.unshare(flags), st["clone"])
-        _chk(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), st["mount_private"])
         if s["identity"]:
             self.identity_files()
         for path, opts in s["tmpfs"]:
@@ -535,9 +532,11 @@ def fcntl_dupfd(fd):
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
 
 
-def _zyg_child(fds):
-    """In A (a fresh fork of the template): returns only in the program child C, with the
-    user's code; every other process of the run ends in here."""
+def _zyg_child(fds, failed):
+    """In B, the init of a run's namespaces made before the run (_zyg_prefork), once a
+    run's descriptors came: returns only in the program child C, with the user's code;
+    every other process of the run ends in here.  failed: (step, errno) of a failure
+    while the namespaces were made, reported as this run's launch failure."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     spec_fd = fds[0]
     try:
@@ -547,19 +546,14 @@ def _zyg_child(fds):
         os._exit(126)
     os.close(spec_fd)
     run = _Run(spec, fds)
-    _setname(b"govex-warm")
+    if failed:
+        run.fail(spec["steps"][failed[0]], failed[1])
     try:
         run.enter()
         if spec["files"] or spec["outputs"]:
             run.files_in()
     except _Fail as f:
         run.fail(f.step, f.err)
-    try:
-        b = os.fork()
-    except OSError as e:
-        run.fail(spec["steps"]["fork"], e.errno)
-    if b:
-        os._exit(0)
     # B: PID 1 (named like a cold run's shim would be seen from the host: not python)
     _setname(b"govex-init")
     try:
@@ -659,36 +653,101 @@ def _zyg_precompile(ctl):
         _PRECOMPILED[t.encode()] = compile(t, "<string>", "exec", dont_inherit=True)
 
 
+# Run inits made ahead: each waits for a run's descriptors in its own namespaces, so a
+# run starts without the template's forks and the namespaces' creation on its path.
+_SPARES = 2
+
+
+def _zyg_recv_run(ctl):
+    """One run's message from the host (a relay's), or None at the end (the host closed
+    the control socket: the template is retired)."""
+    while True:
+        try:
+            msg, anc, _fl, _a = ctl.recvmsg(16, socket.CMSG_SPACE(64 * 4),
+                                            socket.MSG_CMSG_CLOEXEC)
+            break
+        except InterruptedError:
+            continue
+    if not msg:
+        return None
+    fds = []
+    for lvl, typ, data in anc:
+        if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            n = len(data) // 4
+            fds.extend(struct.unpack("=%di" % n, data[:4 * n]))
+    if msg != b"R" or len(fds) < 7:
+        for fd in fds:
+            os.close(fd)
+        return []
+    return fds
+
+
+def _zyg_prefork(ctl, taken):
+    """In A, a fork of the template: the namespaces of a future run (mount, PID, IPC,
+    UTS[, network]); forks B, their init, and exits.  B waits for one run's descriptors
+    (several B's wait on the control socket: the kernel gives each message to one), tells
+    the template it was taken, and goes on as the run's init (_zyg_child).  Nothing of a
+    run is in A or in a waiting B."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _setname(b"govex-warm")
+    failed = None
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if _PARAMS["netns"]:
+        flags |= CLONE_NEWNET
+    if _libc.unshare(flags) < 0:
+        failed = ("clone", ctypes.get_errno() or 1)
+    elif _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) < 0:
+        failed = ("mount_private", ctypes.get_errno() or 1)
+    if not failed:
+        try:
+            if os.fork():
+                os._exit(0)
+        except OSError as e:
+            failed = ("fork", e.errno)
+        # B: PID 1 of the run's PID namespace (named like a cold run's shim: not python)
+        _setname(b"govex-init")
+        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # (a failure: this process takes the next run and reports it as that run's)
+    while True:
+        fds = _zyg_recv_run(ctl)
+        if fds != []:
+            break
+    try:
+        os.write(taken, b"E" if fds is None else b"T")
+    except OSError:
+        pass
+    os.close(taken)
+    ctl.close()
+    if fds is None:
+        os._exit(0)
+    return _zyg_child(fds, failed)
+
+
 def _zyg_serve():
     ctl = socket.socket(fileno=3)
     ctl.sendall(b"READY")
     _zyg_precompile(ctl)
     signal.signal(signal.SIGCHLD, _zyg_reap)
+    tr, tw = os.pipe2(os.O_CLOEXEC)
+    want = _SPARES
     while True:
+        while want > 0:
+            try:
+                pid = os.fork()
+            except OSError:
+                time.sleep(0.01)  # (out of processes for now: try again)
+                continue
+            if pid == 0:
+                os.close(tr)
+                return _zyg_prefork(ctl, tw)
+            want -= 1
         try:
-            msg, anc, _fl, _a = ctl.recvmsg(16, socket.CMSG_SPACE(64 * 4), socket.MSG_CMSG_CLOEXEC)
+            b = os.read(tr, 64)
         except InterruptedError:
             continue
-        if not msg:
-            os._exit(0)
-        fds = []
-        for lvl, typ, data in anc:
-            if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                n = len(data) // 4
-                fds.extend(struct.unpack("=%di" % n, data[:4 * n]))
-        if msg != b"R" or len(fds) < 7:
-            for fd in fds:
-                os.close(fd)
-            continue
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:
-            ctl.close()
-            return _zyg_child(fds)
-        for fd in fds:
-            os.close(fd)
+        if not b or b"E" in b:
+            os._exit(0)  # retired: the host closed the control socket
+        want += len(b)
 
 
 def _zyg_reap(*_a):
@@ -799,7 +858,7 @@ def _zyg_params(arg):
         return (_Prog(len(h) // 16, ctypes.cast(buf, ctypes.c_void_p)), buf)
 
     return {"keys": p["keys"], "worker": p["worker"], "filter": prog(p["filter"]),
-            "guards": [prog(g) for g in p["guards"]]}
+            "guards": [prog(g) for g in p["guards"]], "netns": p["netns"]}
 
 
 _PARAMS = _zyg_params(sys.argv[1])

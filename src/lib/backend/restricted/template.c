@@ -449,9 +449,13 @@ static int tstart_args(struct tstart *t, const struct govex__launch *l, bool no_
 	 * runtime, loaded by every run's program) */
 	json_t *guards = json_array();
 	json_array_append_new(guards, rwarm_hex(guard->insns, guard->len * sizeof(*guard->insns)));
+	/* netns: under network: deny, each run's own network namespace too where Landlock
+	 * cannot keep the runs of one template apart (ABI < 6) */
 	json_t *params = json_pack(
-	    "{s:o, s:b, s:o, s:o}", "keys", keys, "worker", kind == 1, "guards", guards, "filter",
-	    rwarm_hex(t->st->filter.insns, t->st->filter.len * sizeof(*t->st->filter.insns)));
+	    "{s:o, s:b, s:o, s:o, s:b}", "keys", keys, "worker", kind == 1, "guards", guards,
+	    "filter",
+	    rwarm_hex(t->st->filter.insns, t->st->filter.len * sizeof(*t->st->filter.insns)),
+	    "netns", t->st->deny_net && t->st->landlock_abi < 6);
 	char *kj = params ? json_dumps(params, JSON_COMPACT) : NULL;
 	json_decref(params); /* freed by the caller once the template is started */
 	size_t a = 0;
