@@ -515,14 +515,16 @@ class _Run:
                 os.environ[k] = v
         time.tzset()
         sys.argv[:] = ["-c"]
+        # the code: one of govex's worker texts (the template has them), or sent
+        code = _TEXTS[s["text"]] if s["text"] >= 0 else bytes.fromhex(s["code"])
         if hasattr(sys, "orig_argv"):
-            sys.orig_argv[:] = [os.fsdecode(bytes.fromhex(a)) for a in s["argv"]]
+            sys.orig_argv[:] = [os.fsdecode(code if a is None else bytes.fromhex(a))
+                                for a in s["argv"]]
         main = types.ModuleType("__main__")
         main.__dict__.clear()
         for k, v in _G0:
             main.__dict__[k] = {} if k == "__annotations__" else v
         sys.modules["__main__"] = main
-        code = bytes.fromhex(s["code"])
         os.close(self.fce)
         return code
 
@@ -635,6 +637,7 @@ def _zyg_warm():
 
 
 _PRECOMPILED = {}
+_TEXTS = []
 
 
 def _zyg_precompile(ctl):
@@ -650,7 +653,8 @@ def _zyg_precompile(ctl):
     finally:
         os.close(fds[0])
     for t in texts:
-        _PRECOMPILED[t.encode()] = compile(t, "<string>", "exec", dont_inherit=True)
+        _TEXTS.append(t.encode())
+        _PRECOMPILED[_TEXTS[-1]] = compile(t, "<string>", "exec", dont_inherit=True)
 
 
 # Run inits made ahead: each waits for a run's descriptors in its own namespaces, so a

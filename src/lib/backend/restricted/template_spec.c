@@ -152,6 +152,35 @@ static json_t *notify_json(const struct rstate *st)
 			 EAFNOSUPPORT, "eperm", EPERM, "enosys", ENOSYS);
 }
 
+extern const unsigned char govex__worker_py[];
+extern const size_t govex__worker_py_len;
+extern const unsigned char govex__worker_inspection_py[];
+extern const size_t govex__worker_inspection_py_len;
+
+/* Which of govex's worker texts (template.c's send_texts: 0 the worker, 1 the
+ * inspection part, a newline and the worker) code is, byte for byte, or -1. */
+static int worker_text(const char *code)
+{
+	size_t n = strlen(code), a = govex__worker_inspection_py_len, b = govex__worker_py_len;
+	if (n == b && memcmp(code, govex__worker_py, b) == 0)
+		return 0;
+	if (n == a + 1 + b && memcmp(code, govex__worker_inspection_py, a) == 0 &&
+	    code[a] == '\n' && memcmp(code + a + 1, govex__worker_py, b) == 0)
+		return 1;
+	return -1;
+}
+
+/* argv as hex, but the code (the last) once only: null here, "code" or "text" in the
+ * spec. */
+static json_t *argv_json(char *const *argv, size_t argc)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < argc; i++)
+		json_array_append_new(a, i + 1 == argc ? json_null()
+						       : rwarm_hex(argv[i], strlen(argv[i])));
+	return a;
+}
+
 static char *spec_json(const struct rwarm_run *r)
 {
 	const struct rstate *st = r->st;
@@ -175,10 +204,15 @@ static char *spec_json(const struct rwarm_run *r)
 	    st->deny_net && st->landlock_abi < 6, "tmpfs", tmpfs, "proc_masked", masked, "workdir",
 	    l->workdir, "setid", !st->userns, "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
 	    "nr_capset", (int)SYS_capset, "rlimits", rlimits_json(l->limits), "landlock",
-	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", hexv(l->argv), "code",
-	    rwarm_hex(l->argv[argc - 1], strlen(l->argv[argc - 1])));
+	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", argv_json(l->argv, argc), "text",
+	    json_integer(worker_text(l->argv[argc - 1])));
 	if (!spec)
 		return NULL;
+	/* govex's worker (call mode, inspection, REPL runs): the template has its text and
+	 * its code object; other code is sent */
+	if (json_integer_value(json_object_get(spec, "text")) < 0)
+		json_object_set_new(spec, "code",
+				    rwarm_hex(l->argv[argc - 1], strlen(l->argv[argc - 1])));
 	json_object_set_new(spec, "identity", identity_json(r->plan));
 	/* files in (their names: the bytes are the relay's to write) and outputs */
 	json_t *names = json_array();
