@@ -17,13 +17,17 @@
  * (call mode, inspection: fd 3 handed in) whose template also preloads what the worker
  * imports and has the worker's texts compiled.
  *
- * Per run the host does what a cold run does (slot, plan, cgroups, pipes) and clones a
- * relay instead of a shim: the relay hands the run's descriptors (its pipes, its cgroup
- * files, a memfd with the run's spec) to the template over a SOCK_SEQPACKET socket and
- * exits.  The template forks; the child reads the spec (the template itself never reads
- * a run's data), enters the run's own namespaces and layers (zygote.py, top) and writes
- * the shim report to the run's report pipe like a cold shim.  Supervision (deadline,
- * output bounds, cancellation, the kill request) is supervise.c's, unchanged.
+ * Per run the host does what a cold run does (slot, plan, identity files, cgroups, pipes)
+ * and clones a relay instead of a shim (template_relay.c): the relay hands the run's
+ * descriptors (its pipes, its cgroup files, a memfd with the run's spec) over a
+ * SOCK_SEQPACKET socket to one of the run inits the template made ahead (each waits in
+ * namespaces of its own: zygote.py, _zyg_prefork), places the run's files, watches the
+ * init and collects the outputs.  The init reads the spec (the template itself never
+ * reads a run's data), mounts the run's own places, forks the program, which takes the
+ * cold program child's steps (seccomp guard with a listener the init answers: denials
+ * refused and counted as cold), and writes the shim report to the run's report pipe like
+ * a cold shim.  Supervision (deadline, output bounds, cancellation, the kill request) is
+ * supervise.c's, unchanged.
  *
  * Shared by the runs of one template, by construction: the address-space layout of what
  * the template mapped, and the str/bytes hash seed.  A template is retired after
@@ -35,6 +39,16 @@
  *
  * A template that cannot be started is reported once (the reason kept) and the runtime
  * goes on cold: warm runs are a speed-up, never a different sandbox.
+ *
+ * Known differences a program can see (DESIGN.md deviations, documented): its
+ * /proc/self/cmdline and environ are the template's (os.environ, sys.argv and
+ * sys.orig_argv are the run's; PR_SET_MM would need CAP_SYS_RESOURCE in the initial user
+ * namespace); modules other than __main__ are not torn down at exit (threads, atexit,
+ * flushing, __main__'s globals' __del__ and exit statuses are python's); code that is
+ * not UTF-8 is decoded with surrogateescape; as root the run is two user namespaces deep
+ * (every id mapped to itself, as the uid_map a cold run reads); pages shared with the
+ * template are charged to the host's memory cgroup, not the run's (RLIMIT_AS counts
+ * them as cold); sys.modules holds the template's preloaded standard modules.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
