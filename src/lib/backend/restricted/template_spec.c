@@ -204,8 +204,8 @@ static char *spec_json(const struct rwarm_run *r)
 	    st->deny_net && st->landlock_abi < 6, "tmpfs", tmpfs, "proc_masked", masked, "workdir",
 	    l->workdir, "setid", !st->userns, "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
 	    "nr_capset", (int)SYS_capset, "rlimits", rlimits_json(l->limits), "landlock",
-	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", argv_json(l->argv, argc), "text",
-	    json_integer(worker_text(l->argv[argc - 1])));
+	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", argv_json(l->argv, argc),
+	    "text", json_integer(worker_text(l->argv[argc - 1])));
 	if (!spec)
 		return NULL;
 	/* govex's worker (call mode, inspection, REPL runs): the template has its text and
