@@ -940,32 +940,6 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	return r;
 }
 
-/* govex_runtime_warm: templates for runs shaped like proto (template.c) */
-static int restricted_warm(void *state, const struct govex__launch *proto, struct govex_error *err)
-{
-	struct rstate *st = state;
-	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
-	if (!w) {
-		struct rwarm *nw = NULL;
-		if (rwarm_new(&nw) < 0)
-			return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");
-		if (__atomic_compare_exchange_n(&st->warm, &w, nw, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			w = nw;
-		else
-			rwarm_free(nw); /* another thread's won (w is it) */
-	}
-	return rwarm_start(w, st, proto, err);
-}
-
-static void restricted_warm_stats(void *state, json_t *warm)
-{
-	struct rstate *st = state;
-	struct rwarm *w = st ? __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE) : NULL;
-	if (w)
-		rwarm_stats(w, warm);
-}
-
 const struct govex__backend_ops govex__restricted_backend = {
     .name = "restricted",
     .version = "govex.restricted-linux/v1",
@@ -974,6 +948,6 @@ const struct govex__backend_ops govex__restricted_backend = {
     .release = restricted_release,
     .private_workdir = restricted_private_workdir,
     .run = restricted_run,
-    .warm = restricted_warm,
-    .warm_stats = restricted_warm_stats,
+    .warm = rwarm_enable,
+    .warm_stats = rwarm_state_stats,
 };

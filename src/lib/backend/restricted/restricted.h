@@ -317,6 +317,10 @@ struct rwarm_run {
  * started, or its flags or locale differ): the caller runs it cold. */
 int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes *f,
 		 struct govex__outcome *o, struct govex_error *err);
+/* The backend's warm and warm_stats operations (govex_runtime_warm, stats) on a
+ * struct rstate: makes st->warm once, then rwarm_start. */
+int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_error *err);
+void rwarm_state_stats(void *state, json_t *warm);
 /* Starts the templates for runs shaped like proto (both kinds): 0 when ready. */
 int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__launch *proto,
 		struct govex_error *err);

@@ -788,3 +788,29 @@ void rwarm_stats(struct rwarm *w, json_t *warm)
 		json_object_set_new(warm, "why", json_string(w->why));
 	pthread_mutex_unlock(&w->lock);
 }
+
+/* govex_runtime_warm: templates for runs shaped like proto */
+int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_error *err)
+{
+	struct rstate *st = state;
+	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
+	if (!w) {
+		struct rwarm *nw = NULL;
+		if (rwarm_new(&nw) < 0)
+			return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");
+		if (__atomic_compare_exchange_n(&st->warm, &w, nw, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			w = nw;
+		else
+			rwarm_free(nw); /* another thread's won (w is it) */
+	}
+	return rwarm_start(w, st, proto, err);
+}
+
+void rwarm_state_stats(void *state, json_t *warm)
+{
+	struct rstate *st = state;
+	struct rwarm *w = st ? __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE) : NULL;
+	if (w)
+		rwarm_stats(w, warm);
+}
