@@ -534,12 +534,8 @@ def fcntl_dupfd(fd):
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
 
 
-def _zyg_child(fds, failed):
-    """In B, the init of a run's namespaces made before the run (_zyg_prefork), once a
-    run's descriptors came: returns only in the program child C, with the user's code;
-    every other process of the run ends in here.  failed: (step, errno) of a failure
-    while the namespaces were made, reported as this run's launch failure."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+def _zyg_spec(fds):
+    """The run's spec (a memfd, fds[0]) and its _Run; the memfd is closed."""
     spec_fd = fds[0]
     try:
         size = os.fstat(spec_fd).st_size
@@ -547,54 +543,88 @@ def _zyg_child(fds, failed):
     except Exception:
         os._exit(126)
     os.close(spec_fd)
-    run = _Run(spec, fds)
+    return spec, _Run(spec, fds)
+
+
+def _zyg_child(fds, failed, c, pair, wake):
+    """In B, the init of a run's namespaces made before the run (_zyg_prefork), once a
+    run's descriptors came: hands them to the program child C (made before the run too,
+    waiting on pair), makes the run's own places, lets C go on and supervises the run
+    (never returns).  failed: (step, errno) of a failure while the namespaces were made,
+    reported as this run's launch failure."""
+    err = None
+    try:
+        socket.socket(fileno=os.dup(pair)).sendmsg(
+            [b"F"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                      struct.pack("=%di" % len(fds), *fds))])
+    except OSError as e:
+        err = e.errno or 5
+    spec, run = _zyg_spec(fds)
     if failed:
         run.fail(spec["steps"][failed[0]], failed[1])
+    if err is not None:
+        run.fail(spec["steps"]["fork"], err)
     try:
         run.enter()
         if spec["files"] or spec["outputs"]:
             run.files_in()
-    except _Fail as f:
-        run.fail(f.step, f.err)
-    # B: PID 1 (named like a cold run's shim would be seen from the host: not python)
-    _setname(b"govex-init")
-    try:
         run.proc()
     except _Fail as f:
         run.fail(f.step, f.err)
-    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    try:
+        os.write(pair, b"G")  # C goes on: its places are there
+    except OSError as e:
+        run.fail(spec["steps"]["fork"], e.errno or 5)
     if run.watch >= 0:
         run.send_pidfd()
     if spec["notify"]:
-        try:
-            a, b_ = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        except OSError as e:
-            run.fail(spec["steps"]["shim"], e.errno)
-        run.lsock, run.csock = a.detach(), b_.detach()
-    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(w)
-    signal.signal(signal.SIGCHLD, lambda *a: None)
+        run.lsock = pair  # C's guard listener comes back on it
+    else:
+        os.close(pair)
+    for fd in [run.fin, run.fout, run.ferr, run.fce, run.extra] + list(run.procs):
+        if fd >= 0:
+            os.close(fd)
+    run.shim(c, wake)
+
+
+def _zyg_program(pair, failed):
+    """In C, the program child made before the run (PID 2 of the run's namespaces):
+    waits for the run's descriptors from B, then for B's go, takes the cold program
+    child's steps and returns the code to run."""
+    def recv():
+        while True:
+            try:
+                return socket.socket(fileno=os.dup(pair)).recvmsg(
+                    16, socket.CMSG_SPACE(64 * 4), socket.MSG_CMSG_CLOEXEC)
+            except InterruptedError:
+                continue
+            except OSError:
+                os._exit(0)
+    msg, anc, _fl, _a = recv()
+    fds = []
+    for lvl, typ, data in anc:
+        if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            n = len(data) // 4
+            fds.extend(struct.unpack("=%di" % n, data[:4 * n]))
+    if msg != b"F" or len(fds) < 7:
+        os._exit(0)  # B ended (the template is retired) or failed
+    spec, run = _zyg_spec(fds)
+    if failed:
+        run.fail(spec["steps"][failed[0]], failed[1])
+    for fd in (run.fkill, run.frep, run.watch):
+        if fd >= 0:
+            os.close(fd)
+    run.watch = -1
     try:
-        c = os.fork()
-    except OSError as e:
-        run.fail(spec["steps"]["fork"], e.errno)
-    if c:
-        for fd in [run.fin, run.fout, run.ferr, run.fce, run.extra, run.csock] + list(run.procs):
-            if fd >= 0:
-                os.close(fd)
-        run.csock = -1
-        run.shim(c, r)
-    _setname(_COMM)  # the program: the interpreter's name
-    os.close(r)
-    os.close(w)
-    os.close(run.fkill)
-    os.close(run.frep)
-    if run.watch >= 0:
-        os.close(run.watch)
-        run.watch = -1
-    if run.lsock >= 0:
-        os.close(run.lsock)
-        run.lsock = -1
+        go = os.read(pair, 1)
+    except OSError:
+        go = b""
+    if go != b"G":
+        os._exit(0)  # B reported the failure on the error pipe
+    if spec["notify"]:
+        run.csock = pair  # the guard's listener goes to B on it
+    else:
+        os.close(pair)
     try:
         run.program()
     except _Fail as f:
@@ -688,10 +718,11 @@ def _zyg_recv_run(ctl):
 
 def _zyg_prefork(ctl, taken):
     """In A, a fork of the template: the namespaces of a future run (mount, PID, IPC,
-    UTS[, network]); forks B, their init, and exits.  B waits for one run's descriptors
-    (several B's wait on the control socket: the kernel gives each message to one), tells
-    the template it was taken, and goes on as the run's init (_zyg_child).  Nothing of a
-    run is in A or in a waiting B."""
+    UTS[, network]); forks B, their init, and exits.  B forks C, the program child, which
+    waits for B; B waits for one run's descriptors (several B's wait on the control
+    socket: the kernel gives each message to one), tells the template it was taken and
+    goes on as the run's init (_zyg_child).  Nothing of a run is in A, or in B or C
+    before the run's message.  Returns only in C, with the code."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _setname(b"govex-warm")
     failed = None
@@ -702,6 +733,7 @@ def _zyg_prefork(ctl, taken):
         failed = ("clone", ctypes.get_errno() or 1)
     elif _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) < 0:
         failed = ("mount_private", ctypes.get_errno() or 1)
+    c, pair, r, w = -1, -1, -1, -1
     if not failed:
         try:
             if os.fork():
@@ -711,6 +743,27 @@ def _zyg_prefork(ctl, taken):
         # B: PID 1 of the run's PID namespace (named like a cold run's shim: not python)
         _setname(b"govex-init")
         _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if not failed:
+        try:
+            pb, pc = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pair = pb.detach()
+            r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            signal.set_wakeup_fd(w)
+            signal.signal(signal.SIGCHLD, lambda *a: None)
+            c = os.fork()
+        except OSError as e:
+            failed = ("fork", e.errno or 5)
+            c = -1
+        if c == 0:
+            # C, the program child (PID 2): nothing of B's but its end of the pair
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _setname(_COMM)  # the program: the interpreter's name
+            for fd in (pair, r, w, taken):
+                os.close(fd)
+            ctl.close()
+            return _zyg_program(pc.detach(), None)
+        pc.close()
     # (a failure: this process takes the next run and reports it as that run's)
     while True:
         fds = _zyg_recv_run(ctl)
@@ -724,7 +777,10 @@ def _zyg_prefork(ctl, taken):
     ctl.close()
     if fds is None:
         os._exit(0)
-    return _zyg_child(fds, failed)
+    if failed:
+        _spec, run = _zyg_spec(fds)
+        run.fail(_spec["steps"][failed[0]], failed[1])
+    _zyg_child(fds, None, c, pair, r)
 
 
 def _zyg_serve():
