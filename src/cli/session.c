@@ -94,10 +94,11 @@ int cli_session_start(struct cli_session *s, unsigned flags)
 		return fail(s, "invalid_runtime");
 	}
 	/* GOVEX_WARM=1: runs forked from warm templates even for one run (lets the escape
-	 * suite run against warm runs); when they cannot start, runs are cold (the reason
-	 * goes to GOVEX_WARM_LOG) */
+	 * suite run against warm runs); each template starts at the first run it serves
+	 * (a one-shot command starts only the one it needs).  When they cannot start, runs
+	 * are cold (the reason goes to GOVEX_WARM_LOG). */
 	const char *warm = getenv("GOVEX_WARM");
-	if (warm && strcmp(warm, "1") == 0 && govex_runtime_warm(s->rt, &ge) < 0)
+	if (warm && strcmp(warm, "1") == 0 && govex__runtime_warm_lazy(s->rt, &ge) < 0)
 		cli_warm_log(ge.message);
 	if (flags & CLI_SESSION_CANCEL) {
 		if (govex_cancel_new(&cli_cancel_token) < 0) {

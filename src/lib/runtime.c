@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "job.h"
+#include "protect.h"
 #include "registry.h"
 #include "request.h"
 #include "runtime.h"
@@ -143,7 +144,9 @@ static int warm_start(govex_runtime *rt, size_t i, void *state, struct govex_err
 	return r;
 }
 
-GOVEX_API int govex_runtime_warm(govex_runtime *rt, struct govex_error *err)
+/* start: the templates now (govex_runtime_warm), or at their first runs (the CLI's
+ * one-shot runs: govex__runtime_warm_lazy) */
+static int runtime_warm(govex_runtime *rt, bool start, struct govex_error *err)
 {
 	if (!rt)
 		return govex__err(err, EINVAL, EINVAL, "govex_runtime_warm: no runtime");
@@ -160,12 +163,37 @@ GOVEX_API int govex_runtime_warm(govex_runtime *rt, struct govex_error *err)
 		return govex__err(err, EOPNOTSUPP, EOPNOTSUPP, "warm runs: no sandbox here: %s",
 				  rt->reports[i].unavailable_reason);
 	int r = govex__probe_interp(rt, err);
+	if (r < 0)
+		return r;
+	/* a policy planning refuses (protected_path: a write root over the cache, govex
+	 * or the interpreter's files, known once probed) gets no template either */
+	for (size_t k = 0; rt->policy->write_roots && rt->policy->write_roots[k]; k++) {
+		char *what = NULL;
+		const char *prot = govex__protected_overlap(rt, rt->policy->write_roots[k], &what);
+		free(what);
+		if (prot)
+			return govex__err(err, EPERM, EPERM,
+					  "warm runs: filesystem.write root '%.200s' overlaps %s "
+					  "files: the policy's runs are refused",
+					  rt->policy->write_roots[k], prot);
+	}
 	void *state = NULL;
 	if (r >= 0)
 		r = govex__backend_state(rt, i, &state, err);
 	if (r >= 0)
-		r = warm_start(rt, i, state, err);
+		r = start ? warm_start(rt, i, state, err)
+			  : govex__backends[i]->warm(state, NULL, err);
 	return r < 0 ? r : 0;
+}
+
+GOVEX_API int govex_runtime_warm(govex_runtime *rt, struct govex_error *err)
+{
+	return runtime_warm(rt, true, err);
+}
+
+int govex__runtime_warm_lazy(govex_runtime *rt, struct govex_error *err)
+{
+	return runtime_warm(rt, false, err);
 }
 
 GOVEX_API int govex_runtime_stats_json(govex_runtime *rt, char **ret_json)

@@ -684,7 +684,8 @@ def _zyg_precompile(ctl):
         os.close(fds[0])
     for t in texts:
         _TEXTS.append(t.encode())
-        _PRECOMPILED[_TEXTS[-1]] = compile(t, "<string>", "exec", dont_inherit=True)
+        if _PARAMS["worker"]:  # (only the worker's template runs them)
+            _PRECOMPILED[_TEXTS[-1]] = compile(t, "<string>", "exec", dont_inherit=True)
 
 
 # Run inits made ahead: each waits for a run's descriptors in its own namespaces, so a

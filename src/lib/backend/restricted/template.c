@@ -564,6 +564,9 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 	}
 	close(t.ce[1]);
 	t.ce[1] = -1;
+	/* the template's end is its own now: its exit reads as EOF here at once */
+	close(t.ctl);
+	t.ctl = -1;
 	if (!st->userns && (r = map_identity(pid, t.go[1])) < 0)
 		snprintf(w->why, sizeof(w->why), "template: identity maps: %s", strerror(-r));
 	if (t.go[1] >= 0) {
@@ -804,7 +807,7 @@ int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_er
 		else
 			rwarm_free(nw); /* another thread's won (w is it) */
 	}
-	return rwarm_start(w, st, proto, err);
+	return proto ? rwarm_start(w, st, proto, err) : 0;
 }
 
 void rwarm_state_stats(void *state, json_t *warm)
