@@ -649,8 +649,10 @@ def _zyg_warm():
         except Exception:
             pass
     if _PARAMS["worker"]:
-        # the template of govex's worker runs (call mode, inspection): what it imports
-        for m in ("ast", "inspect", "asyncio", "hashlib", "types", "builtins"):
+        # the template of govex's worker runs (call mode, inspection, REPL runs): what
+        # it imports for every run, and typing (modules' annotations).  Not asyncio
+        # (only async code needs it: it would add a sixth to what every run's forks copy)
+        for m in ("ast", "inspect", "hashlib", "types", "builtins", "typing"):
             try:
                 __import__(m)
             except Exception:
