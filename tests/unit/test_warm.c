@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
@@ -380,6 +381,7 @@ END_TEST
 struct conc {
 	pthread_t th;
 	int id;
+	int n; /* runs */
 	int bad;
 	char why[256];
 };
@@ -387,7 +389,7 @@ struct conc {
 static void *conc_run(void *arg)
 {
 	struct conc *c = arg;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < c->n; i++) {
 		char in[64], want[256];
 		snprintf(in, sizeof(in), "run-%d-%d", c->id, i);
 		snprintf(want, sizeof(want), "%s [] %s\n", in, in);
@@ -413,13 +415,64 @@ START_TEST(test_concurrent_runs)
 		return;
 	struct conc c[8];
 	for (int i = 0; i < 8; i++) {
-		c[i] = (struct conc){.id = i};
+		c[i] = (struct conc){.id = i, .n = 4};
 		ck_assert_int_eq(pthread_create(&c[i].th, NULL, conc_run, &c[i]), 0);
 	}
 	for (int i = 0; i < 8; i++) {
 		pthread_join(c[i].th, NULL);
 		ck_assert_msg(c[i].bad == 0, "thread %d: %s", i, c[i].why);
 	}
+}
+END_TEST
+
+static size_t mount_count(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	size_t n = 0;
+	int ch;
+	ck_assert_ptr_nonnull(f);
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static size_t children(pid_t *ret, size_t cap);
+
+/* A burst of concurrent warm runs over several recycled templates: every run gets its
+ * own input and an empty workdir, and after the runtime is freed no process (template,
+ * waiting run init or program), mount or zombie of it is left. */
+START_TEST(test_burst_leaves_nothing)
+{
+	if (!restricted_here())
+		return;
+	size_t mounts = mount_count();
+	setenv("GOVEX_WARM_RECYCLE", "40", 1);
+	struct conc c[8];
+	for (int i = 0; i < 8; i++) {
+		c[i] = (struct conc){.id = i, .n = 25};
+		ck_assert_int_eq(pthread_create(&c[i].th, NULL, conc_run, &c[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(c[i].th, NULL);
+		ck_assert_msg(c[i].bad == 0, "thread %d: %s", i, c[i].why);
+	}
+	unsetenv("GOVEX_WARM_RECYCLE");
+	json_t *d = stats(rt_warm);
+	ck_assert_int_ge(
+	    json_integer_value(json_object_get(json_object_get(d, "warm"), "warm_runs")), 200);
+	json_decref(d);
+	pid_t kids[8];
+	ck_assert_int_gt(children(kids, 8), 0); /* (templates while the runtime lives) */
+	rt_warm = govex_runtime_free(rt_warm);
+	size_t n = children(kids, 8);
+	ck_assert_msg(n == 0, "%zu children (first %d) after the runtime was freed", n,
+		      n ? (int)kids[0] : 0);
+	ck_assert_int_eq(mount_count(), mounts);
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	ck_assert_msg(waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 && errno == ECHILD,
+		      "a child (zombie) is left: pid %d", (int)si.si_pid);
 }
 END_TEST
 
@@ -514,6 +567,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_denials_as_cold);
 	tcase_add_test(tc, test_identity_as_cold);
 	tcase_add_test(tc, test_repl_and_files);
+	tcase_add_test(tc, test_burst_leaves_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }
