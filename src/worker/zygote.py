@@ -2,28 +2,33 @@
 #
 # Started by the template shim with `python -I [-S] -c THIS` inside the sandbox's outer
 # layers (user namespace when not root, mount namespace with the read-only root, network
-# namespace under network: deny, a PID namespace of its own, of which it is PID 1).  It
-# imports and warms the standard library, says READY on fd 3, and then only ever
-# receives descriptors on fd 3 (SCM_RIGHTS, one message per run, NO run data: the run's
-# spec is in a memfd only the forked child reads, so the template's memory never holds
-# anything of a run, and no later run can find an earlier one's code, environment or
-# input in what it inherits).
+# namespace under network: deny, a PID namespace of its own).  It imports and warms the
+# standard library, says READY on fd 3, gets govex's worker texts once, and then only
+# makes run processes ahead of the runs: it never receives or reads a run's data (a run's
+# spec is in a memfd only that run's processes read), so the template's memory never
+# holds anything of a run, and no later run can find an earlier one's code, environment
+# or input in what it inherits.
 #
+# Made ahead (_zyg_prefork; two at a time per template, each replaced once taken):
+#   A  fork of the template: unshare(mount, PID, IPC, UTS[, net]); forks B and exits.
+#   B  PID 1 of the run's PID namespace (the cold shim's role); forks C; waits on fd 3
+#      for one run's descriptors (SCM_RIGHTS; the kernel gives each message to one B).
+#   C  PID 2, the program child: waits for B.
 # Per run (every step before any user code, failures reported as {step, errno} on the
 # run's error pipe like a cold launch):
-#   A  fork of the template: unshare(mount, PID, IPC, UTS[, net]), the run's own /tmp and
-#      workdir tmpfs mounted over the template's; forks B and exits.
-#   B  PID 1 of the run's PID namespace (the cold shim's role): mounts its proc, forks the
-#      program, reaps orphans, keeps the CPU budget and the host's kill request, kills
-#      the namespace and writes the shim report.
-#   C  the program: joins the run's cgroups (before anything else), cgroup namespace,
-#      setsid, seccomp guard, stdio, chdir, no_new_privs, Landlock, ids and capabilities
-#      dropped (bounding, ambient, inheritable, permitted, effective), rlimits, the seccomp
-#      allowlist -- the cold program child's order -- then the run's environment,
-#      argv ['-c'] and a fresh __main__, and the code compiled as "<string>" from a str (no
-#      coding cookie, as -c): exceptions, SystemExit, KeyboardInterrupt and the exit status
-#      as `python -c` has them; at the end what finalization does that a program can see
-#      (threads joined, atexit, stdio flushed), then _exit (_zyg_exit).
+#   B  hands the descriptors to C, mounts the run's own /tmp, workdir, identity files and
+#      proc, has the relay place the files in, tells C to go on; then keeps the CPU
+#      budget and the host's kill request, answers C's seccomp notifications (denials
+#      counted), reaps, kills the namespace and writes the shim report.
+#   C  joins the run's cgroups (before anything else), cgroup namespace, setsid, seccomp
+#      guard (its listener to B), stdio, chdir, no_new_privs, Landlock, ids and
+#      capabilities dropped (bounding, ambient, inheritable, permitted, effective),
+#      rlimits, the seccomp allowlist -- the cold program child's order -- then the run's
+#      environment, argv ['-c'] and a fresh __main__, and the code compiled as "<string>"
+#      from a str (no coding cookie, as -c): exceptions, SystemExit, KeyboardInterrupt
+#      and the exit status as `python -c` has them; at the end what finalization does
+#      that a program can see (threads joined, atexit, stdio flushed), then _exit
+#      (_zyg_exit).
 #
 # What every run of one template shares by construction (fork): the address-space layout
 # of everything the template mapped (interpreter, libraries, preloaded modules) and the
@@ -89,12 +94,6 @@ def _chk(r, step):
     if r < 0:
         raise _Fail(step, ctypes.get_errno() or 1)
     return r
-
-
-def _sys_nr(name):
-    # the architecture's numbers for the few raw calls (landlock's are the same
-    # everywhere); the spec carries capset's
-    return {"ll_create": SYS_LL_CREATE, "ll_add": SYS_LL_ADD, "ll_restrict": SYS_LL_RESTRICT}[name]
 
 
 class _Run:
