@@ -166,8 +166,11 @@ static int runtime_warm(govex_runtime *rt, bool start, struct govex_error *err)
 	if (r < 0)
 		return r;
 	/* a policy planning refuses (protected_path: a write root over the cache, govex
-	 * or the interpreter's files, known once probed) gets no template either */
-	for (size_t k = 0; rt->policy->write_roots && rt->policy->write_roots[k]; k++) {
+	 * or the interpreter's files, known once probed; as planning.c checks it) gets no
+	 * template either */
+	bool sandboxed_writes = govex__policy_required(rt->policy) & CTL(FS_WRITE_ALLOWLIST);
+	for (size_t k = 0;
+	     sandboxed_writes && rt->policy->write_roots && rt->policy->write_roots[k]; k++) {
 		char *what = NULL;
 		const char *prot = govex__protected_overlap(rt, rt->policy->write_roots[k], &what);
 		free(what);
