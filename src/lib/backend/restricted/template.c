@@ -110,6 +110,10 @@ struct rwarm {
 	struct rtemplate *cur[2];
 	struct rtemplate *retired;
 	bool broken; /* a template could not be started: runs go cold */
+	/* the host's mount table (poll: POLLPRI when it changed): a template's root holds
+	 * the binds it captured when it started, so a change retires the templates */
+	int mounts_fd;
+	bool armed;
 	char why[256];
 	/* stats: runs forked, runs that went cold and why (a few short names) */
 	unsigned long warm_runs;
@@ -119,12 +123,32 @@ struct rwarm {
 	} cold[12];
 };
 
+/* Whether the host's mount table changed since the last look (reads it to the end:
+ * that re-arms the event).  Unknown (no /proc): false. */
+static bool mounts_changed(struct rwarm *w)
+{
+	if (w->mounts_fd < 0)
+		return false;
+	struct pollfd p = {.fd = w->mounts_fd, .events = POLLPRI};
+	bool changed = poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR));
+	if (changed || !w->armed) {
+		char buf[4096];
+		lseek(w->mounts_fd, 0, SEEK_SET);
+		while (read(w->mounts_fd, buf, sizeof(buf)) > 0)
+			;
+		w->armed = true;
+	}
+	return changed;
+}
+
 int rwarm_new(struct rwarm **ret)
 {
 	struct rwarm *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
+	w->mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	mounts_changed(w);
 	*ret = w;
 	return 0;
 }
@@ -155,6 +179,8 @@ void rwarm_free(struct rwarm *w)
 		template_stop(w->retired);
 		w->retired = n;
 	}
+	if (w->mounts_fd >= 0)
+		close(w->mounts_fd);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
@@ -653,10 +679,14 @@ static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
 {
 	bool no_site = l->argv[2] && strcmp(l->argv[2], "-S") == 0;
 	int kind = l->extra_fd >= 0;
-	/* (every kind: a dead template of the other is reaped here too) */
+	/* (every kind: a dead template of the other is reaped here too; a change of the
+	 * host's mounts retires both: a volume unmounted from under a read root must not
+	 * stay readable through a template's root) */
+	bool remount = mounts_changed(w);
 	for (int k = 0; k < 2; k++) {
 		struct rtemplate **c = &w->cur[k];
-		if (*c && ((k == kind && (*c)->runs >= recycle_runs()) || !template_alive(*c))) {
+		if (*c && (remount || (k == kind && (*c)->runs >= recycle_runs()) ||
+			   !template_alive(*c))) {
 			(*c)->next = w->retired;
 			w->retired = *c;
 			*c = NULL;
