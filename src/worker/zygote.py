@@ -694,16 +694,26 @@ def _zyg_precompile(ctl):
 _SPARES = 2
 
 
-def _zyg_recv_run(ctl):
+def _zyg_recv_run(ctl, pair):
     """One run's message from the host (a relay's), or None at the end (the host closed
-    the control socket: the template is retired)."""
+    the control socket: the template is retired).  Waiting, the init watches its program
+    child (pair): if that is gone, so is the init (its spare is replaced)."""
+    p = select.poll()
+    p.register(ctl.fileno(), select.POLLIN)
+    if pair >= 0:
+        p.register(pair, select.POLLIN)
     while True:
+        ev = dict(p.poll())
+        if pair >= 0 and ev.get(pair):
+            os._exit(0)  # the program child is gone (nothing of a run was here)
+        if not ev.get(ctl.fileno()):
+            continue
         try:
             msg, anc, _fl, _a = ctl.recvmsg(16, socket.CMSG_SPACE(64 * 4),
-                                            socket.MSG_CMSG_CLOEXEC)
+                                            socket.MSG_CMSG_CLOEXEC | socket.MSG_DONTWAIT)
             break
-        except InterruptedError:
-            continue
+        except (BlockingIOError, InterruptedError):
+            continue  # another init took it
     if not msg:
         return None
     fds = []
@@ -768,7 +778,7 @@ def _zyg_prefork(ctl, taken):
         pc.close()
     # (a failure: this process takes the next run and reports it as that run's)
     while True:
-        fds = _zyg_recv_run(ctl)
+        fds = _zyg_recv_run(ctl, pair)
         if fds != []:
             break
     try:
@@ -790,26 +800,37 @@ def _zyg_serve():
     ctl.sendall(b"READY")
     _zyg_precompile(ctl)
     signal.signal(signal.SIGCHLD, _zyg_reap)
-    tr, tw = os.pipe2(os.O_CLOEXEC)
-    want = _SPARES
+    # one pipe per spare run init: "T" when it took a run, "E" when the host closed the
+    # control socket (retired), end of file when it died waiting; either way replaced
+    spares = {}
+    p = select.poll()
     while True:
-        while want > 0:
+        while len(spares) < _SPARES:
+            r, w = os.pipe2(os.O_CLOEXEC)
             try:
                 pid = os.fork()
             except OSError:
+                os.close(r)
+                os.close(w)
                 time.sleep(0.01)  # (out of processes for now: try again)
                 continue
             if pid == 0:
-                os.close(tr)
-                return _zyg_prefork(ctl, tw)
-            want -= 1
-        try:
-            b = os.read(tr, 64)
-        except InterruptedError:
-            continue
-        if not b or b"E" in b:
-            os._exit(0)  # retired: the host closed the control socket
-        want += len(b)
+                for fd in list(spares) + [r]:
+                    os.close(fd)
+                return _zyg_prefork(ctl, w)
+            os.close(w)
+            spares[r] = True
+            p.register(r, select.POLLIN)
+        for fd, _ev in p.poll():
+            try:
+                b = os.read(fd, 1)
+            except OSError:
+                b = b""
+            if b == b"E":
+                os._exit(0)  # retired: the host closed the control socket
+            p.unregister(fd)
+            os.close(fd)
+            del spares[fd]
 
 
 def _zyg_reap(*_a):

@@ -63,6 +63,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,6 +115,14 @@ struct rwarm {
 	 * the binds it captured when it started, so a change retires the templates */
 	int mounts_fd;
 	bool armed;
+	/* what the plan's binds were (device, inode) when the templates started: a path
+	 * the host replaced (renamed away, another put there) retires them too, as a cold
+	 * run binds what is at the path now */
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} * roots;
+	size_t n_roots;
 	char why[256];
 	/* stats: runs forked, runs that went cold and why (a few short names) */
 	unsigned long warm_runs;
@@ -139,6 +148,42 @@ static bool mounts_changed(struct rwarm *w)
 		w->armed = true;
 	}
 	return changed;
+}
+
+static bool is_bind(enum rmount_kind k)
+{
+	return k == RM_BIND_RO || k == RM_BIND_RW || k == RM_BIND_DEV;
+}
+
+/* Records (snapshot) or compares with the record what is at the plan's bind paths now;
+ * true when something differs (or cannot be looked at). */
+static bool roots_changed(struct rwarm *w, const struct rstate *st, bool snapshot)
+{
+	const struct rplan *pl = &st->plan;
+	if (snapshot) {
+		free(w->roots);
+		w->n_roots = 0;
+		if (!(w->roots = calloc(pl->n ? pl->n : 1, sizeof(*w->roots))))
+			return true;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < pl->n; i++) {
+		if (!is_bind(pl->m[i].kind))
+			continue;
+		struct stat sb;
+		bool ok = fstatat(AT_FDCWD, pl->m[i].path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+		if (snapshot) {
+			w->roots[k].dev = ok ? sb.st_dev : 0;
+			w->roots[k].ino = ok ? sb.st_ino : 0;
+		} else if (k >= w->n_roots || !ok || w->roots[k].dev != sb.st_dev ||
+			   w->roots[k].ino != sb.st_ino) {
+			return true;
+		}
+		k++;
+	}
+	if (snapshot)
+		w->n_roots = k;
+	return !snapshot && k != w->n_roots;
 }
 
 int rwarm_new(struct rwarm **ret)
@@ -181,6 +226,7 @@ void rwarm_free(struct rwarm *w)
 	}
 	if (w->mounts_fd >= 0)
 		close(w->mounts_fd);
+	free(w->roots);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
@@ -683,6 +729,8 @@ static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
 	 * host's mounts retires both: a volume unmounted from under a read root must not
 	 * stay readable through a template's root) */
 	bool remount = mounts_changed(w);
+	if (!remount && (w->cur[0] || w->cur[1]))
+		remount = roots_changed(w, st, false);
 	for (int k = 0; k < 2; k++) {
 		struct rtemplate **c = &w->cur[k];
 		if (*c && (remount || (k == kind && (*c)->runs >= recycle_runs()) ||
@@ -694,6 +742,8 @@ static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
 	}
 	reap_retired(w);
 	struct rtemplate **cur = &w->cur[kind];
+	if (!*cur && !w->cur[!kind])
+		roots_changed(w, st, true); /* what the templates started now will hold */
 	if (!*cur && !w->broken && template_start(w, st, l, no_site, kind, cur) < 0)
 		w->broken = true;
 	if (!*cur) {
