@@ -699,7 +699,12 @@ static bool template_alive(struct rtemplate *t)
 	pid_t p = waitpid(t->pid, &wst, WNOHANG | __WALL);
 	if (p == t->pid)
 		t->pid = 0; /* reaped: nothing left to kill */
-	return p == 0;
+	if (p != 0)
+		return false;
+	/* the interpreter may be gone while its shim still tears its namespace down: its
+	 * end of the control socket is closed then (it never writes after READY) */
+	struct pollfd pf = {.fd = t->ctl, .events = POLLIN};
+	return poll(&pf, 1, 0) == 0;
 }
 
 /* Stops the retired templates no run uses any more. */
