@@ -69,6 +69,10 @@ int cli_session_load_policy(struct cli_session *s);
 /* The policy, the audit file, the approver, the runtime and, with CLI_SESSION_CANCEL,
  * the cancel token.  0, or -1 with err_code and err set. */
 int cli_session_start(struct cli_session *s, unsigned flags);
+/* The library's govex_runtime_warm without starting templates now (each starts at the
+ * first run it serves): for GOVEX_WARM=1 on one-shot commands.  Internal to libgovex
+ * (src/lib/runtime.c); the CLI links the library statically. */
+int govex__runtime_warm_lazy(govex_runtime *rt, struct govex_error *err);
 /* The failure as a refusal (cli_emit_refusal, --json honoured); returns 125. */
 int cli_session_refuse(const struct cli_session *s);
 /* From now on SIGINT, SIGTERM and SIGHUP cancel the session's runs. */

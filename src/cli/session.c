@@ -44,6 +44,19 @@ int cli_session_load_policy(struct cli_session *s)
 	return 0;
 }
 
+/* GOVEX_WARM_LOG=FILE: why warm runs could not start */
+static void cli_warm_log(const char *why)
+{
+	const char *p = getenv("GOVEX_WARM_LOG");
+	if (!p || !*p)
+		return;
+	int fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	dprintf(fd, "cold %s\n", why);
+	close(fd);
+}
+
 int cli_session_start(struct cli_session *s, unsigned flags)
 {
 	const struct cli_opts *o = s->opts;
@@ -80,6 +93,13 @@ int cli_session_start(struct cli_session *s, unsigned flags)
 		snprintf(s->err, sizeof(s->err), "%s", ge.message);
 		return fail(s, "invalid_runtime");
 	}
+	/* GOVEX_WARM=1: runs forked from warm templates even for one run (lets the escape
+	 * suite run against warm runs); each template starts at the first run it serves
+	 * (a one-shot command starts only the one it needs).  When they cannot start, runs
+	 * are cold (the reason goes to GOVEX_WARM_LOG). */
+	const char *warm = getenv("GOVEX_WARM");
+	if (warm && strcmp(warm, "1") == 0 && govex__runtime_warm_lazy(s->rt, &ge) < 0)
+		cli_warm_log(ge.message);
 	if (flags & CLI_SESSION_CANCEL) {
 		if (govex_cancel_new(&cli_cancel_token) < 0) {
 			snprintf(s->err, sizeof(s->err), "out of memory");

@@ -411,6 +411,13 @@ struct govex__backend_ops {
 	 * err says why).  Thread-safe: several runs may share one state. */
 	int (*run)(void *state, const struct govex__launch *launch, struct govex__outcome *ret,
 		   struct govex_error *err);
+	/* Optional: warm runs (govex_runtime_warm).  warm enables them for this state and,
+	 * with proto, starts what serves runs shaped like it (its argv, environment,
+	 * workdir): returns 0 when ready, or -errno with err saying why (runs then start
+	 * cold); proto NULL: what serves a run starts at its first run.  warm_stats adds its
+	 * counters to stats' "warm" object. */
+	int (*warm)(void *state, const struct govex__launch *proto, struct govex_error *err);
+	void (*warm_stats)(void *state, json_t *warm);
 };
 
 extern const struct govex__backend_ops govex__controlled_backend;

@@ -41,6 +41,11 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 	return r;
 }
 
+int govex__probe_interp(govex_runtime *rt, struct govex_error *err)
+{
+	return probe_interp(rt, GOVEX_PROBE_SANDBOXED, err);
+}
+
 static govex__ctlset run_required(const govex_policy *p, const struct govex__limits *l)
 {
 	govex__ctlset s = govex__policy_required(p);

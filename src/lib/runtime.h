@@ -44,6 +44,13 @@ struct govex_runtime {
 	unsigned long runs_in_flight, runs_started;
 };
 
+/* The policy's interpreter, probed in the sandbox once per runtime (planning.c); 0 or
+ * -errno with err. */
+int govex__probe_interp(govex_runtime *rt, struct govex_error *err);
+/* govex_runtime_warm without starting anything: each template starts at the first run
+ * it serves (the CLI's GOVEX_WARM=1, one-shot runs). */
+int govex__runtime_warm_lazy(govex_runtime *rt, struct govex_error *err);
+
 /* The controls this run had: enforced by the backend and applied to this run
  * (controls.c).  Every result of a run, exec or call lists these. */
 govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,

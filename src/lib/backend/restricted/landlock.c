@@ -55,24 +55,35 @@ bool rlandlock_complete(int abi)
 	return abi >= 6;
 }
 
+size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3])
+{
+	size_t size = sizeof(uint64_t);
+	ret[0] = fs_mask(abi);
+	ret[1] = ret[2] = 0;
+	if (abi >= 4) {
+		size = 2 * sizeof(uint64_t);
+		if (deny_net)
+			ret[1] = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+	}
+	if (abi >= 6) {
+		size = 3 * sizeof(uint64_t);
+		/* no abstract unix sockets or signals beyond the sandbox's own processes */
+		ret[2] = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+	}
+	return size;
+}
+
 int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step)
 {
 	*ret_step = GOVEX_STEP_LANDLOCK;
 	if (abi <= 0)
 		return 0;
 	struct ll_ruleset_attr ra = {0};
-	size_t size = sizeof(uint64_t);
-	ra.handled_access_fs = fs_mask(abi);
-	if (abi >= 4) {
-		size = 2 * sizeof(uint64_t);
-		if (deny_net)
-			ra.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
-	}
-	if (abi >= 6) {
-		size = sizeof(ra);
-		/* no abstract unix sockets or signals beyond the sandbox's own processes */
-		ra.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
-	}
+	uint64_t a[3];
+	size_t size = rlandlock_attr(abi, deny_net, a);
+	ra.handled_access_fs = a[0];
+	ra.handled_access_net = a[1];
+	ra.scoped = a[2];
 	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, size, 0);
 	if (rs < 0)
 		return -errno;
@@ -87,8 +98,7 @@ int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex
 		struct stat st;
 		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
 			/* only file rights apply to a file */
-			acc &= LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE |
-			       LL_FS_IOCTL_DEV;
+			acc &= LL_FILE_RIGHTS;
 		struct ll_path_beneath_attr pb = {.allowed_access = acc, .parent_fd = fd};
 		int r = govex__neg_errno(
 		    syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0));

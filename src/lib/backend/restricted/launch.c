@@ -162,6 +162,7 @@ static void restricted_release(void *state)
 	struct rstate *st = state;
 	if (!st)
 		return;
+	rwarm_free(st->warm); /* first: its templates use the filters */
 	rplan_free(&st->plan);
 	rfilter_free(&st->filter);
 	rfilter_free(&st->guard);
@@ -285,7 +286,8 @@ struct run_ctx {
 	struct rslot slot;
 	char why[PATH_MAX + 80]; /* why no slot could be taken */
 	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
-	int netns_fd;  /* root, network: deny: the host-wide empty namespace (ns.c), or -1 */
+	int netns_fd;  /* root, network: deny, cold: the slot's empty namespace (ns.c), or -1 */
+	bool warm;     /* forked from the runtime's template (template.c) */
 };
 
 /* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
@@ -856,7 +858,8 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	} else if (l->aggregate) {
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
 	}
-	if ((st->deny_subprocess || st->deny_net) &&
+	/* (a warm run's program hands its listener to its own init: template.c) */
+	if ((st->deny_subprocess || st->deny_net) && !c->warm &&
 	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
 		0)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
@@ -872,6 +875,46 @@ static int run_netns(const struct rstate *st, int slot)
 		return -1;
 	int fd = rns_empty_netns(slot);
 	return fd >= 0 ? fd : -1;
+}
+
+/* A warm run (template.c) once run_prepare is done: 0 with the outcome, < 0 a launch
+ * failure, or c->warm cleared when no template could take it (then cold after all). */
+static int warm_run(struct run_ctx *c, struct rwarm *w, struct govex__outcome *o,
+		    struct govex_error *err)
+{
+	const struct rwarm_run wr = {
+	    .st = c->st,
+	    .l = c->l,
+	    .plan = &c->plan,
+	    .cg = &c->cg,
+	    .uid = c->uid,
+	    .gid = c->gid,
+	    .after_fork = after_fork,
+	    .amend = amend_report,
+	    .ctx = c,
+	};
+	int r = rwarm_launch(w, &wr, &c->f, o, err);
+	if (r != 1)
+		return r;
+	c->warm = false;
+	if ((c->st->deny_subprocess || c->st->deny_net) &&
+	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
+		0)
+		return govex__launch_failed(c->l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
+	return 0;
+}
+
+/* Whether this run is to be forked from a template (counts why not). */
+static bool warm_wanted(const struct rstate *st, const struct govex__launch *l, struct rwarm *w)
+{
+	if (!w)
+		return false;
+	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
+			strcmp(l->workdir, WORKDIR_PATH) == 0;
+	const char *why = rwarm_ineligible(l, wd_tmpfs);
+	if (why)
+		rwarm_count_cold(w, why);
+	return !why;
 }
 
 static int restricted_run(void *state, const struct govex__launch *l, struct govex__outcome *o,
@@ -891,8 +934,12 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .slot = {.n = -1, .fd = -1},
 	    .netns_fd = -1,
 	};
+	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
+	c.warm = warm_wanted(st, l, w);
 	int r = run_prepare(&c, o, err);
-	if (r >= 0)
+	if (r >= 0 && c.warm)
+		r = warm_run(&c, w, o, err);
+	if (r >= 0 && !c.warm)
 		c.netns_fd = run_netns(st, c.slot.n);
 	const struct govex__shim_ops ops = {
 	    .clone_flags = rns_flags(st->userns, st->deny_net && c.netns_fd < 0),
@@ -902,7 +949,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .amend = amend_report,
 	};
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
-	if (r >= 0)
+	if (r >= 0 && !c.warm)
 		r = govex__run_shim(l, &c.f, &ops, &c, o, err);
 	int cr = run_release(&c);
 	if (r >= 0 && cr < 0) /* reported in the result (cgroup_cleanup_failed) */
@@ -918,4 +965,6 @@ const struct govex__backend_ops govex__restricted_backend = {
     .release = restricted_release,
     .private_workdir = restricted_private_workdir,
     .run = restricted_run,
+    .warm = rwarm_enable,
+    .warm_stats = rwarm_state_stats,
 };

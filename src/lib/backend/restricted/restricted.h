@@ -30,6 +30,12 @@
  *
  * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
  * mount namespace (with every mount of the run) goes with its last process.
+ *
+ * Warm runs (govex_runtime_warm, template.c): the same preparation in the host, then a
+ * relay hands the run's descriptors to a template interpreter that was started once in
+ * the outer layers (the shim's namespaces and root); its fork enters the run's own
+ * mount, PID, IPC and UTS namespaces, and the program child takes the program child's
+ * steps above (src/worker/zygote.py) before the code runs.
  */
 #ifndef GOVEX_RESTRICTED_H
 #define GOVEX_RESTRICTED_H
@@ -144,6 +150,11 @@ int rlandlock_abi(void);
 /* In the program child: a ruleset over plan's paths (rights masked for abi), network
  * (ABI >= 4) when deny_net, scopes (ABI >= 6); restrict_self.  Async-signal-safe. */
 int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step);
+/* The ruleset's handled rights for abi (fs, net, scoped) and the attribute's size. */
+size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3]);
+/* Rights that apply to a file (not a directory) beneath a rule. */
+#define LL_FILE_RIGHTS                                                                             \
+	(LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
 /* true when abi has every right this backend asks for (else Landlock is only partial). */
 bool rlandlock_complete(int abi);
 
@@ -306,6 +317,54 @@ int rns_empty_netns(int slot);
  * Async-signal-safe.  0 or -errno. */
 int rns_join_empty(int fd, enum govex__step *ret_step);
 
+/* ---- warm runs (template.c) -------------------------------------------------------- */
+
+/* A runtime's templates (DESIGN.md "Warm runs"); made by govex_runtime_warm, freed by
+ * release. */
+struct rwarm;
+int rwarm_new(struct rwarm **ret);
+void rwarm_free(struct rwarm *w);
+/* Why a launch cannot be forked from a template (a short reason, counted in the
+ * runtime's stats), or NULL when it can: `python -I [-S] -c CODE` (fd 3 may be handed
+ * in), no extra read-only files, the run's own tmpfs workdir, no files in or out. */
+const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs);
+/* What a warm run takes from the cold path's preparation (launch.c). */
+struct rwarm_run {
+	const struct rstate *st;
+	const struct govex__launch *l;
+	const struct rplan *plan; /* the run's, workdir and identity files included */
+	const struct rcg_run *cg; /* its cgroups (procs fds are handed to the child) */
+	uid_t uid;		  /* its ids (root: the slot's) */
+	gid_t gid;
+	void (*after_fork)(void *ctx); /* launch.c's shim hooks and their context */
+	void (*amend)(void *ctx, struct govex__shim_report *rep);
+	void *ctx;
+};
+/* Runs it forked from the runtime's template: 0 with the outcome (or < 0, a launch
+ * failure, like govex__run_shim); 1 when no template can take it (none could be
+ * started, or its flags or locale differ): the caller runs it cold. */
+int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes *f,
+		 struct govex__outcome *o, struct govex_error *err);
+/* The backend's warm and warm_stats operations (govex_runtime_warm, stats) on a
+ * struct rstate: makes st->warm once, then rwarm_start. */
+int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_error *err);
+void rwarm_state_stats(void *state, json_t *warm);
+/* Starts the templates for runs shaped like proto (both kinds): 0 when ready. */
+int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__launch *proto,
+		struct govex_error *err);
+/* A run that went cold in a warm runtime, for the stats (reason: a short name). */
+void rwarm_count_cold(struct rwarm *w, const char *reason);
+/* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
+void rwarm_stats(struct rwarm *w, json_t *warm);
+/* template_relay.c: the run through a relay that hands its descriptors (and spec, a
+ * memfd) to the template on ctl; as govex__run_shim. */
+int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
+		    struct govex__outcome *o, struct govex_error *err);
+/* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and
+ * bytes as a JSON string of hex digits. */
+int rwarm_spec_memfd(const struct rwarm_run *r);
+json_t *rwarm_hex(const void *data, size_t len);
+
 /* ---- per-runtime state (launch.c) ------------------------------------------------- */
 
 struct rstate {
@@ -330,6 +389,9 @@ struct rstate {
 	pthread_mutex_t cg_lock;
 	bool cg_discovered;
 	struct rcg_setup cg;
+	/* warm runs: set once by govex_runtime_warm (under the runtime's lock, read
+	 * atomically by runs); has its own lock */
+	struct rwarm *warm;
 };
 
 #endif /* GOVEX_RESTRICTED_H */
