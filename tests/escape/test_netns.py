@@ -8,8 +8,9 @@ a loopback brought up, a plain file) gives the run a fresh namespace of its own.
 Concurrent runs hold different slots, so never share a namespace (in a shared one each
 would see the other's unix sockets in /proc/self/net/unix).
 
-The tampering tests plant in a private mount namespace (unshare -m), so the host's
-/run/govex/netns-N are never touched.
+The tampering tests plant on a tmpfs over /run/govex in a private mount namespace
+(unshare -m; the real slot locks bound back in), so the host's /run/govex/netns-N are
+never touched.
 """
 import json
 import os
@@ -105,11 +106,18 @@ SCRIPT = r'''
 set -e
 mount --make-rprivate /
 plant="$1"; govex="$2"; pol="$3"; code="$4"; tmp="$5"
+# plant on a tmpfs over /run/govex in this private mount namespace: removing or
+# replacing the host's netns-N files would unmount them for the host too (/run is not a
+# mount of its own here); the real slot locks are bound back in
+mkdir -p -m 0700 /run/govex/slots
+keep="$tmp/slots-keep"; mkdir -p "$keep"
+mount --bind /run/govex/slots "$keep"
+mount -t tmpfs -o mode=0700 govex-netns-test /run/govex
+mkdir -m 0700 /run/govex/slots
+mount --bind "$keep" /run/govex/slots
 n=0
 while [ $n -lt %(planted)d ]; do
     f=$(printf "%(netns)s" $n)
-    umount "$f" 2>/dev/null || true
-    rm -f "$f"
     case "$plant" in
     host)
         touch "$f"; mount --bind /proc/self/ns/net "$f" ;;

@@ -295,14 +295,29 @@ int rns_empty_netns(int slot)
 	return -EBUSY;
 }
 
-/* /proc/self/net/dev names exactly one interface, lo, and lo is down. */
+/* /proc/self/net/dev names exactly one interface, lo, lo is down, and no unix socket is
+ * in the namespace. */
 static bool netns_empty_here(void)
 {
 	char buf[1024];
-	int fd = open("/proc/self/net/dev", O_RDONLY | O_CLOEXEC);
+	/* no unix socket lives in it (one a host process left there would be listed to the
+	 * run): /proc/self/net/unix holds its header line only (checked before our own
+	 * socket below is made) */
+	int fd = open("/proc/self/net/unix", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *nl = strchr(buf, '\n');
+	if (!nl || nl[1] != '\0')
+		return false;
+	fd = open("/proc/self/net/dev", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0 || n == (ssize_t)sizeof(buf) - 1)
 		return false;
