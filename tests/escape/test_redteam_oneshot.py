@@ -139,6 +139,24 @@ def op_rto_peek(name, secs):
         time.sleep(0.05)
     return out
 
+def op_rto_inflight(n):
+    """N socketpairs each sent into its own queue (SCM_RIGHTS) and closed: cycles only
+    the kernel's unix garbage collector frees, left in the namespace by a run."""
+    import array
+    for _ in range(n):
+        x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        x.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                            array.array("i", [x.fileno(), y.fileno()]))])
+        x.close()
+        y.close()
+    return len(_unix_names().splitlines()) - 1
+
+def op_rto_unix_count():
+    with open("/proc/self/net/sockstat") as f:
+        used = int(f.readline().split()[2])
+    return {"ns": os.readlink("/proc/self/ns/net"), "unix": len(_unix_names().splitlines()) - 1,
+            "used": used}
+
 SIOCGIFFLAGS, SIOCSIFFLAGS, SIOCSIFNAME, SIOCGIFMTU, SIOCSIFMTU = (
     0x8913, 0x8914, 0x8923, 0x8921, 0x8922)
 NET_SYSCTLS = ["/proc/sys/net/unix/max_dgram_qlen", "/proc/sys/net/core/somaxconn",
@@ -345,6 +363,19 @@ def test_run_cannot_change_the_namespace(t):
     g.eq(later, before, "the namespace a later run is in")
 
 
+def test_inflight_sockets_not_left_for_later_runs(t):
+    """A run leaves 50 unix socket cycles in flight (SCM_RIGHTS into their own queues)
+    and ends; the next run in the shared namespace must find no socket it did not make
+    (expected: the namespace a later run joins is as empty as a fresh one)."""
+    _need_root()
+    _, _, r1 = _proven(t, [["rto_inflight", 50, {"as": "left"}]])
+    g.check(_value(r1, "left") >= 100, "the cycles were not made: %r" % r1["left"])
+    _, _, r2 = _proven(t, [["rto_unix_count", {"as": "later"}]])
+    later = _value(r2, "later")
+    g.eq((later["unix"], later["used"]), (0, 0),
+         "unix sockets / sockets used a later run finds in its namespace (%s)" % later["ns"])
+
+
 # ---------------------------------------------------------------- tampered namespace file
 
 PLANT = r'''
@@ -486,6 +517,36 @@ def test_socket_families_named(t):
     # AF_UNIX too (seccomp.c: no socket() at all under network: deny), not counted
     e.denied(res, "unix", "EAFNOSUPPORT")
     _named(doc, "network_deny", "raw socket families", count=len(FAMILIES))
+
+
+def test_other_guard_pairs_named(t):
+    """The other two tree-shaped guards compiled in: network: deny with subprocess: allow
+    (raw socket families refused and counted), and subprocess: deny with network: allow
+    (fork/vfork/clone refused and counted).  Expected as under strict."""
+    e.need_restricted("network_deny", "subprocess_deny")
+    e.need_x86_64()
+    fams = [2, 10, 16, 17, (1 << 32) | 2]
+    pol = e.policy(t, name="net-only.json", subprocess="allow")
+    _, doc, res = _proven(t, [["rto_socket", f, 2, {"as": "f%x" % f}] for f in fams],
+                          pol=pol)
+    for f in fams:
+        e.denied(res, "f%x" % f, "EAFNOSUPPORT")
+    _named(doc, "network_deny", "raw families, subprocess allowed", count=len(fams))
+    pol = e.policy(t, name="sub-only.json", network="allow")
+    ops = [["rto_raw", 57, {"as": "fork"}], ["rto_raw", 58, {"as": "vfork"}],
+           ["rc_clone_flags", 17, {"as": "clone"}]]
+    r = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code(ops, PRELUDE)])
+    doc = r.result()
+    if doc.get("status") == "policy_refused":
+        _note("network: allow refused here: %r" % doc.get("diagnostics"))
+        return
+    res = e.probe_lines(doc.get("stdout"))
+    g.check(res is not None, "no probe output: %r" % doc)
+    e.proven(res)
+    for label in ("fork", "vfork", "clone"):
+        got = res.get(label)
+        g.check(got is not None and not got.get("ok"), "%s got through: %r" % (label, got))
+    _named(doc, "subprocess_deny", "fork/vfork/clone, network allowed", count=len(ops))
 
 
 X32 = {"socket": [41, 2, 1, 0], "fork": [57], "vfork": [58], "clone": [56, 17, 0, 0, 0, 0],
@@ -656,6 +717,8 @@ if __name__ == "__main__":
     sys.exit(g.main([
         ("two concurrent runs: no unix socket reached or seen", test_concurrent_runs_unix_sockets),
         ("a run cannot change the shared namespace", test_run_cannot_change_the_namespace),
+        ("sockets left in flight are not left for later runs",
+         test_inflight_sockets_not_left_for_later_runs),
         ("planted: lo down + veth not joined", test_planted_veth_not_joined),
         ("planted: foreign user namespace's netns not joined",
          test_planted_foreign_userns_not_joined),
@@ -666,6 +729,7 @@ if __name__ == "__main__":
         ("planted: a host listener inside is neither reached nor seen",
          test_planted_listener_unreachable),
         ("raw socket families: EAFNOSUPPORT, each counted", test_socket_families_named),
+        ("the other guard pairs: denials refused and counted", test_other_guard_pairs_named),
         ("x32 syscall numbers refused", test_x32_numbers_refused),
         ("fork/vfork/clone/exec refused and named", test_subprocess_denials_named),
         ("TIOCSTI/TIOCLINUX/F_SETPIPE_SZ/setuid chmod refused", test_ioctl_and_setuid_still_refused),
