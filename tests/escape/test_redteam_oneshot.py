@@ -382,6 +382,7 @@ PLANT = r'''
 set -e
 mount --make-rprivate /
 plant="$1"; govex="$2"; pol="$3"; code="$4"; tmp="$5"; name="$6"
+bg=""
 mkdir -p /run/govex/slots "$tmp/slots"
 # a tmpfs of this private mount namespace over /run/govex: nothing planted below is the
 # host's; the host's run slots (slot.c) are bound back, so runs still share them
@@ -393,7 +394,7 @@ case "$plant" in
 veth)
     touch "%(netns)s"; unshare --net="%(netns)s" ip link add rto0 type veth peer name rto1 ;;
 userns)
-    touch "%(netns)s"; unshare -U -r -n sleep 60 & holder=$!
+    touch "%(netns)s"; unshare -U -r -n sleep 60 & holder=$!; bg=$holder
     mine=$(readlink /proc/self/ns/net)
     for i in $(seq 50); do [ "$(readlink /proc/$holder/ns/net)" != "$mine" ] && break; sleep 0.1; done
     mount --bind /proc/$holder/ns/net "%(netns)s" ;;
@@ -418,6 +419,7 @@ while time.time() < end:
             pass
     time.sleep(0.02)
 ' "$name" "$tmp/accepted" > "$tmp/listener.out" 2>&1 &
+    bg=$!
     for i in $(seq 50); do grep -q listening "$tmp/listener.out" 2>/dev/null && break; sleep 0.1; done
     ;;
 esac
@@ -425,7 +427,7 @@ ino=$(stat -L -c %%i "%(netns)s" 2>/dev/null || echo none)
 echo "planted $ino"
 "$govex" run --policy "$pol" --json -c "$code" > "$tmp/out.json" || true
 echo ran
-kill $(jobs -p) 2>/dev/null || true
+[ -n "$bg" ] && kill "$bg" 2>/dev/null; wait 2>/dev/null; true
 ''' % {"netns": NETNS}
 
 
