@@ -187,6 +187,33 @@ def read_all(s, limit=64 * MIB):
     return bytes(buf)
 
 
+def read_response(s, timeout):
+    """Reads until one whole response (by Content-Length or chunked end), EOF or TIMEOUT;
+    returns what came (the server may keep the connection open after an early reply)."""
+    s.settimeout(0.2)
+    buf, end = b"", time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            b = s.recv(65536)
+        except socket.timeout:
+            b = None
+        except OSError:
+            break
+        if b == b"":
+            break
+        if b:
+            buf += b
+            head, sep, rest = buf.partition(b"\r\n\r\n")
+            if sep:
+                mt = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                if mt and len(rest) >= int(mt.group(1)):
+                    break
+                if re.search(rb"(?im)^transfer-encoding:.*chunked", head) and \
+                        rest.endswith(b"0\r\n\r\n"):
+                    break
+    return buf
+
+
 def parse(raw):
     if not raw:
         return Resp(None, None, {}, b"", raw)
