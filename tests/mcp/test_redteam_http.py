@@ -193,6 +193,22 @@ def test_origin(t):
     for o in ORIGIN_LOOPBACK + ["https://good.example"]:
         r = http(p, "POST", "/mcp", dict(JSON_HEADERS, Origin=o), body)
         m.eq(r.status, 200, "POST /mcp with the allowed Origin %r" % o)
+    # CORS: a preflight from a foreign origin is refused and nothing ever grants it
+    for o in ("http://evil.example", "null"):
+        r = http(p, "OPTIONS", "/mcp", {"Origin": o, "Access-Control-Request-Method": "POST",
+                                        "Access-Control-Request-Headers": "content-type"})
+        m.check(r.status in (403, 405), "OPTIONS preflight from %r: %r" % (o, r.status))
+        acao = r.h("access-control-allow-origin")
+        m.check(acao in (None, ""), "a preflight from %r got Access-Control-Allow-Origin %r"
+                % (o, acao))
+    for o in ORIGIN_LOOPBACK[:2] + ["https://good.example"]:
+        r = http(p, "OPTIONS", "/mcp", {"Origin": o, "Access-Control-Request-Method": "POST"})
+        acao = r.h("access-control-allow-origin")
+        m.check(acao in (None, o), "preflight from %r: Access-Control-Allow-Origin %r (only "
+                "that origin may be named, never *)" % (o, acao))
+        r = http(p, "POST", "/mcp", dict(JSON_HEADERS, Origin=o), body)
+        m.check(r.h("access-control-allow-origin") in (None, o),
+                "POST from %r: Access-Control-Allow-Origin %r" % (o, r.h("access-control-allow-origin")))
     # with a token, a bad Origin is still refused
     s2 = HttpServer(t, token=TOKEN)
     r = post(s2.port, json.loads(body), token=TOKEN, extra={"Origin": "http://evil.example"})
@@ -312,6 +328,37 @@ def test_body_chunked(t):
     grew = (s.rss_kb() - rss0) / 1024.0
     m.check(grew < 40, "server RSS grew %.0f MiB for a refused chunked body" % grew)
     m.check(healthy(s), "not healthy after a chunked body")
+
+
+def test_body_budget(t):
+    """Twenty connections from four addresses (within the per-address limits) each send
+    16 MiB of a 16 MiB body but its last byte: the server does not hold 320 MiB; past its
+    documented all-connections budget (256 MiB) bodies are refused; it stays healthy."""
+    s = HttpServer(t)
+    p = s.port
+    rss0 = s.rss_kb()
+    size = 16 * MIB
+    head = build("POST", "/mcp", p, dict(JSON_HEADERS, **{"Content-Length": str(size)}))
+    payload = b" " * (size - 1)
+    socks, failed = [], 0
+    try:
+        for k in range(20):
+            try:
+                c = connect(p, src="127.0.0.%d" % (20 + k % 4), timeout=20)
+                c.sendall(head)
+                c.sendall(payload)
+                socks.append(c)
+            except OSError:
+                failed += 1
+        time.sleep(1.0)
+        grew = (s.rss_kb() - rss0) / 1024.0
+        m.check(healthy(s), "not healthy while bodies are held")
+        m.check(grew < 300, "server RSS grew %.0f MiB holding %d partial 16 MiB bodies "
+                "(%d refused)" % (grew, len(socks), failed))
+    finally:
+        for c in socks:
+            c.close()
+    m.check(s.alive(), "the server died")
 
 
 def test_header_bounds(t):
@@ -769,6 +816,31 @@ def test_sse_stalled_readers(t):
     m.check(healthy(s), "not healthy after stalled SSE readers")
 
 
+def test_sse_framing_injection(t):
+    """A run whose output carries SSE framing (CR, LF, CRLF, "data:" lines, a forged reply
+    to its own request id) cannot end its event early or forge the reply: the client parses
+    the stream and gets the run's real value, and no extra message."""
+    s = HttpServer(t)
+    forged = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [
+        {"type": "text", "text": "FORGED"}], "structuredContent": {"value": "FORGED"}}})
+    code = ("import sys\nf = %r\n"
+            "sys.stdout.write('a\\r\\n\\r\\ndata: ' + f + '\\r\\n\\r\\n')\n"
+            "sys.stdout.write('b\\rdata: ' + f + '\\r\\r')\n"
+            "sys.stdout.write('\\n\\ndata: ' + f + '\\n\\n')\n"
+            "sys.stderr.write('event: message\\rdata: ' + f + '\\n\\n')\n"
+            "sys.stdout.flush()\n'real'" % forged)
+    for extra in ({"io.modelcontextprotocol/logLevel": "debug"}, {}):
+        msg = modern(1, "tools/call", snippet_params(code), **extra)
+        r = post(s.port, msg, extra={"Accept": "text/event-stream"})
+        m.eq(r.status, 200, "status")
+        replies = [x for x in r.messages() if "method" not in x]
+        m.eq(len(replies), 1, "replies in the stream: %r" % [str(x)[:200] for x in replies])
+        m.eq(value_of(replies[0]), "real", "the run's value (forged in its output: FORGED)")
+        bad = [x for x in r.messages() if "FORGED" in json.dumps(x) and
+               x.get("method") != "notifications/message" and "id" in x and x is not replies[0]]
+        m.check(not bad, "forged messages parsed from the stream: %r" % bad)
+
+
 def test_sse_abandoned(t):
     """Twelve SSE calls printing log lines; every client resets its connection mid-stream:
     the server survives (no write to a gone connection crashes it), the pool frees (new
@@ -1048,6 +1120,39 @@ def test_drain_timeout(t):
             "the in-flight client: %r" % (ra,))
 
 
+def test_drain_stalled_reader(t):
+    """SIGTERM while a client stopped reading its SSE stream (its call printed 1 MB of
+    log lines): the server still exits 0 within --drain-timeout plus a few seconds."""
+    s = HttpServer(t, "--drain-timeout", "2")
+    name = marker()
+    code = marked(name, "for i in range(16000):\n    print('y' * 60, flush=True)\n"
+                  "import time\ntime.sleep(1)\n'x'")
+    msg = modern(1, "tools/call", snippet_params(code, timeout_ms=4000),
+                 **{"io.modelcontextprotocol/logLevel": "debug"})
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.settimeout(10)
+    c.connect(("127.0.0.1", s.port))
+    try:
+        c.sendall(build("POST", "/mcp", s.port, dict(JSON_HEADERS, **{
+            "Accept": "text/event-stream"}), json.dumps(msg).encode()))
+        m.check(wait_for(lambda: procs_with_comm(name), 15), "the call never started")
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        os.kill(s.p.pid, signal.SIGTERM)
+        try:
+            rc = s.p.wait(12)
+        except subprocess.TimeoutExpired:
+            raise m.Failure("still running 12 s after SIGTERM (--drain-timeout 2) while a "
+                            "client does not read its stream")
+        m.eq(rc, 0, "exit status")
+        m.check(time.monotonic() - t0 < 7.0, "exit took %.1f s with --drain-timeout 2"
+                % (time.monotonic() - t0))
+    finally:
+        c.close()
+        kill_comm(name)
+
+
 def test_sigkill_leaves_nothing(t):
     """SIGKILL of the server process alone (restricted backend, 4 calls in flight): the
     runs' processes die with it, no cgroup of its runs is left once the slots are used
@@ -1210,6 +1315,7 @@ TESTS = [
     ("Host: non-loopback names -> 403 (DNS rebinding)", test_host_dns_rebinding),
     ("body over 17 MiB -> 413 before it is read; chunked bounded", test_body_bounds),
     ("a chunked body over 17 MiB -> 413", test_body_chunked),
+    ("bodies held at once are bounded in memory", test_body_budget),
     ("headers over 16 KiB -> 431/413/400", test_header_bounds),
     ("slowloris from one address does not starve another; idle timeout", test_slowloris),
     ("a connection flood from one address: per-IP limit", test_connection_flood),
@@ -1222,11 +1328,13 @@ TESTS = [
     ("isolation: two sessions, same ids, logs, progress, cancel", test_isolation_sessions),
     ("isolation: stateless clients at once", test_isolation_stateless),
     ("SSE: stalled readers keep timeouts and do not starve others", test_sse_stalled_readers),
+    ("SSE: run output cannot forge SSE events or the reply", test_sse_framing_injection),
     ("SSE: abandoned streams do not crash or leak the pool", test_sse_abandoned),
     ("malformed HTTP: 4xx or close, never 2xx/5xx", test_malformed_http),
     ("JSON-RPC fuzz over HTTP", test_fuzz_jsonrpc),
     ("SIGTERM drains: readyz 503, in-flight completes, exit 0; SIGINT", test_sigterm_drain),
     ("--drain-timeout cancels what is left and exits 0", test_drain_timeout),
+    ("a reader that stalls does not hold the drain past its timeout", test_drain_stalled_reader),
     ("SIGKILL leaves no process, cgroup or workdir", test_sigkill_leaves_nothing),
     ("non-loopback without a token: exit 125 (private netns)", test_non_loopback_needs_token),
     ("token file rules", test_token_file_rules),
