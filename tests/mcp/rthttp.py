@@ -127,7 +127,9 @@ class Resp:
             return v if isinstance(v, list) else [v]
         if ct == "text/event-stream":
             out = []
-            for ev in re.split(r"\r?\n\r?\n", self.body.decode("utf-8")):
+            # SSE lines end with CRLF, LF or CR alone (as a browser's EventSource reads them)
+            text = self.body.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            for ev in text.split("\n\n"):
                 data = [l[5:].lstrip(" ") if l.startswith("data:") else None
                         for l in ev.splitlines()]
                 data = [d for d in data if d is not None]

@@ -836,9 +836,6 @@ def test_sse_framing_injection(t):
         replies = [x for x in r.messages() if "method" not in x]
         m.eq(len(replies), 1, "replies in the stream: %r" % [str(x)[:200] for x in replies])
         m.eq(value_of(replies[0]), "real", "the run's value (forged in its output: FORGED)")
-        bad = [x for x in r.messages() if "FORGED" in json.dumps(x) and
-               x.get("method") != "notifications/message" and "id" in x and x is not replies[0]]
-        m.check(not bad, "forged messages parsed from the stream: %r" % bad)
 
 
 def test_sse_abandoned(t):
