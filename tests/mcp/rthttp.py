@@ -246,11 +246,12 @@ def parse(raw):
     return Resp(int(mt.group(1)), mt.group(2), headers, body, raw)
 
 
-def http(port, method, path, headers=None, body=b"", src=None, timeout=30.0, raw=None):
+def http(port, method, path, headers=None, body=b"", src=None, timeout=30.0, raw=None,
+         host="127.0.0.1"):
     """One request on its own connection (Connection: close); the parsed response, or a
     Resp with status None when the server closed without answering."""
     try:
-        s = connect(port, src, timeout)
+        s = connect(port, src, timeout, host)
     except ConnectionRefusedError:
         return Resp(None, "refused", {}, b"", b"")
     try:

@@ -246,6 +246,85 @@ def test_host_dns_rebinding(t):
     m.eq(r.status, 403, "an existing session through a rebound Host")
 
 
+def test_loopback_binds(t):
+    """Bound to [::1], localhost or another 127/8 address, no token: the same DNS-rebinding
+    and Origin rules as 127.0.0.1 (a foreign Host or Origin is 403)."""
+    body = _init_body()
+    for addr in ("[::1]:0", "localhost:0", "127.0.0.2:0"):
+        try:
+            s = HttpServer(t, addr=addr)
+        except m.Failure as x:
+            if addr == "[::1]:0" and not socket.has_ipv6:
+                continue
+            raise x
+        host = s.host.strip("[]")
+        if host == "localhost":
+            host = "127.0.0.1" if http(s.port, "GET", "/healthz").status == 200 else "::1"
+        ok = "[::1]:%d" % s.port if ":" in host else "localhost:%d" % s.port
+        r = http(s.port, "POST", "/mcp", dict(JSON_HEADERS, Host=ok), body, host=host)
+        m.eq(r.status, 200, "bound to %s, Host %s" % (addr, ok))
+        for hv in ("evil.example:%d" % s.port, "evil.example"):
+            r = http(s.port, "POST", "/mcp", dict(JSON_HEADERS, Host=hv), body, host=host)
+            m.eq(r.status, 403, "bound to %s, Host %r" % (addr, hv))
+        r = http(s.port, "POST", "/mcp", dict(JSON_HEADERS, Host=ok,
+                                               Origin="http://evil.example"), body, host=host)
+        m.eq(r.status, 403, "bound to %s, a foreign Origin" % addr)
+        s.cleanup()
+
+
+NETNS_PROBE = r"""
+import json, os, subprocess, sys, time
+sys.path.insert(0, %(here)r)
+import mcptest as m
+m.GOVEX = %(govex)r
+from rthttp import *
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+t = %(t)r
+s = HttpServer(t, addr="0.0.0.0:0", token=%(token)r, wait=False)
+open(os.path.join(t, "server.pid"), "w").write(str(s.p.pid))
+s.wait_listening()
+out = {}
+body = json.dumps(req(1, "initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                                        "clientInfo": {"name": "n", "version": "1"}})).encode()
+out["no_token_from_loopback"] = http(s.port, "POST", "/mcp", JSON_HEADERS, body).status
+out["token"] = post(s.port, json.loads(body), token=%(token)r).status
+out["token_loopback_origin"] = post(s.port, json.loads(body), token=%(token)r,
+                                    extra={"Origin": "http://localhost:8080"}).status
+out["no_token_metrics"] = http(s.port, "GET", "/metrics").status
+s.cleanup()
+print(json.dumps(out))
+"""
+
+
+def test_non_loopback_with_token(t):
+    """Bound to 0.0.0.0 with a token, inside a private network namespace: a client on
+    127.0.0.1 still needs the token (401 without, on /mcp and /metrics), and loopback
+    Origins are not allowed by default there (403): the loopback allowances hold only
+    when the server is bound to loopback."""
+    ns = _unshare()
+    if not shutil.which("ip"):
+        raise m.Skip("feature:netns ip(8) is not installed")
+    script = os.path.join(t, "probe.py")
+    with open(script, "w") as f:
+        f.write(NETNS_PROBE % {"here": HERE, "govex": m.GOVEX, "t": t, "token": TOKEN})
+    try:
+        r = subprocess.run(ns + [sys.executable, script], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=90)
+    finally:
+        try:                    # the server in the namespace, should the probe have died
+            os.killpg(int(open(os.path.join(t, "server.pid")).read()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    lines = [l for l in r.stdout.decode().splitlines() if l.startswith("{")]
+    m.check(lines, "the probe in the namespace failed: %s" % r.stderr.decode()[-1500:])
+    out = json.loads(lines[-1])
+    m.eq(out["token"], 200, "with the token")
+    m.eq(out["no_token_from_loopback"], 401, "a loopback peer without the token")
+    m.eq(out["no_token_metrics"], 401, "/metrics from a loopback peer without the token")
+    m.eq(out["token_loopback_origin"], 403, "Origin http://localhost:8080 on a non-loopback "
+         "bind (not in --allow-origin)")
+
+
 # ---------------------------------------------------------------- bounds
 
 def test_body_bounds(t):
@@ -676,6 +755,25 @@ def test_session_flood_bounded(t):
             "5,000 sessions made and the first 50 all still live (codes %r): no bound"
             % codes)
     m.check(grew < 64, "server RSS grew %.0f MiB for %d sessions" % (grew, len(ids)))
+
+
+def test_session_lockout(t):
+    """One address, within the default rate (50/s, bursts of 100), makes sessions for 30 s
+    and never ends them: another address can still start a session.  (The contract bounds
+    sessions and rates per client address; a bound that one client can fill for everyone
+    turns it into a lock-out of every legacy client.)"""
+    s = HttpServer(t, rate=None)
+    body = _init_body()
+    codes, t0 = {}, time.monotonic()
+    while time.monotonic() - t0 < 30:
+        r = http(s.port, "POST", "/mcp", JSON_HEADERS, body, src="127.0.0.30")
+        codes[r.status] = codes.get(r.status, 0) + 1
+        if r.status == 503:
+            break
+        time.sleep(0.018 if r.status == 200 else 0.05)
+    r = http(s.port, "POST", "/mcp", JSON_HEADERS, body, src="127.0.0.31")
+    m.eq(r.status, 200, "a new client's initialize after one address made %d sessions in "
+         "%.0f s within the rate limit (%r)" % (codes.get(200, 0), time.monotonic() - t0, codes))
 
 
 # ---------------------------------------------------------------- cross-client isolation
@@ -1310,6 +1408,10 @@ TESTS = [
     ("auth: a wrong token's refusal has one shape and one timing", test_auth_refusal_shape_and_timing),
     ("Origin: foreign -> 403, loopback and --allow-origin pass", test_origin),
     ("Host: non-loopback names -> 403 (DNS rebinding)", test_host_dns_rebinding),
+    ("loopback binds ([::1], localhost, 127.0.0.2) keep the Host/Origin rules",
+     test_loopback_binds),
+    ("bound off loopback with a token: loopback peers and origins get no favours",
+     test_non_loopback_with_token),
     ("body over 17 MiB -> 413 before it is read; chunked bounded", test_body_bounds),
     ("a chunked body over 17 MiB -> 413", test_body_chunked),
     ("bodies held at once are bounded in memory", test_body_budget),
@@ -1322,6 +1424,7 @@ TESTS = [
     ("session fixation: a client-chosen id never becomes a session", test_session_fixation),
     ("session rules: 400/404/DELETE/version/token", test_session_rules),
     ("session flood: bounded count and memory", test_session_flood_bounded),
+    ("one address cannot take every session", test_session_lockout),
     ("isolation: two sessions, same ids, logs, progress, cancel", test_isolation_sessions),
     ("isolation: stateless clients at once", test_isolation_stateless),
     ("SSE: stalled readers keep timeouts and do not starve others", test_sse_stalled_readers),
