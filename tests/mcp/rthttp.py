@@ -413,5 +413,11 @@ def retry_after_ok(v):
 
 
 def healthy(s):
+    """/healthz answers 200, and a sanitizer build has reported nothing (a report fails)."""
+    err = s.stderr()
+    for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        if mark in err:
+            i = err.index(mark)
+            raise m.Failure("the server's sanitizer reported:\n" + err[max(0, i - 200):i + 3000])
     r = http(s.port, "GET", "/healthz", timeout=10)
     return r.status == 200

@@ -730,6 +730,7 @@ def test_session_rules(t):
     m.eq(r.status, 404, "session a after DELETE")
     _, lst = b.rpc("tools/list")
     m.check("result" in lst, "session b after a's DELETE: %r" % lst)
+    m.check(healthy(s), "not healthy")
 
 
 def test_session_flood_bounded(t):
@@ -867,6 +868,7 @@ def test_isolation_stateless(t):
                          and x["params"].get("logger") not in ("stdout", "stderr")]
             m.check(len(summaries) <= 1, "client %d got %d call summaries for one call: %r"
                     % (k, len(summaries), summaries))
+    m.check(healthy(s), "not healthy")
 
 
 # ---------------------------------------------------------------- SSE exhaustion
@@ -934,6 +936,7 @@ def test_sse_framing_injection(t):
         replies = [x for x in r.messages() if "method" not in x]
         m.eq(len(replies), 1, "replies in the stream: %r" % [str(x)[:200] for x in replies])
         m.eq(value_of(replies[0]), "real", "the run's value (forged in its output: FORGED)")
+    m.check(healthy(s), "not healthy")
 
 
 def test_sse_abandoned(t):
@@ -968,6 +971,7 @@ def test_sse_abandoned(t):
                 "runs of abandoned streams still alive 15 s later")
     finally:
         kill_comm(name)
+    m.check(healthy(s), "not healthy after abandoned streams")
     m.check(s.alive(), "the server died")
 
 
@@ -1150,6 +1154,7 @@ def test_fuzz_jsonrpc(t):
     m.eq(value_of(r.response_to(5)), 42, "a call after the fuzz (seed %d)" % seed)
     _, lst = sess.rpc("tools/list")
     m.check("result" in lst, "the session after the fuzz (seed %d)" % seed)
+    m.check(healthy(s), "not healthy after the fuzz (seed %d)" % seed)
 
 
 # ---------------------------------------------------------------- drain, kill
