@@ -24,11 +24,12 @@ class HttpServer:
     """One `govex mcp --http ADDR` process; its port read from the line it prints."""
 
     def __init__(self, t, *extra, token=None, addr="127.0.0.1:0", preset="trusted",
-                 token_file=None, env=None, wait=True, prefix=(), rate="100000"):
+                 token_file=None, env=None, wait=True, prefix=(), rate="100000",
+                 binary=None):
         self.t = t
         self.errpath = tempfile.mktemp(prefix="govex-rth-stderr-")
         self._err = open(self.errpath, "wb")
-        args = list(prefix) + [m.GOVEX, "mcp", "--preset", preset, "--http", addr]
+        args = list(prefix) + [binary or m.GOVEX, "mcp", "--preset", preset, "--http", addr]
         if token is not None:
             token_file = write_token(t, token)
         if token_file is not None:
@@ -95,6 +96,31 @@ class HttpServer:
             os.unlink(self.errpath)
         except OSError:
             pass
+
+
+def sanitized(path):
+    """True when PATH links a sanitizer runtime (its RSS then means nothing)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return b"libasan.so" in data or b"__asan_init" in data
+
+
+def memory_binary():
+    """A govex whose RSS means something: GOVEX unless it is sanitized, else GOVEX_PLAIN
+    (tests/run-all passes build/govex); None when there is none."""
+    if not sanitized(m.GOVEX):
+        return m.GOVEX
+    plain = os.environ.get("GOVEX_PLAIN")
+    if plain and os.access(plain, os.X_OK) and not sanitized(plain):
+        return plain
+    return None
+
+
+def rss_note(what):
+    print("# %s: RSS not checked: GOVEX is sanitized and GOVEX_PLAIN is not set" % what)
 
 
 def write_token(t, token, name="token", mode=0o600):
