@@ -853,6 +853,11 @@ def test_isolation_sessions(t):
     r = b.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": 9, "reason": "hostile"}})
     m.check(r.status in (202, 200, 400, 404), "B's cancel: %r" % r.status)
+    # and a stateless one (no session), in both eras' shapes
+    for params in ({"requestId": 9}, {"requestId": 9, "_meta": m.meta()}):
+        r = post(s.port, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": params})
+        m.check(r.status in (202, 200, 400, 404), "a stateless cancel: %r" % r.status)
     th.join(30)
     m.eq(out["A"].status, 200, "A's call after B's cancel")
     m.eq(value_of(out["A"].response_to(9)), "A", "B cancelled A's call")
@@ -883,6 +888,46 @@ def test_isolation_stateless(t):
             m.check(len(summaries) <= 1, "client %d got %d call summaries for one call: %r"
                     % (k, len(summaries), summaries))
     m.check(healthy(s), "not healthy")
+
+
+def test_delete_during_calls(t):
+    """DELETE of a session while four of its calls stream SSE (and a fifth waits in the
+    queue): every client gets an answer or a close within seconds, the runs end, other
+    sessions are untouched, the server stays healthy (no sanitizer report)."""
+    s = HttpServer(t, "--max-concurrent", "4")
+    a, b = Session(s.port, name="A"), Session(s.port, name="B")
+    a.rpc("logging/setLevel", {"level": "debug"})
+    name = marker()
+    code = marked(name, "import time\nfor i in range(100):\n    print('l', i, flush=True)\n"
+                  "    time.sleep(0.05)\n'done'")
+    out, ths = {}, []
+    for k in range(5):
+        def go(k=k):
+            try:
+                out[k] = a.post(req(k + 1, "tools/call", snippet_params(code, timeout_ms=4000)),
+                                extra={"Accept": "text/event-stream"}, timeout=20)
+            except Exception as x:      # noqa: BLE001 -- reported below
+                out[k] = x
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        ths.append(th)
+    try:
+        m.check(wait_for(lambda: len(procs_with_comm(name)) >= 4, 15), "calls never started")
+        time.sleep(0.3)
+        r = http(s.port, "DELETE", "/mcp", {"Mcp-Session-Id": a.id})
+        m.check(r.status in (200, 202, 204), "DELETE: %r" % r.status)
+        t0 = time.monotonic()
+        for th in ths:
+            th.join(max(0.1, 8 - (time.monotonic() - t0)))
+        m.check(not any(th.is_alive() for th in ths), "clients still waiting 8 s after their "
+                "session was deleted: %r" % {k: v for k, v in out.items()})
+        m.check(wait_for(lambda: not procs_with_comm(name), 5),
+                "runs of the deleted session still alive 5 s later")
+        _, lst = b.rpc("tools/list")
+        m.check("result" in lst, "session B after A's DELETE: %r" % lst)
+    finally:
+        kill_comm(name)
+    m.check(healthy(s), "not healthy after DELETE during calls")
 
 
 # ---------------------------------------------------------------- SSE exhaustion
@@ -1446,6 +1491,7 @@ TESTS = [
     ("one address cannot take every session", test_session_lockout),
     ("isolation: two sessions, same ids, logs, progress, cancel", test_isolation_sessions),
     ("isolation: stateless clients at once", test_isolation_stateless),
+    ("DELETE of a session while its calls stream", test_delete_during_calls),
     ("SSE: stalled readers keep timeouts and do not starve others", test_sse_stalled_readers),
     ("SSE: run output cannot forge SSE events or the reply", test_sse_framing_injection),
     ("SSE: abandoned streams do not crash or leak the pool", test_sse_abandoned),
