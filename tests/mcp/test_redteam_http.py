@@ -930,6 +930,51 @@ def test_delete_during_calls(t):
     m.check(healthy(s), "not healthy after DELETE during calls")
 
 
+def test_cancelled_requests_end(t):
+    """A call cancelled by its own session (notifications/cancelled) gets no JSON-RPC
+    reply, but its HTTP exchange must still end (a response or a close) within seconds;
+    otherwise each cancelled POST is a connection the server holds for ever (waiting
+    requests are exempt from the idle timeout), with no call to count against the queue:
+    a client fills the per-address and then the total connection limits that way."""
+    s = HttpServer(t, "--max-concurrent", "8")
+    a = Session(s.port, name="A")
+    name = marker()
+    code = marked(name, "import time\ntime.sleep(30)\n'done'")
+    fds0 = len(os.listdir("/proc/%d/fd" % s.p.pid))
+    out, ths = {}, []
+    for k in range(8):
+        accept = "text/event-stream" if k % 2 else "application/json"
+        def go(k=k, accept=accept):
+            t0 = time.monotonic()
+            try:
+                r = a.post(req(k + 1, "tools/call", snippet_params(code)),
+                           extra={"Accept": accept}, src="127.0.0.40", timeout=25)
+                out[k] = ("ended", r.status, time.monotonic() - t0)
+            except m.Failure:
+                out[k] = ("held", None, time.monotonic() - t0)
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        ths.append(th)
+    try:
+        m.check(wait_for(lambda: len(procs_with_comm(name)) >= 8, 20), "calls never started")
+        for k in range(8):
+            r = a.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": k + 1, "reason": "test"}})
+            m.check(r.status in (200, 202), "cancel %d: %r" % (k + 1, r.status))
+        m.check(wait_for(lambda: not procs_with_comm(name), 5), "cancelled runs still alive")
+        t0 = time.monotonic()
+        for th in ths:
+            th.join(max(0.1, 6 - (time.monotonic() - t0)))
+        held = [k for k, th in enumerate(ths) if th.is_alive()]
+        fds = len(os.listdir("/proc/%d/fd" % s.p.pid))
+        m.check(not held, "%d of 8 cancelled requests (JSON and SSE) still open 6 s after "
+                "their cancellation, the runs gone (server descriptors %d -> %d)"
+                % (len(held), fds0, fds))
+    finally:
+        kill_comm(name)
+    m.check(healthy(s), "not healthy")
+
+
 # ---------------------------------------------------------------- SSE exhaustion
 
 STALL = ("for i in range(4000):\n    print('z' * 60, flush=True)\nimport time\n"
@@ -1492,6 +1537,7 @@ TESTS = [
     ("isolation: two sessions, same ids, logs, progress, cancel", test_isolation_sessions),
     ("isolation: stateless clients at once", test_isolation_stateless),
     ("DELETE of a session while its calls stream", test_delete_during_calls),
+    ("a cancelled request's HTTP exchange ends", test_cancelled_requests_end),
     ("SSE: stalled readers keep timeouts and do not starve others", test_sse_stalled_readers),
     ("SSE: run output cannot forge SSE events or the reply", test_sse_framing_injection),
     ("SSE: abandoned streams do not crash or leak the pool", test_sse_abandoned),
