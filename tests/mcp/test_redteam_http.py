@@ -153,7 +153,9 @@ def test_auth_refusal_shape_and_timing(t):
     m.eq(next(iter(distinct))[0], 401, "status")
     med = {k: statistics.median(v) * 1000 for k, v in times.items()}
     spread = max(med.values()) - min(med.values())
-    m.check(spread < 5.0, "median 401 latency differs by %.2f ms across wrong tokens: %r"
+    # gross differences only (a per-byte compare differs by nanoseconds): 5 ms, or half
+    # the fastest median on a loaded machine
+    m.check(spread < max(5.0, min(med.values()) / 2), "median 401 latency differs by %.2f ms across wrong tokens: %r"
             % (spread, {k: round(v, 3) for k, v in med.items()}))
 
 
