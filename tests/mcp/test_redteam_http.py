@@ -1396,6 +1396,7 @@ def test_sigkill_leaves_nothing(t):
                                  if part.startswith("govex.")}
             except OSError:
                 pass
+        m.check(mine, "the runs' govex.* cgroups could not be read from /proc")
         killed = {s.p.pid}
         os.kill(s.p.pid, signal.SIGKILL)
         s.p.wait(10)
