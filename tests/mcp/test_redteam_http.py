@@ -1081,6 +1081,54 @@ def test_sse_abandoned(t):
     m.check(s.alive(), "the server died")
 
 
+def test_hangup_races(t):
+    """Clients that vanish (RST or FIN) at random moments around their call's end, JSON
+    and SSE, sessions and stateless, 160 times from 8 threads: the server survives, a
+    sanitizer build reports nothing, and calls still work."""
+    s = HttpServer(t, "--max-concurrent", "4")
+    sess = Session(s.port)
+    sess.rpc("logging/setLevel", {"level": "debug"})
+    seed = random.randrange(1 << 30)
+    errors = []
+
+    def worker(w):
+        rng = random.Random(seed + w)
+        for i in range(20):
+            code = "import time\nprint('x', flush=True)\ntime.sleep(%.3f)\n%d" % (
+                rng.uniform(0.0, 0.25), i)
+            if rng.random() < 0.5:
+                msg = modern(i, "tools/call", snippet_params(code),
+                             **{"io.modelcontextprotocol/logLevel": "debug"})
+                hs = dict(JSON_HEADERS)
+            else:
+                msg = req(1000 * w + i, "tools/call", snippet_params(code))
+                hs = mcp_headers(session=sess.id, version=LEGACY)
+            if rng.random() < 0.5:
+                hs["Accept"] = "text/event-stream"
+            try:
+                c = connect(s.port, src="127.0.0.%d" % (60 + w), timeout=10)
+                c.sendall(build("POST", "/mcp", s.port, hs, json.dumps(msg).encode()))
+                time.sleep(rng.uniform(0.0, 0.4))
+                if rng.random() < 0.5:
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                else:
+                    c.shutdown(socket.SHUT_WR)
+                c.close()
+            except OSError as x:
+                errors.append("worker %d case %d: %s" % (w, i, x))
+    ths = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(8)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(120)
+    time.sleep(1.0)
+    m.check(s.alive(), "the server died (seed %d): %s" % (seed, s.stderr()[-1500:]))
+    m.check(healthy(s), "not healthy after hang-up races (seed %d)" % seed)
+    r = post(s.port, modern(5, "tools/call", snippet_params("6*7")))
+    m.eq(value_of(r.response_to(5)), 42, "a call after the races (seed %d)" % seed)
+    m.check(len(errors) < 20, "client-side errors: %r" % errors[:5])
+
+
 # ---------------------------------------------------------------- malformed HTTP / JSON-RPC
 
 MALFORMED_HTTP = [
@@ -1555,6 +1603,7 @@ TESTS = [
     ("SSE: stalled readers keep timeouts and do not starve others", test_sse_stalled_readers),
     ("SSE: run output cannot forge SSE events or the reply", test_sse_framing_injection),
     ("SSE: abandoned streams do not crash or leak the pool", test_sse_abandoned),
+    ("clients vanishing around their call's end (races)", test_hangup_races),
     ("malformed HTTP: 4xx or close, never 2xx/5xx", test_malformed_http),
     ("JSON-RPC fuzz over HTTP", test_fuzz_jsonrpc),
     ("SIGTERM drains: readyz 503, in-flight completes, exit 0; SIGINT", test_sigterm_drain),
