@@ -75,6 +75,16 @@ class HttpServer:
                     return int(line.split()[1])
         return 0
 
+    def stop(self, timeout=40):
+        """SIGTERM and the exit status (a sanitizer build checks for leaks at exit)."""
+        os.kill(self.p.pid, signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise m.Failure("still running %d s after SIGTERM" % timeout)
+        no_sanitizer_report(self)
+        return rc
+
     def alive(self):
         return self.p.poll() is None
 
@@ -438,12 +448,16 @@ def retry_after_ok(v):
         return False
 
 
-def healthy(s):
-    """/healthz answers 200, and a sanitizer build has reported nothing (a report fails)."""
+def no_sanitizer_report(s):
     err = s.stderr()
     for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
         if mark in err:
             i = err.index(mark)
             raise m.Failure("the server's sanitizer reported:\n" + err[max(0, i - 200):i + 3000])
+
+
+def healthy(s):
+    """/healthz answers 200, and a sanitizer build has reported nothing (a report fails)."""
+    no_sanitizer_report(s)
     r = http(s.port, "GET", "/healthz", timeout=10)
     return r.status == 200

@@ -1078,6 +1078,7 @@ def test_sse_abandoned(t):
     finally:
         kill_comm(name)
     m.check(healthy(s), "not healthy after abandoned streams")
+    m.eq(s.stop(), 0, "exit status after SIGTERM")
     m.check(s.alive(), "the server died")
 
 
@@ -1127,6 +1128,7 @@ def test_hangup_races(t):
     r = post(s.port, modern(5, "tools/call", snippet_params("6*7")))
     m.eq(value_of(r.response_to(5)), 42, "a call after the races (seed %d)" % seed)
     m.check(len(errors) < 20, "client-side errors: %r" % errors[:5])
+    m.eq(s.stop(), 0, "exit status after SIGTERM (seed %d)" % seed)
 
 
 # ---------------------------------------------------------------- malformed HTTP / JSON-RPC
@@ -1309,6 +1311,7 @@ def test_fuzz_jsonrpc(t):
     _, lst = sess.rpc("tools/list")
     m.check("result" in lst, "the session after the fuzz (seed %d)" % seed)
     m.check(healthy(s), "not healthy after the fuzz (seed %d)" % seed)
+    m.eq(s.stop(), 0, "exit status after SIGTERM (seed %d)" % seed)
 
 
 # ---------------------------------------------------------------- drain, kill
