@@ -1079,7 +1079,6 @@ def test_sse_abandoned(t):
         kill_comm(name)
     m.check(healthy(s), "not healthy after abandoned streams")
     m.eq(s.stop(), 0, "exit status after SIGTERM")
-    m.check(s.alive(), "the server died")
 
 
 def test_hangup_races(t):
