@@ -1,0 +1,1431 @@
+#!/usr/bin/env python3
+"""Red team RT-W (round 3, contract section 6): attacks on warm runs.
+
+DESIGN.md "Warm runs": a run forked from a template has the same controls, statuses and
+result document as a cold run and never sees another run's state (globals, modules,
+environment, files, threads); "Trust boundaries": runs cannot see or touch each other,
+aggregate limits are kernel-accounted.  So every test below either compares a warm run
+with a cold one (CLI, GOVEX_WARM=1 vs 0, GOVEX_WARM_LOG proving the run was warm) or
+drives one long-lived library runtime (govex_runtime_warm(), as `govex mcp` has) whose
+runs share a template, and attacks from one run what the others (or the template, or the
+host) hold.  Anything that could harm the host (kill(-1), forks, raw clone/vfork,
+filling memory, writing into shared mappings) runs behind a guard that exits 97 unless
+the snippet finds itself in a sandbox (its own PID namespace, no_new_privs, seccomp, not
+the host's /etc); the CLI cases also prove the sandbox with the canary first.
+Prints TAP."""
+import ctypes
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+# RTW_COLD_DEBUG=1 (for checking these tests themselves, never in CI): every "warm" run
+# is made cold, so a test that fails then is wrong, not the warm runs
+COLD_DEBUG = os.environ.get("RTW_COLD_DEBUG") == "1"
+
+# ---------------------------------------------------------------- snippets' helpers
+
+GUARD = r'''
+import os as _o, json as _j
+def _guard(pidns, etc):
+    st = {}
+    for _l in open("/proc/self/status"):
+        _k, _, _v = _l.partition(":")
+        st[_k] = _v.strip()
+    try:
+        _s = _o.stat("/etc")
+        _e = [_s.st_dev, _s.st_ino]
+    except OSError:
+        _e = None
+    ok = (_o.readlink("/proc/self/ns/pid") != pidns and _o.getpid() < 100
+          and st.get("NoNewPrivs") == "1" and st.get("Seccomp") == "2"
+          and _e != etc and not _o.path.exists("/etc/shadow"))
+    if not ok:
+        print("GOVEX-GUARD refused", flush=True)
+        _o._exit(97)
+_guard(%r, %r)
+_dumps = _j.dumps
+def emit(obj):
+    print("RTW " + _dumps(obj, sort_keys=True, default=repr), flush=True)
+'''
+
+# the process's own memory, searched for a secret given in two halves: the whole secret
+# never exists in the searching process unless something else put it there
+SCAN = r'''
+def scan_memory(halves):
+    found = []
+    fd = _o.open("/proc/self/mem", _o.O_RDONLY)
+    try:
+        for line in open("/proc/self/maps").read().splitlines():
+            p = line.split()
+            if "r" not in p[1] or (len(p) > 5 and p[5].startswith(("[vvar", "[vsyscall"))):
+                continue
+            a, b = (int(x, 16) for x in p[0].split("-"))
+            if b - a > (512 << 20):
+                continue
+            try:
+                data = _o.pread(fd, b - a, a)
+            except OSError:
+                continue
+            for h1, h2 in halves:
+                i = data.find(h1)
+                while i >= 0:
+                    if data[i + len(h1):i + len(h1) + len(h2)] == h2:
+                        found.append([h1.decode(), line])
+                        break
+                    i = data.find(h1, i + 1)
+    finally:
+        _o.close(fd)
+    return found
+'''
+
+
+def guarded(code):
+    pidns, etc = e.host_facts()
+    return GUARD % (pidns, etc) + code
+
+
+def emitted(doc, what="run"):
+    """The snippet's RTW line (the last), or a failure naming the run's ending."""
+    for line in reversed((doc.get("stdout") or "").splitlines()):
+        if line.startswith("RTW "):
+            return json.loads(line[4:])
+    raise g.Failure("%s printed no RTW line: status=%r stdout=%r stderr=%r diagnostics=%r"
+                    % (what, doc.get("status"), (doc.get("stdout") or "")[-500:],
+                       (doc.get("stderr") or "")[-800:], doc.get("diagnostics")))
+
+
+def no_guard_refusal(doc):
+    g.check("GOVEX-GUARD" not in (doc.get("stdout") or ""),
+            "the guard refused (not a sandbox): %r" % (doc.get("stdout") or "")[-300:])
+
+
+def halves(secret):
+    s = secret.encode()
+    return [s[:len(s) // 2], s[len(s) // 2:]]
+
+
+# ---------------------------------------------------------------- the CLI, warm or cold
+
+_LOGS = [0]
+
+
+def cli(t, code, pol, warm, args=(), extra_env=None, **kw):
+    """`govex run --json -c CODE` with GOVEX_WARM=1 (the run must be logged "warm" in
+    GOVEX_WARM_LOG) or GOVEX_WARM=0.  Returns (Proc, result document)."""
+    _LOGS[0] += 1
+    log = t.path("warm-%d.log" % _LOGS[0])
+    env = dict(extra_env or {})
+    env["GOVEX_WARM"] = "1" if warm and not COLD_DEBUG else "0"
+    env["GOVEX_WARM_LOG"] = log
+    r = t.run(["run", "--policy", pol, "--json"] + list(args) + ["-c", code],
+              extra_env=env, **kw)
+    if r.hard_timeout:
+        raise g.Failure("govex did not finish\n" + r.describe())
+    doc = r.result()
+    if warm and not COLD_DEBUG:
+        lines = open(log).read().split("\n") if os.path.exists(log) else []
+        lines = [x for x in lines if x]
+        g.check(lines and lines[-1] == "warm",
+                "GOVEX_WARM=1 but the run was not warm (GOVEX_WARM_LOG: %r); status %r "
+                "stderr %r" % (lines, doc.get("status"), (doc.get("stderr") or "")[-300:]))
+    e.eq(doc["backend"]["name"], "restricted", "backend")
+    return r, doc
+
+
+def both(t, code, pol, **kw):
+    """(cold document, warm document) of the same run."""
+    return cli(t, code, pol, False, **kw)[1], cli(t, code, pol, True, **kw)[1]
+
+
+def denials_of(doc):
+    return sorted((d.get("code"), tuple(d.get("controls") or ()), d.get("message"))
+                  for d in doc.get("diagnostics") or []
+                  if isinstance(d, dict) and d.get("code") == "denied_by_policy")
+
+
+def diag_codes(doc):
+    return sorted(d.get("code") for d in doc.get("diagnostics") or [] if isinstance(d, dict))
+
+
+# ---------------------------------------------------------------- one warm library runtime
+
+class _Err(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("pad", ctypes.c_int), ("msg", ctypes.c_char * 504)]
+
+
+class _File(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+
+
+class _Opts(ctypes.Structure):
+    # struct govex_runtime_options; the trailing int is the `warm` field of the round-2
+    # prototype (branch warm), ignored by a library with govex_runtime_warm()
+    _fields_ = [("approve", ctypes.c_void_p), ("approve_userdata", ctypes.c_void_p),
+                ("audit", ctypes.c_void_p), ("audit_userdata", ctypes.c_void_p),
+                ("audit_fd", ctypes.c_int), ("probe_cache_dir", ctypes.c_char_p),
+                ("backend", ctypes.c_char_p), ("sandbox_uid", ctypes.c_uint32),
+                ("sandbox_gid", ctypes.c_uint32), ("sandbox_uid_count", ctypes.c_uint32),
+                ("proto_warm", ctypes.c_int), ("spare", ctypes.c_char * 64)]
+
+
+class _Req(ctypes.Structure):
+    _fields_ = [("language", ctypes.c_char_p), ("code", ctypes.c_char_p),
+                ("code_len", ctypes.c_size_t), ("source_path", ctypes.c_char_p),
+                ("stdin_data", ctypes.c_char_p), ("stdin_len", ctypes.c_size_t),
+                ("workdir", ctypes.c_char_p), ("limits", ctypes.c_uint64 * 8),
+                ("env", ctypes.POINTER(ctypes.c_char_p)), ("needs", ctypes.c_uint),
+                ("shell", ctypes.c_int), ("metadata", ctypes.c_void_p),
+                ("cancel", ctypes.c_void_p), ("repl", ctypes.c_int),
+                ("inputs_json", ctypes.c_char_p), ("inputs_len", ctypes.c_size_t),
+                ("files", ctypes.POINTER(_File)), ("n_files", ctypes.c_size_t),
+                ("outputs", ctypes.c_int), ("on_output", ctypes.c_void_p),
+                ("output_userdata", ctypes.c_void_p)]
+
+
+def strict_doc(**changes):
+    pol = g.preset("strict")
+    for k, v in changes.items():
+        if isinstance(v, dict) and isinstance(pol.get(k), dict):
+            pol[k] = dict(pol[k], **v)
+        else:
+            pol[k] = v
+    pol["backend"] = "restricted"
+    return pol
+
+
+class WarmRuntime:
+    """One library runtime made warm with govex_runtime_warm() (the call `govex mcp`
+    makes); run() may be called from several threads at once."""
+
+    def __init__(self, policy_doc, warm=True):
+        e.need_restricted()
+        self.lib = lib = e.rc_libgovex()
+        lib.govex_result_json.restype = ctypes.c_char_p
+        lib.govex_result_json.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        err = _Err()
+        pol = ctypes.c_void_p()
+        data = json.dumps(policy_doc).encode()
+        if lib.govex_policy_parse(data, ctypes.c_size_t(len(data)), ctypes.byref(pol),
+                                  ctypes.byref(err)) < 0:
+            raise g.Failure("govex_policy_parse: %r" % err.msg)
+        self.pol = pol
+        has_api = hasattr(lib, "govex_runtime_warm")
+        opts = _Opts()
+        opts.proto_warm = 1 if (warm and not has_api and not COLD_DEBUG) else 0
+        rt = ctypes.c_void_p()
+        if lib.govex_runtime_new(pol, ctypes.byref(opts), ctypes.byref(rt),
+                                 ctypes.byref(err)) < 0:
+            lib.govex_policy_free(pol)
+            raise g.Failure("govex_runtime_new: %r" % err.msg)
+        self.rt = rt
+        self.closed = False
+        if warm and has_api and not COLD_DEBUG:
+            r = lib.govex_runtime_warm(rt, ctypes.byref(err))
+            if r < 0:
+                self.close()
+                raise g.Failure("govex_runtime_warm() = %d (%s): this library has no warm "
+                                "runs" % (r, err.msg.decode(errors="replace")))
+
+    def stats(self):
+        if not hasattr(self.lib, "govex_runtime_stats_json"):
+            return None
+        p = ctypes.c_void_p()
+        if self.lib.govex_runtime_stats_json(self.rt, ctypes.byref(p)) < 0 or not p:
+            raise g.Failure("govex_runtime_stats_json failed")
+        s = ctypes.string_at(p.value).decode()
+        ctypes.CDLL(None).free(p)
+        return json.loads(s)
+
+    def run(self, code, stdin=None, env=None, files=None, repl=False, inputs=None,
+            outputs=False, limits=None):
+        req = _Req()
+        src = code.encode()
+        req.code, req.code_len = src, len(src)
+        keep = [src]
+        if stdin is not None:
+            b = stdin.encode()
+            keep.append(b)
+            req.stdin_data, req.stdin_len = b, len(b)
+        if env:
+            arr = (ctypes.c_char_p * (len(env) + 1))(*[x.encode() for x in env], None)
+            keep.append(arr)
+            req.env = arr
+        if files:
+            fa = (_File * len(files))()
+            for i, (n, d) in enumerate(files):
+                nb, db = n.encode(), d.encode()
+                keep += [nb, db]
+                fa[i].name, fa[i].data, fa[i].len = nb, db, len(db)
+            keep.append(fa)
+            req.files, req.n_files = fa, len(files)
+        if repl:
+            req.repl = 1
+            if inputs is not None:
+                ib = json.dumps(inputs).encode()
+                keep.append(ib)
+                req.inputs_json, req.inputs_len = ib, len(ib)
+        if outputs:
+            req.outputs = 1
+        for i, v in enumerate(limits or ()):
+            req.limits[i] = v
+        res = ctypes.c_void_p()
+        err = _Err()
+        r = self.lib.govex_runtime_run(self.rt, ctypes.byref(req), ctypes.byref(res),
+                                       ctypes.byref(err))
+        if r < 0 or not res:
+            raise g.Failure("govex_runtime_run() = %d: %s" % (r, err.msg))
+        doc = json.loads(self.lib.govex_result_json(res, None).decode())
+        self.lib.govex_result_free(res)
+        return doc
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.lib.govex_runtime_free(self.rt)
+            self.lib.govex_policy_free(self.pol)
+
+
+def warm_runs(rt):
+    s = rt.stats()
+    if s is None:
+        return None
+    return s.get("warm", {}).get("warm_runs")
+
+
+def with_runtime(t, policy_doc, warm=True):
+    rt = WarmRuntime(policy_doc, warm=warm)
+    t.defer(rt.close)
+    return rt
+
+
+def expect_warm(rt, before, n, what):
+    """The runtime's stats show N more warm runs than BEFORE (None: no stats here)."""
+    after = warm_runs(rt)
+    if before is None or after is None or COLD_DEBUG:
+        return
+    g.check(after - before >= n, "%s: %d runs but warm_runs went %r -> %r (stats %r)"
+            % (what, n, before, after, rt.stats()))
+
+
+def parallel(fns):
+    """Runs every fn in its own thread; returns their results (exceptions re-raised)."""
+    out = [None] * len(fns)
+    errs = []
+
+    def go(i, fn):
+        try:
+            out[i] = fn()
+        except BaseException as x:  # noqa: B902
+            errs.append(x)
+
+    ths = [threading.Thread(target=go, args=(i, f), daemon=True) for i, f in enumerate(fns)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(120)
+    if errs:
+        raise errs[0]
+    if any(th.is_alive() for th in ths):
+        raise g.Failure("a run did not return within 120 s")
+    return out
+
+
+# ---------------------------------------------------------------- host processes
+
+def descendants(root=None):
+    """{pid: (ppid, comm)} of every live process below ROOT (default: this one)."""
+    root = root or os.getpid()
+    procs = {}
+    for n in os.listdir("/proc"):
+        if not n.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % n) as f:
+                st = f.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            if fields[0] == "Z":
+                continue
+            procs[int(n)] = (int(fields[1]), comm)
+        except (OSError, ValueError, IndexError):
+            pass
+    out = {}
+    frontier = {root}
+    while frontier:
+        nxt = {p for p, (pp, _) in procs.items() if pp in frontier and p not in out}
+        for p in nxt:
+            out[p] = procs[p]
+        frontier = nxt
+    return out
+
+
+def depth(pid, tree):
+    d = 0
+    while pid in tree:
+        pid = tree[pid][0]
+        d += 1
+    return d
+
+
+def host_mounts():
+    with open("/proc/self/mountinfo") as f:
+        return sorted(line.split()[4] for line in f)
+
+
+# ================================================================ tests
+
+def test_warm_is_on(t):
+    """The precondition of every other test: a runtime can be made warm, its stats say
+    so, and its runs are counted warm (the CLI's GOVEX_WARM=1 logs "warm")."""
+    rt = with_runtime(t, strict_doc())
+    s = rt.stats()
+    if s is not None:
+        w = s.get("warm") or {}
+        g.check(w.get("enabled") is True and w.get("ready") is True and
+                (w.get("templates") or 0) >= 1, "stats after govex_runtime_warm: %r" % s)
+    before = warm_runs(rt)
+    doc = rt.run("print(6 * 7)\n")
+    e.eq((doc["status"], doc["stdout"]), ("success", "42\n"), "status, stdout")
+    expect_warm(rt, before, 1, "a plain run")
+    s = rt.stats()
+    if s is not None:
+        e.eq(s["warm"].get("cold_runs"), 0, "cold_runs (stats %r)" % s)
+    _, doc = cli(t, "print(6 * 7)\n", e.policy(t), True)
+    e.eq((doc["status"], doc["stdout"]), ("success", "42\n"), "CLI warm status, stdout")
+
+
+# What a program can see of its own start state, compared warm vs cold.
+STATE = r'''
+import sys, signal, resource, threading, gc, pwd, grp, locale, time
+fds = sorted(int(n) for n in _o.listdir("/proc/self/fd"))
+def kind(fd):
+    try:
+        l = _o.readlink("/proc/self/fd/%d" % fd)
+    except OSError as x:
+        return "?%s" % x.errno
+    return l.split(":")[0] if ":" in l else l
+st = {}
+for _l in open("/proc/self/status"):
+    _k, _, _v = _l.partition(":")
+    if _k.startswith(("Cap", "Sig", "NoNewPrivs", "Seccomp", "Groups", "Uid", "Gid",
+                      "Speculation", "Threads")):
+        st[_k] = _v.split() if _k in ("Uid", "Gid", "Groups") else _v.strip()
+st.pop("SigQ", None)
+um = _o.umask(0o22); _o.umask(um)
+mi = []
+for _l in open("/proc/self/mountinfo"):
+    a = _l.split(" - ")[0].split()
+    mi.append([a[4], "rw" if "rw" in a[5].split(",") else "ro"])
+sigs = {}
+for s in range(1, signal.NSIG):
+    try:
+        h = signal.getsignal(s)
+    except (ValueError, OSError):
+        continue
+    sigs[s] = h if isinstance(h, int) or h is None else getattr(h, "__name__", repr(h))
+rl = {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource)
+      if n.startswith("RLIMIT_")}
+try:
+    me = pwd.getpwuid(_o.getuid()); me = [me.pw_name, me.pw_uid, me.pw_dir]
+except KeyError:
+    me = None
+try:
+    mg = grp.getgrgid(_o.getgid()).gr_name
+except KeyError:
+    mg = None
+emit({"fds": [[f, kind(f)] for f in fds], "status": st, "umask": um, "cwd": _o.getcwd(),
+      "cwd_list": sorted(_o.listdir(".")), "tmp_list": sorted(_o.listdir("/tmp")),
+      "mounts_rw": sorted(set(m for m, rw in mi if rw == "rw")), "signals": sigs,
+      "rlimits": rl, "env": dict(_o.environ), "argv": sys.argv, "flags": list(sys.flags),
+      "path": sys.path, "ids": [_o.getpid(), _o.getppid(), _o.getpgrp(), _o.getsid(0)],
+      "passwd_me": me, "group_me": mg, "uname": list(_o.uname())[:3],
+      "threads": threading.active_count(), "gc": [gc.isenabled(), gc.get_threshold()],
+      "recursion": sys.getrecursionlimit(), "switch": sys.getswitchinterval(),
+      "enc": [sys.getfilesystemencoding(), sys.stdout.encoding, sys.stdout.errors,
+              sys.stdout.line_buffering, sys.stdin.isatty()],
+      "affinity": sorted(_o.sched_getaffinity(0)), "nice": _o.getpriority(_o.PRIO_PROCESS, 0),
+      "tz": list(time.tzname), "locale": locale.setlocale(locale.LC_ALL),
+      "hooks": [sys.excepthook is sys.__excepthook__, sys.displayhook is sys.__displayhook__,
+                sys.gettrace(), sys.getprofile(), len(sys.meta_path), len(sys.path_hooks)],
+      "dumpable": open("/proc/self/status").read().count("\n") > 0,
+      "comm": open("/proc/self/comm").read().strip()})
+'''
+
+
+def test_start_state_warm_equals_cold(t):
+    """fds (and what they are), capabilities, signal dispositions and mask, rlimits,
+    umask, cwd, /tmp and workdir contents, writable mounts, ids, /etc/passwd's entry
+    for the run's uid (hazard 2), environment, argv, flags: a warm run starts as a cold
+    one does."""
+    e.need_restricted()
+    pol = e.policy(t)
+    cold, warm = both(t, guarded(STATE), pol)
+    c, w = emitted(cold, "cold"), emitted(warm, "warm")
+    diffs = ["%s: cold %r, warm %r" % (k, c.get(k), w.get(k))
+             for k in sorted(set(c) | set(w)) if k not in ("ids",) and c.get(k) != w.get(k)]
+    # pid/ppid/pgrp/sid: the program under an init of its own, in its own session
+    if w["ids"][2:] != [w["ids"][0], w["ids"][0]] or w["ids"][1] != c["ids"][1]:
+        diffs.append("pid, ppid, pgrp, sid: cold %r, warm %r" % (c["ids"], w["ids"]))
+    if not (w["passwd_me"] and w["passwd_me"][0] == "govex" and
+            w["passwd_me"][1] == int(w["status"]["Uid"][0])):
+        diffs.append("the warm run's uid has no entry of its own in /etc/passwd: %r"
+                     % (w["passwd_me"],))
+    g.check(not diffs, "warm run's start state differs from cold:\n  " + "\n  ".join(diffs))
+
+
+# ---- state a run leaves for the next one (one template) ----
+
+POISON = r'''
+import sys, builtins, json, re, signal, atexit, threading, codecs, warnings, random, gc
+import resource, linecache, copyreg, functools, collections, io
+secret = sys.stdin.read() + _o.environ.get("RTW_TAG", "") + open("rtw.txt").read()
+keep = [secret, secret.encode(), secret * 3]
+builtins.RTW_POISON = secret
+json.RTW_POISON = secret
+json.dumps = lambda *a, **k: "POISONED"
+re.compile("rtw-poison-" + secret[:8])
+json.JSONEncoder.rtw = 1
+sys.path.append("/rtw-poison")
+sys.modules["rtw_poison"] = type(sys)("rtw_poison")
+sys.meta_path.append(object())
+_o.environ["RTW_POISON"] = secret
+_o.putenv("RTW_POISON2", secret)
+_o.umask(0o777)
+signal.signal(signal.SIGUSR1, lambda *a: None)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+sys.setrecursionlimit(77)
+sys.setswitchinterval(0.05)
+gc.disable(); gc.set_threshold(1, 1, 1)
+sys.excepthook = lambda *a: print("RTW-EXCEPTHOOK-LEAK")
+threading.excepthook = lambda *a: None
+warnings.simplefilter("ignore")
+codecs.register(lambda n: None)
+atexit.register(print, "RTW-ATEXIT-LEAK")
+sys.addaudithook(lambda ev, args: ev == "open" and print("RTW-AUDIT-LEAK", flush=True))
+threading.setprofile(lambda *a: None)
+random.seed(0)
+linecache.cache["rtw-poison"] = (1, None, [secret], "rtw")
+copyreg.dispatch_table[complex] = lambda c: (complex, (0, 0))
+resource.setrlimit(resource.RLIMIT_NOFILE, (17, 17))
+try:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+except Exception:
+    pass
+open("/tmp/rtw-poison", "w").write(secret)
+open("rtw-poison", "w").write(secret)
+_o.chdir("/tmp")
+ev = threading.Event()
+threading.Thread(target=ev.wait, daemon=True, name="rtw-left").start()
+import ctypes
+ctypes.CDLL(None).prctl(15, b"rtw-poison", 0, 0, 0)
+emit({"poisoned": True, "self_scan": scan_memory(HALVES)})
+'''
+
+WITNESS = r'''
+import sys, builtins, json, re, signal, threading, codecs, warnings, random, gc, resource
+import linecache, copyreg, collections, atexit
+try:
+    codecs.lookup("rtw_nonexistent")
+    codec = "found"
+except LookupError:
+    codec = "none"
+emit({"builtins": hasattr(builtins, "RTW_POISON"), "json": [hasattr(json, "RTW_POISON"),
+      json.dumps({"a": 1})], "re": any("rtw-poison" in str(k) for k in re._cache),
+      "odict": hasattr(json.JSONEncoder, "rtw"),
+      "path": "/rtw-poison" in sys.path, "modules": "rtw_poison" in sys.modules,
+      "meta_path": len(sys.meta_path), "env": [k for k in _o.environ if "RTW" in k],
+      "umask": _o.umask(0o22), "sig": [repr(signal.getsignal(signal.SIGUSR1)),
+      repr(signal.getsignal(signal.SIGTERM)),
+      sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, []))],
+      "recursion": sys.getrecursionlimit(), "switch": sys.getswitchinterval(),
+      "gc": [gc.isenabled(), gc.get_threshold()],
+      "excepthook": sys.excepthook is sys.__excepthook__,
+      "threading_excepthook": threading.excepthook is threading.__excepthook__,
+      "warnings": len(warnings.filters), "codec": codec, "atexit": atexit._ncallbacks(),
+      "profile": threading.getprofile() if hasattr(threading, "getprofile") else None,
+      "linecache": "rtw-poison" in linecache.cache, "copyreg": complex in copyreg.dispatch_table,
+      "nofile": resource.getrlimit(resource.RLIMIT_NOFILE), "cwd": _o.getcwd(),
+      "tmp": sorted(_o.listdir("/tmp")), "workdir": sorted(_o.listdir(".")),
+      "threads": sorted(th.name for th in threading.enumerate()),
+      "tasks": len(_o.listdir("/proc/self/task")),
+      "comm": open("/proc/self/comm").read().strip(),
+      "random": random.random(), "memory": scan_memory(HALVES)})
+'''
+
+
+def leak_case(t, repl):
+    pol = strict_doc(environment={"allow": ["RTW_TAG"]})
+    rt = with_runtime(t, pol)
+    before = warm_runs(rt)
+    secret = "rtw-secret-" + secrets.token_hex(16)
+    h = halves(secret)
+    witness = guarded(SCAN + "HALVES = [(%r, %r)]\n" % (h[0], h[1]) + WITNESS)
+    kw = {"repl": repl}
+    if repl:
+        kw["inputs"] = {"x": 1}
+    r0 = rt.run(witness, **kw)
+    w0 = emitted(r0, "first witness")
+    poison_in = secret[:12]
+    r1 = rt.run(guarded(SCAN + "HALVES = [(%r, %r)]\n" % (h[0], h[1]) + POISON),
+                stdin=poison_in, env=["RTW_TAG=" + secret[12:24]],
+                files=[("rtw.txt", secret[24:])], **kw)
+    g.check(emitted(r1, "poisoning run")["self_scan"],
+            "the memory scan does not find the secret in the run that holds it")
+    r2 = rt.run(witness, **kw)
+    w2 = emitted(r2, "second witness")
+    expect_warm(rt, before, 3, "three runs")
+    for doc in (r0, r1, r2):
+        no_guard_refusal(doc)
+    g.check(w0["memory"] == [], "the first run already finds the secret?! %r" % w0["memory"])
+    rand = (w0.pop("random"), w2.pop("random"))
+    diffs = ["%s: before %r, after %r" % (k, w0.get(k), w2.get(k))
+             for k in sorted(set(w0) | set(w2)) if w0.get(k) != w2.get(k)]
+    for leak in ("RTW-ATEXIT-LEAK", "RTW-AUDIT-LEAK", "RTW-EXCEPTHOOK-LEAK"):
+        if leak in (r2.get("stdout") or "") + (r2.get("stderr") or ""):
+            diffs.append("the next run printed %s" % leak)
+    g.check(rand[0] != rand[1], "random.random() repeats across runs: %r" % (rand,))
+    g.check(not diffs, "state left by one warm run for the next:\n  " + "\n  ".join(diffs))
+
+
+def test_state_does_not_leak_plain(t):
+    """One run poisons everything a Python program can reach (modules, builtins,
+    sys.path/modules/meta_path, environ, umask, signal handlers and mask, recursion
+    limit, gc, hooks, atexit, audit hook, codecs, warnings, rlimits, cwd, /tmp, workdir,
+    a thread, its comm) with a secret it got as data; the next run of the same template
+    sees none of it, and the secret is nowhere in its memory."""
+    leak_case(t, repl=False)
+
+
+def test_state_does_not_leak_repl(t):
+    """The same against REPL runs (govex's worker: MCP's run_python_snippet)."""
+    leak_case(t, repl=True)
+
+
+# ---- concurrency: every run sees only its own inputs, files, identity ----
+
+CONC = r'''
+import sys, time, pwd, hashlib
+tag_in = sys.stdin.read()
+tag_env = _o.environ.get("RTW_TAG")
+tag_file = open("tag.txt").read()
+open("/tmp/mine", "w").write(tag_in)
+out = _o.environ.get("GOVEX_OUTPUT_DIR")
+if out:
+    open(_o.path.join(out, "out.txt"), "w").write(tag_in)
+t0 = time.time()
+time.sleep(0.3)
+emit({"in": tag_in, "env": tag_env, "file": tag_file, "tmp": sorted(_o.listdir("/tmp")),
+      "tmp_mine": open("/tmp/mine").read(), "cwd": sorted(_o.listdir(".")),
+      "uid": _o.getuid(), "pw": list(pwd.getpwuid(_o.getuid()))[:3], "t": [t0, time.time()]})
+'''
+
+
+def test_concurrent_runs_see_only_their_own(t):
+    """Eight threads, three runs each, on one warm runtime: each run gets its own stdin,
+    environment value and file; each sees only its own (and its own /tmp and workdir),
+    returns its own output file, and runs that overlap in time have distinct uids (as
+    root) each with its own /etc/passwd entry."""
+    pol = strict_doc(environment={"allow": ["RTW_TAG"]})
+    rt = with_runtime(t, pol)
+    before = warm_runs(rt)
+    code = guarded(CONC)
+
+    def worker(i):
+        outs = []
+        for j in range(3):
+            tag = "rtw-%d-%d-%s" % (i, j, secrets.token_hex(4))
+            doc = rt.run(code, stdin=tag, env=["RTW_TAG=" + tag], files=[("tag.txt", tag)],
+                         outputs=True)
+            outs.append((tag, doc))
+        return outs
+
+    results = [x for lst in parallel([lambda i=i: worker(i) for i in range(8)]) for x in lst]
+    expect_warm(rt, before, len(results), "concurrent runs")
+    bad = []
+    seen = []
+    for tag, doc in results:
+        no_guard_refusal(doc)
+        r = emitted(doc, tag)
+        if [r["in"], r["env"], r["file"], r["tmp_mine"]] != [tag] * 4:
+            bad.append("%s saw %r" % (tag, r))
+        if r["tmp"] != ["mine"]:
+            bad.append("%s: /tmp holds %r" % (tag, r["tmp"]))
+        extra = [n for n in r["cwd"] if n not in ("tag.txt", "out", ".govex-out", "outputs")]
+        if any("rtw" in n or "tag" in n for n in extra):
+            bad.append("%s: workdir holds %r" % (tag, r["cwd"]))
+        files = [f for f in doc.get("files") or doc.get("outputs") or []
+                 if isinstance(f, dict)]
+        import hashlib
+        want = hashlib.sha256(tag.encode()).hexdigest()
+        if not any(f.get("name") == "out.txt" and f.get("sha256") == want for f in files):
+            bad.append("%s: output files %r" % (tag, files))
+        if os.geteuid() == 0:
+            if r["pw"][0] != "govex" or r["pw"][2] != r["uid"]:
+                bad.append("%s: /etc/passwd entry for uid %d: %r" % (tag, r["uid"], r["pw"]))
+        seen.append((tag, r["uid"], r["t"]))
+    if os.geteuid() == 0:
+        for i, (ta, ua, (a0, a1)) in enumerate(seen):
+            for tb, ub, (b0, b1) in seen[i + 1:]:
+                if a0 < b1 and b0 < a1 and ua == ub:
+                    bad.append("%s and %s overlapped with the same uid %d" % (ta, tb, ua))
+    g.check(not bad, "concurrent warm runs:\n  " + "\n  ".join(bad[:20]))
+
+
+# ---- reaching another run: abstract unix sockets, SysV and POSIX IPC ----
+
+ABS_LISTEN = r'''
+import socket, time
+name = b"\0" + NAME.encode()
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+except OSError as x:
+    emit({"create": x.errno})
+    raise SystemExit(0)
+s.bind(name)
+s.listen(16)
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.bind(name + b"-dgram")
+d.setblocking(False)
+selfc = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+selfc.connect(name)
+c0, _ = s.accept()
+s.settimeout(0.1)
+accepted, grams = 0, 0
+end = time.time() + 3.0
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+        accepted += 1
+    except (socket.timeout, OSError):
+        pass
+    try:
+        while d.recv(100):
+            grams += 1
+    except OSError:
+        pass
+emit({"self_connect": True, "accepted": accepted, "grams": grams})
+'''
+
+ABS_CONNECT = r'''
+import socket, time, errno
+name = b"\0" + NAME.encode()
+errs = set()
+ok = 0
+end = time.time() + 1.5
+while time.time() < end:
+    try:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(name)
+        ok += 1
+        c.close()
+    except OSError as x:
+        errs.add(errno.errorcode.get(x.errno, x.errno))
+    try:
+        d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        d.sendto(b"x", name + b"-dgram")
+        ok += 1
+        d.close()
+    except OSError as x:
+        errs.add(errno.errorcode.get(x.errno, x.errno))
+    time.sleep(0.05)
+emit({"connected": ok, "errors": sorted(errs)})
+'''
+
+
+def abstract_case(t, pol):
+    rt = with_runtime(t, pol)
+    name = "rtw-abs-" + secrets.token_hex(6)
+    pre = "NAME = %r\n" % name
+
+    def listener():
+        return rt.run(guarded(pre + ABS_LISTEN))
+
+    def connector():
+        time.sleep(1.0)
+        return rt.run(guarded(pre + ABS_CONNECT))
+
+    ld, cd = parallel([listener, connector])
+    lr, cr = emitted(ld, "listener"), emitted(cd, "connector")
+    if "create" in lr:
+        # no unix socket at all under this policy (then the cold run's must fail too)
+        cold = WarmRuntime(pol, warm=False)
+        try:
+            cl = emitted(cold.run(guarded(pre + ABS_LISTEN)), "cold listener")
+        finally:
+            cold.close()
+        e.eq(lr, cl, "the warm listener fails as a cold one does")
+        e.eq(cr["connected"], 0, "connections")
+        return
+    g.check(lr["self_connect"], "the listener could not use its own abstract socket")
+    g.check(cr["connected"] == 0 and lr["accepted"] == 0 and lr["grams"] == 0,
+            "one warm run reached another's abstract unix socket: listener %r, "
+            "connector %r" % (lr, cr))
+
+
+def test_abstract_socket_network_deny(t):
+    """Under network: deny the runs of one template share its network namespace
+    (warm.md): a run's abstract unix socket (stream and datagram) is not reachable
+    from a concurrent run."""
+    abstract_case(t, strict_doc())
+
+
+def test_abstract_socket_network_allow(t):
+    """The same with network: allow (the host's network namespace)."""
+    e.need_restricted()
+    abstract_case(t, strict_doc(network="allow"))
+
+
+IPC_MAKE = r'''
+import ctypes, time, errno
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    librt = ctypes.CDLL("librt.so.1", use_errno=True)
+except OSError:
+    librt = libc
+made = {}
+def ok(name, r):
+    made[name] = r if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+ok("shm", libc.shmget(KEY, 4096, 0o1666))
+ok("msg", libc.msgget(KEY, 0o1666))
+ok("sem", libc.semget(KEY, 1, 0o1666))
+librt.mq_open.restype = ctypes.c_int
+ok("mq", librt.mq_open(("/" + NAME).encode(), 0o100 | 2, 0o666, None))
+ok("posix_shm", _o.open("/dev/shm/" + NAME, _o.O_CREAT | _o.O_RDWR, 0o666)
+   if _o.path.isdir("/dev/shm") and _o.access("/dev/shm", _o.W_OK) else -1)
+print("RTW-MADE", flush=True)
+time.sleep(HOLD)
+emit({"made": made})
+'''
+
+IPC_FIND = r'''
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+try:
+    librt = ctypes.CDLL("librt.so.1", use_errno=True)
+except OSError:
+    librt = libc
+got = {}
+def res(name, r):
+    got[name] = ["FOUND", r] if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+res("shm", libc.shmget(KEY, 0, 0))
+res("msg", libc.msgget(KEY, 0))
+res("sem", libc.semget(KEY, 0, 0))
+librt.mq_open.restype = ctypes.c_int
+res("mq", librt.mq_open(("/" + NAME).encode(), 0, 0, None))
+try:
+    _o.open("/dev/shm/" + NAME, _o.O_RDONLY)
+    got["posix_shm"] = ["FOUND"]
+except OSError as x:
+    got["posix_shm"] = errno.errorcode.get(x.errno, x.errno)
+emit({"got": got})
+'''
+
+
+def test_ipc_between_runs(t):
+    """SysV shm/msg/sem, POSIX message queues and /dev/shm: what one warm run creates
+    (and holds) is not found by a concurrent run of the same template, nor by a later
+    one."""
+    rt = with_runtime(t, strict_doc())
+    key = 0x52540000 + secrets.randbelow(0xffff)
+    name = "rtw-ipc-" + secrets.token_hex(4)
+    pre = "KEY = %d\nNAME = %r\n" % (key, name)
+
+    def maker():
+        return rt.run(guarded(pre + "HOLD = 2.5\n" + IPC_MAKE))
+
+    def finder():
+        time.sleep(1.2)
+        return rt.run(guarded(pre + IPC_FIND))
+
+    md, fd = parallel([maker, finder])
+    later = rt.run(guarded(pre + IPC_FIND))
+    made = emitted(md, "maker")["made"]
+    bad = []
+    for what, doc in (("concurrent", fd), ("later", later)):
+        got = emitted(doc, what)["got"]
+        for k, v in got.items():
+            if isinstance(v, list):
+                bad.append("%s run found %s (maker: %r)" % (what, k, made.get(k)))
+    g.check(not bad, "IPC crosses warm runs:\n  " + "\n  ".join(bad))
+
+
+# ---- inherited memory and descriptors ----
+
+SHARED_MAPS = r'''
+import ctypes
+mine = []
+for line in open("/proc/self/maps").read().splitlines():
+    p = line.split()
+    if "s" in p[1]:
+        mine.append([p[1], p[5] if len(p) > 5 else ""])
+        if MARK and "w" in p[1]:
+            a = int(p[0].split("-")[0], 16)
+            ctypes.memmove(a, MARK.encode(), len(MARK))
+seen = []
+for line in open("/proc/self/maps").read().splitlines():
+    p = line.split()
+    if "s" in p[1] and "r" in p[1] and LOOK:
+        a = int(p[0].split("-")[0], 16)
+        if ctypes.string_at(a, len(LOOK)) == LOOK.encode():
+            seen.append(line)
+fdl = []
+for n in sorted(_o.listdir("/proc/self/fd"), key=int):
+    try:
+        fdl.append([int(n), _o.readlink("/proc/self/fd/" + n)])
+    except OSError:
+        pass
+emit({"shared": mine, "seen": seen, "fds": fdl})
+'''
+
+
+def test_no_shared_mapping_or_fd_from_template(t):
+    """A warm run has no MAP_SHARED mapping and no descriptor a cold run does not have
+    (nothing of the template's); a marker written into every writable shared mapping by
+    one run is not seen by the next."""
+    e.need_restricted()
+    pol = e.policy(t)
+    mark = "RTW-MAP-" + secrets.token_hex(8)
+    cold, warm = both(t, guarded("MARK = ''\nLOOK = ''\n" + SHARED_MAPS), pol)
+    c, w = emitted(cold, "cold"), emitted(warm, "warm")
+    bad = []
+    extra = [m for m in w["shared"] if m not in c["shared"]]
+    if extra:
+        bad.append("shared mappings a cold run does not have: %r" % extra)
+    cfd = sorted(x[0] for x in c["fds"])
+    if sorted(x[0] for x in w["fds"]) != cfd:
+        bad.append("descriptors: cold %r, warm %r" % (c["fds"], w["fds"]))
+    rt = with_runtime(t, strict_doc())
+    r1 = rt.run(guarded("MARK = %r\nLOOK = ''\n" % mark + SHARED_MAPS))
+    r2 = rt.run(guarded("MARK = ''\nLOOK = %r\n" % mark + SHARED_MAPS))
+    w1, w2 = emitted(r1, "marking run"), emitted(r2, "next run")
+    extra = [m for m in w1["shared"] if "w" in m[0] or m not in c["shared"]]
+    if extra:
+        bad.append("a library warm run has shared mappings a cold run has not: %r" % extra)
+    if w2["seen"]:
+        bad.append("the next run sees the marker in %r" % w2["seen"])
+    g.check(not bad, "\n  ".join(bad))
+
+
+HOST_SECRET = r'''
+import sys
+found = []
+for p in ("/proc/self/environ", "/proc/self/cmdline", "/proc/1/environ", "/proc/1/cmdline"):
+    try:
+        data = open(p, "rb").read()
+    except OSError:
+        continue
+    h1, h2 = HALVES[0]
+    i = data.find(h1)
+    if i >= 0 and data[i + len(h1):i + len(h1) + len(h2)] == h2:
+        found.append(p)
+emit({"files": found, "memory": scan_memory(HALVES), "environ_keys": sorted(_o.environ)})
+'''
+
+
+def test_host_environment_not_in_warm_run(t):
+    """The host's environment (a secret in the environment of the process that holds the
+    runtime, or of `govex run`) is not in a warm run: not in os.environ, /proc/self/
+    environ or cmdline (the template's), /proc/1/*, nor anywhere in the run's memory."""
+    secret = "rtw-host-" + secrets.token_hex(16)
+    h = halves(secret)
+    code = guarded(SCAN + "HALVES = [(%r, %r)]\n" % (h[0], h[1]) + HOST_SECRET)
+    _, doc = cli(t, code, e.policy(t), True, extra_env={"RTW_HOST_SECRET": secret})
+    r = emitted(doc, "CLI warm run")
+    os.environ["RTW_HOST_SECRET"] = secret
+    try:
+        rt = with_runtime(t, strict_doc())
+        r2 = emitted(rt.run(code), "library warm run")
+    finally:
+        del os.environ["RTW_HOST_SECRET"]
+    bad = []
+    for what, x in (("CLI", r), ("library", r2)):
+        if x["files"] or x["memory"] or "RTW_HOST_SECRET" in x["environ_keys"]:
+            bad.append("%s: %r" % (what, x))
+    g.check(not bad, "the host's environment reaches a warm run:\n  " + "\n  ".join(bad))
+
+
+REACH = r"""
+import errno, ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def tryit(fn):
+    try:
+        v = fn()
+        return ["OK", v if isinstance(v, (int, str)) else len(v)]
+    except OSError as x:
+        return errno.errorcode.get(x.errno, x.errno)
+def wr(p):
+    with open(p, "w") as f:
+        f.write("x")
+    return "written"
+out = {}
+for p in ("/proc/1/cwd", "/proc/1/root/tmp", "/proc/1/root/govex", "/proc/1/fd",
+          "/proc/1/map_files"):
+    out["list " + p] = tryit(lambda: sorted(_o.listdir(p)))
+for p in ("/proc/1/environ", "/proc/1/mem", "/proc/1/maps", "/proc/1/fd/3",
+          "/proc/1/fd/4", "/proc/1/fd/5", "/proc/1/fd/6"):
+    out["read " + p] = tryit(lambda: open(p, "rb").read(64))
+out["write /proc/1/cwd/rtw"] = tryit(lambda: wr("/proc/1/cwd/rtw"))
+r = libc.syscall(ctypes.c_long(101), ctypes.c_long(16), ctypes.c_long(1), None, None)
+out["ptrace attach 1"] = "OK" if r == 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+r = libc.syscall(ctypes.c_long(434), ctypes.c_long(1), ctypes.c_long(0))
+out["pidfd_open 1"] = "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+alive = []
+for pid in range(1, 4096):
+    try:
+        _o.kill(pid, 0)
+        alive.append(pid)
+    except OSError as x:
+        if x.errno == errno.EPERM:
+            alive.append(pid)
+out["pids"] = alive
+out["proc"] = sorted(int(n) for n in _o.listdir("/proc") if n.isdigit())
+emit(out)
+"""
+
+
+def test_reach_init_and_template(t):
+    """From a warm run: PID 1's cwd, root, descriptors, memory, environment (the
+    template's cwd and mounts lie under the run's), ptrace and pidfd of PID 1, every pid
+    up to 4096 signalled with 0: a warm run reaches exactly what a cold run reaches."""
+    e.need_restricted()
+    pol = e.policy(t)
+    cold, warm = both(t, guarded(REACH), pol)
+    c, w = emitted(cold, "cold"), emitted(warm, "warm")
+    bad = []
+    for k in sorted(set(c) | set(w)):
+        cv, wv = c.get(k), w.get(k)
+        if cv == wv:
+            continue
+        # a warm run may be refused where a cold one is, only the errno may differ
+        if not (isinstance(wv, str) and isinstance(cv, str)):
+            bad.append("%s: cold %r, warm %r" % (k, cv, wv))
+    g.check(not bad, "a warm run reaches what a cold one does not:\n  " + "\n  ".join(bad))
+
+
+# ---- the run's init: signals, kill(-1), hangs ----
+
+INIT_SIGNALS = r'''
+import signal, time, errno
+res = {}
+for s in range(1, 32):
+    if s in (signal.SIGKILL, signal.SIGSTOP):
+        continue
+    try:
+        _o.kill(1, s)
+        res[s] = "sent"
+    except OSError as x:
+        res[s] = errno.errorcode.get(x.errno, x.errno)
+for i in range(300):
+    for s in (signal.SIGINT, signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP):
+        try:
+            _o.kill(1, s)
+        except OSError:
+            pass
+try:
+    _o.kill(-1, signal.SIGINT)
+except OSError:
+    pass
+time.sleep(0.5)
+print("alive", flush=True)
+'''
+
+
+def test_signals_to_init(t):
+    """Every catchable signal sent (and flooded) to PID 1 and kill(-1, SIGINT): the
+    run goes on and ends as a cold run does (success, "alive")."""
+    e.need_restricted()
+    pol = e.policy(t)
+    e.prove(t, pol)
+    cold, warm = both(t, guarded(INIT_SIGNALS), pol)
+    no_guard_refusal(warm)
+    e.eq((warm["status"], warm["stdout"].splitlines()[-1:]),
+         (cold["status"], cold["stdout"].splitlines()[-1:]), "warm vs cold status, stdout")
+    e.eq(warm["status"], "success", "status")
+
+
+def test_signals_to_init_unprivileged(t):
+    """The same as a user who is not root (the run's init then has the run's uid)."""
+    e.need_restricted()
+    sb = e.need_unprivileged_sandbox(t)
+    home = sb[0]
+    pol = e.without_aggregate(e.policy(t, name="nobody/p.json"))
+    os.chmod(pol, 0o644)
+    log = os.path.join(home, "warm.log")
+    docs = {}
+    for warm in ("0", "1"):
+        rc, doc, res = e.run_proven_as_nobody(t, sb, [["canary", {"as": "c"}]], pol)
+        rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c",
+                                   guarded(INIT_SIGNALS)], cwd=home,
+                                  env=dict(sb[1], GOVEX_WARM="0" if COLD_DEBUG else warm,
+                                           GOVEX_WARM_LOG=log),
+                                  preexec=e.nobody_preexec(), binary=sb[2])
+        docs[warm] = e.result_of(out)
+    lines = open(log).read().split() if os.path.exists(log) else []
+    g.check(COLD_DEBUG or lines[-1:] == ["warm"], "as nobody with GOVEX_WARM=1 the run was not warm: %r"
+            % lines)
+    cold, warm = docs["0"], docs["1"]
+    no_guard_refusal(warm)
+    e.eq((warm["status"], warm["stdout"].splitlines()[-1:]),
+         (cold["status"], cold["stdout"].splitlines()[-1:]), "warm vs cold status, stdout")
+    e.eq(warm["status"], "success", "status (%r)" % (warm.get("diagnostics"),))
+
+
+INIT_BUSY = r'''
+import signal, threading, time
+def pester():
+    while True:
+        for s in (signal.SIGINT, signal.SIGCHLD, signal.SIGTERM, signal.SIGALRM):
+            try:
+                _o.kill(1, s)
+            except OSError:
+                pass
+threading.Thread(target=pester, daemon=True).start()
+end = time.time() + 20
+x = 0
+while time.time() < end:
+    x += 1
+print("NOT-STOPPED", flush=True)
+'''
+
+
+def test_cpu_limit_while_pestering_init(t):
+    """A run that keeps signalling its init while burning CPU is still stopped by
+    limits.cpu_ms, with the cold run's status, in about the same time."""
+    e.need_restricted("cpu_time_aggregate")
+    pol = e.policy(t, limits={"cpu_ms": 800, "wall_ms": 30000})
+    e.prove(t, pol)
+    (rc, cold), (rw, warm) = [cli(t, guarded(INIT_BUSY), pol, w, timeout=45)
+                              for w in (False, True)]
+    no_guard_refusal(warm)
+    g.check("NOT-STOPPED" not in (warm.get("stdout") or ""), "the warm run was not stopped")
+    e.eq((warm["status"], diag_codes(warm)), (cold["status"], diag_codes(cold)),
+         "warm vs cold status, diagnostics")
+    g.check(rw.wall < max(3 * rc.wall, rc.wall + 5), "warm took %.1f s, cold %.1f s"
+            % (rw.wall, rc.wall))
+    g.check(not e.procs_with_comm("govex-init"), "a govex-init process is left")
+
+
+# ---- the template dies ----
+
+def test_template_killed(t):
+    """Every process the warm runtime keeps between runs (its template and the
+    template's shim) SIGKILLed by the host: the next run still succeeds with its own
+    output; the same while a run is in flight: that run ends (not hangs), never with
+    another's output, and the runtime goes on; after runtime free nothing is left."""
+    rt = WarmRuntime(strict_doc())
+    try:
+        doc = rt.run("print('one')\n")
+        e.eq((doc["status"], doc["stdout"]), ("success", "one\n"), "first run")
+        idle = descendants()
+        g.check(idle, "no process kept between runs: is the runtime warm?")
+        for pid in sorted(idle, key=lambda p: -depth(p, idle)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+        doc = rt.run("print('two')\n")
+        e.eq((doc["status"], doc["stdout"]), ("success", "two\n"),
+             "the run after the template was killed")
+        idle = descendants()
+        box = {}
+
+        def inflight():
+            box["doc"] = rt.run("import time\ntime.sleep(1.5)\nprint('three')\n")
+
+        th = threading.Thread(target=inflight, daemon=True)
+        t0 = time.monotonic()
+        th.start()
+        time.sleep(0.5)
+        for pid in sorted(idle, key=lambda p: depth(p, idle)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        th.join(30)
+        g.check(not th.is_alive(), "the run in flight did not end after its template died")
+        d3 = box["doc"]
+        g.check(d3["stdout"] in ("", "three\n"), "in-flight run's stdout: %r" % d3["stdout"])
+        if d3["status"] == "success":
+            e.eq(d3["stdout"], "three\n", "stdout of a successful in-flight run")
+        g.check(time.monotonic() - t0 < 15, "the in-flight run took %.1f s"
+                % (time.monotonic() - t0))
+        doc = rt.run("print('four')\n")
+        e.eq((doc["status"], doc["stdout"]), ("success", "four\n"),
+             "the run after the template's shim was killed mid-run")
+    finally:
+        rt.close()
+    left = e.wait_until(lambda: not descendants(), 5.0)
+    g.check(left, "processes left after runtime free: %r" % descendants())
+
+
+# ---- denials and limits, warm vs cold ----
+
+DENIAL_CASES = {
+    "socket_inet_x3": r'''
+import socket, errno
+errs = []
+for fam in (socket.AF_INET, socket.AF_INET, socket.AF_INET):
+    try:
+        socket.socket(fam, socket.SOCK_STREAM)
+        errs.append("OPENED")
+    except OSError as x:
+        errs.append(errno.errorcode.get(x.errno, x.errno))
+emit(errs)
+''',
+    "socket_raw_inet6_packet": r'''
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+out = []
+for fam, typ in ((10, 1), (17, 3), (16, 3)):
+    r = libc.socket(fam, typ, 0)
+    out.append("OPENED" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+emit(out)
+''',
+    "fork": r'''
+import errno
+try:
+    pid = _o.fork()
+    if pid == 0:
+        _o._exit(0)
+    _o.waitpid(pid, 0)
+    emit("FORKED")
+except OSError as x:
+    emit(errno.errorcode.get(x.errno, x.errno))
+''',
+    "posix_spawn_and_subprocess": r'''
+import errno, subprocess
+out = []
+try:
+    pid = _o.posix_spawn("/bin/true", ["true"], {})
+    _o.waitpid(pid, 0)
+    out.append("SPAWNED")
+except OSError as x:
+    out.append(errno.errorcode.get(x.errno, x.errno))
+try:
+    subprocess.run(["/bin/true"])
+    out.append("RAN")
+except OSError as x:
+    out.append(errno.errorcode.get(x.errno, x.errno))
+emit(out)
+''',
+    "raw_clone_vfork": r'''
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+out = []
+r = libc.syscall(ctypes.c_long(56), ctypes.c_long(17), ctypes.c_long(0), ctypes.c_long(0),
+                 ctypes.c_long(0), ctypes.c_long(0))
+if r == 0:
+    libc.syscall(ctypes.c_long(60), ctypes.c_long(0))
+out.append("CLONED" if r > 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+r = libc.syscall(ctypes.c_long(58))
+if r == 0:
+    libc.syscall(ctypes.c_long(60), ctypes.c_long(0))
+out.append("VFORKED" if r > 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+emit(out)
+''',
+}
+
+
+def test_denials_warm_equal_cold(t):
+    """Under strict (network and subprocess denied): socket() of AF_INET (three times),
+    AF_INET6/AF_PACKET/AF_NETLINK through raw calls, fork, posix_spawn, subprocess, raw
+    clone without CLONE_THREAD, vfork: a warm run gets the same errors, status and
+    denied_by_policy diagnostics (controls, counts, messages) as a cold one."""
+    e.need_restricted("network_deny", "subprocess_deny")
+    pol = e.policy(t)
+    e.prove(t, pol)
+    bad = []
+    for name, body in DENIAL_CASES.items():
+        cold, warm = both(t, guarded(body), pol)
+        no_guard_refusal(warm)
+        c = (cold["status"], emitted(cold, name + " cold"), denials_of(cold))
+        w = (warm["status"], emitted(warm, name + " warm"), denials_of(warm))
+        if c != w:
+            bad.append("%s: cold %r\n      warm %r" % (name, c, w))
+        if not denials_of(cold):
+            bad.append("%s: the cold run names no denial (test assumption): %r"
+                       % (name, cold.get("diagnostics")))
+    g.check(not bad, "warm vs cold denials:\n  " + "\n  ".join(bad))
+
+
+LIMIT_CASES = {
+    "heap": (r'''
+chunks = []
+for i in range(64):
+    chunks.append(bytearray(8 << 20))
+    for j in range(0, 8 << 20, 4096):
+        chunks[-1][j] = 1
+print("ALLOCATED-ALL", flush=True)
+''', {"memory_bytes": 64 << 20}),
+    "tmpfs": (r'''
+with open("/tmp/fill", "wb") as f:
+    for i in range(64):
+        f.write(b"x" * (8 << 20))
+        f.flush()
+print("ALLOCATED-ALL", flush=True)
+''', {"memory_bytes": 64 << 20, "file_size_bytes": 1 << 30}),
+    "template_pages_then_heap": (r'''
+import gc, sys
+# write to every object the template left (copy-on-write: each page becomes the run's)
+for o in gc.get_objects():
+    try:
+        o.__dict__["_rtw"] = 1
+    except Exception:
+        pass
+chunks = []
+for i in range(64):
+    chunks.append(bytearray(4 << 20))
+    for j in range(0, 4 << 20, 4096):
+        chunks[-1][j] = 1
+print("ALLOCATED-ALL", flush=True)
+''', {"memory_bytes": 96 << 20}),
+    "processes": (r'''
+import time, errno
+kids = 0
+err = None
+for i in range(64):
+    try:
+        pid = _o.fork()
+    except OSError as x:
+        err = errno.errorcode.get(x.errno, x.errno)
+        break
+    if pid == 0:
+        time.sleep(3)
+        _o._exit(0)
+    kids += 1
+emit({"kids": kids, "err": err})
+''', {"processes": 8}),
+}
+
+
+def test_limits_warm_equal_cold(t):
+    """memory_bytes (heap; tmpfs pages; heap after copying the template's pages),
+    processes: a warm run is stopped as a cold one is (same status, same limit
+    diagnostics, never past the limit)."""
+    e.need_restricted("memory_aggregate", "pids_aggregate")
+    bad = []
+    for name, (body, limits) in LIMIT_CASES.items():
+        changes = {"subprocess": "allow"} if name == "processes" else {}
+        pol = e.policy(t, name="%s.json" % name, limits=limits, **changes)
+        e.prove(t, pol)
+        cold, warm = both(t, guarded(body), pol, timeout=60)
+        no_guard_refusal(warm)
+        if "ALLOCATED-ALL" in (warm.get("stdout") or ""):
+            bad.append("%s: the warm run allocated past memory_bytes" % name)
+        c = (cold["status"], diag_codes(cold))
+        w = (warm["status"], diag_codes(warm))
+        if name == "processes":
+            cr, wr = emitted(cold, "cold"), emitted(warm, "warm")
+            if wr["kids"] > limits["processes"] or abs(wr["kids"] - cr["kids"]) > 1:
+                bad.append("processes: cold made %r, warm %r" % (cr, wr))
+        if c != w:
+            bad.append("%s: cold %r, warm %r" % (name, c, w))
+    g.check(not bad, "warm vs cold limits:\n  " + "\n  ".join(bad))
+
+
+# ---- what forked runs share, as documented ----
+
+RANDOMNESS = r'''
+import random, tempfile, uuid
+emit({"random": random.random(), "temp": next(tempfile._get_candidate_names()),
+      "uuid": str(uuid.uuid4()), "hash": hash("rtw-hash-probe"),
+      "aslr": id(None)})
+'''
+
+
+def test_randomness_and_recycling(t):
+    """Runs of one template share the hash seed and layout (documented) but never a
+    random stream (random, tempfile names, uuid4); two runtimes' templates have different
+    hash seeds and layouts; with GOVEX_WARM_RECYCLE=2 (warm.md) the template is replaced
+    and the hash seed re-randomized."""
+    code = guarded(RANDOMNESS)
+    rt = with_runtime(t, strict_doc())
+    runs = [emitted(rt.run(code), "run %d" % i) for i in range(4)]
+    bad = []
+    for k in ("random", "temp", "uuid"):
+        vals = [r[k] for r in runs]
+        if len(set(vals)) != len(vals):
+            bad.append("%s repeats across runs of one template: %r" % (k, vals))
+    rt2 = with_runtime(t, strict_doc())
+    other = emitted(rt2.run(code), "another runtime")
+    if other["hash"] == runs[0]["hash"]:
+        bad.append("two runtimes' templates share the hash seed")
+    os.environ["GOVEX_WARM_RECYCLE"] = "2"
+    try:
+        rt3 = with_runtime(t, strict_doc())
+    finally:
+        del os.environ["GOVEX_WARM_RECYCLE"]
+    seeds = [emitted(rt3.run(code), "recycled %d" % i)["hash"] for i in range(6)]
+    if len(set(seeds)) < 2:
+        bad.append("GOVEX_WARM_RECYCLE=2: six runs, one hash seed %r" % seeds)
+    g.check(not bad, "\n  ".join(bad))
+
+
+def test_burst_leaves_nothing(t):
+    """60 warm runs, 6 in flight, some ending badly (exception, SIGKILL of themselves,
+    a thread left, os._exit): after runtime free no process of ours and no new host
+    mount is left."""
+    mounts = host_mounts()
+    rt = WarmRuntime(strict_doc())
+    try:
+        codes = ["print(1)\n", "raise ValueError('x')\n",
+                 "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+                 "import threading, time\nthreading.Thread(target=time.sleep, args=(30,),"
+                 " daemon=True).start()\n", "import os\nos._exit(3)\n"]
+
+        def worker(i):
+            return [rt.run(codes[(i + j) % len(codes)])["status"] for j in range(10)]
+
+        statuses = [s for lst in parallel([lambda i=i: worker(i) for i in range(6)])
+                    for s in lst]
+        g.check(statuses.count("success") >= 12, "statuses: %r" % statuses)
+    finally:
+        rt.close()
+    left = e.wait_until(lambda: not descendants(), 5.0)
+    g.check(left, "processes left after runtime free: %r" % descendants())
+    g.eq(host_mounts(), mounts, "host mount table after runtime free")
+
+
+TESTS = [
+    ("warm runs exist: govex_runtime_warm, stats, GOVEX_WARM=1", test_warm_is_on),
+    ("a warm run's start state equals a cold run's", test_start_state_warm_equals_cold),
+    ("nothing of one run reaches the next (plain runs)", test_state_does_not_leak_plain),
+    ("nothing of one run reaches the next (REPL runs)", test_state_does_not_leak_repl),
+    ("concurrent warm runs see only their own inputs, files, identity",
+     test_concurrent_runs_see_only_their_own),
+    ("abstract unix sockets do not cross runs (network deny)",
+     test_abstract_socket_network_deny),
+    ("abstract unix sockets do not cross runs (network allow)",
+     test_abstract_socket_network_allow),
+    ("SysV / POSIX IPC does not cross runs", test_ipc_between_runs),
+    ("no shared mapping or descriptor inherited from the template",
+     test_no_shared_mapping_or_fd_from_template),
+    ("the host's environment is not in a warm run", test_host_environment_not_in_warm_run),
+    ("PID 1, the template's places, other pids: as cold", test_reach_init_and_template),
+    ("signals to the run's init change nothing (root)", test_signals_to_init),
+    ("signals to the run's init change nothing (unprivileged)",
+     test_signals_to_init_unprivileged),
+    ("cpu_ms stops a run that pesters its init", test_cpu_limit_while_pestering_init),
+    ("a killed template: runs go on, nothing left", test_template_killed),
+    ("denials: warm equals cold", test_denials_warm_equal_cold),
+    ("limits: warm equals cold", test_limits_warm_equal_cold),
+    ("random streams not shared; hash seed re-randomized", test_randomness_and_recycling),
+    ("a burst of warm runs leaves nothing", test_burst_leaves_nothing),
+]
+
+if __name__ == "__main__":
+    only = os.environ.get("RTW_ONLY")
+    g.main([x for x in TESTS if not only or only in x[1].__name__])
