@@ -343,8 +343,9 @@ def parallel(fns):
 
 # ---------------------------------------------------------------- host processes
 
-def descendants(root=None):
-    """{pid: (ppid, comm)} of every live process below ROOT (default: this one)."""
+def descendants(root=None, zombies=False):
+    """{pid: (ppid, comm)} of every live (or with ZOMBIES, also unreaped) process below
+    ROOT (default: this one)."""
     root = root or os.getpid()
     procs = {}
     for n in os.listdir("/proc"):
@@ -355,8 +356,10 @@ def descendants(root=None):
                 st = f.read()
             comm = st[st.index("(") + 1:st.rindex(")")]
             fields = st[st.rindex(")") + 2:].split()
-            if fields[0] == "Z":
+            if fields[0] == "Z" and not zombies:
                 continue
+            if fields[0] == "Z":
+                comm = "zombie:" + comm
             procs[int(n)] = (int(fields[1]), comm)
         except (OSError, ValueError, IndexError):
             pass
@@ -1036,6 +1039,16 @@ for i in range(300):
             _o.kill(1, s)
         except OSError:
             pass
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pfd = libc.syscall(ctypes.c_long(434), ctypes.c_long(1), ctypes.c_long(0))
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGUSR1):
+    libc.syscall(ctypes.c_long(200), ctypes.c_long(1), ctypes.c_long(s))          # tkill
+    libc.syscall(ctypes.c_long(234), ctypes.c_long(1), ctypes.c_long(1), ctypes.c_long(s))
+    if pfd >= 0:                                                                  # pidfd
+        libc.syscall(ctypes.c_long(424), ctypes.c_long(pfd), ctypes.c_long(s), None,
+                     ctypes.c_long(0))
 try:
     _o.kill(-1, signal.SIGINT)
 except OSError:
@@ -1205,7 +1218,7 @@ try:
     out["unix:OPENED"] += 1
 except OSError as x:
     out["unix:" + errno.errorcode.get(x.errno, str(x.errno))] += 1
-for i in range(3000):
+for i in range(5000):
     try:
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
         out["OPENED"] += 1
@@ -1657,6 +1670,153 @@ def test_recycling_under_load(t):
     g.check(not bad, "runs under recycling: %r" % bad)
 
 
+FS_MATRIX = r"""
+import errno, stat
+def res(fn):
+    try:
+        v = fn()
+        return "ok" if v is None else v
+    except OSError as x:
+        return errno.errorcode.get(x.errno, x.errno)
+def mode(p):
+    s = _o.lstat(p)
+    return [stat.filemode(s.st_mode), s.st_uid == _o.getuid(), s.st_nlink > 0]
+def wr(p):
+    fd = _o.open(p, _o.O_WRONLY | _o.O_CREAT | _o.O_EXCL, 0o600)
+    _o.close(fd)
+    _o.unlink(p)
+out = {}
+import sys
+paths = ["/", "/etc", "/etc/passwd", "/etc/group", "/etc/hostname", "/etc/shadow", "/usr",
+         "/usr/bin", "/bin", "/root", "/home", "/var", "/var/tmp", "/run", "/dev", "/dev/shm",
+         "/dev/null", "/dev/zero", "/dev/tty", "/sys", "/sys/fs/cgroup", "/proc/self",
+         "/proc/sys/kernel", "/tmp", "/govex", "/govex/work", _o.getcwd(),
+         sys.prefix, _o.path.dirname(_o.__file__), sys.executable]
+for p in paths:
+    out[p] = {"stat": res(lambda: mode(p)), "list": res(lambda: len(_o.listdir(p))),
+              "read": res(lambda: len(open(p, "rb").read(16))),
+              "create": res(lambda: wr(_o.path.join(p, "rtw-probe")))}
+out["passwd"] = open("/etc/passwd").read().replace(str(_o.getuid()), "UID")
+out["group"] = open("/etc/group").read().replace(str(_o.getgid()), "GID")
+out["cgroup"] = open("/proc/self/cgroup").read()
+out["exe"] = [sys.executable, sys.prefix, list(getattr(sys, "orig_argv", []))[:3]]
+emit(out)
+"""
+
+
+def test_filesystem_matrix_warm_equals_cold(t):
+    """stat, list, read and create on the root's places (/etc, /usr, /dev, /dev/shm,
+    /sys, /proc, /tmp, the workdir, the interpreter's files...), /etc/passwd and
+    /etc/group's text (the run's ids), /proc/self/cgroup: a warm run's view is a cold
+    run's."""
+    e.need_restricted()
+    pol = e.policy(t)
+    cold, warm = both(t, guarded(FS_MATRIX), pol)
+    c, w = emitted(cold, "cold"), emitted(warm, "warm")
+    diffs = ["%s: cold %r, warm %r" % (k, c.get(k), w.get(k))
+             for k in sorted(set(c) | set(w)) if c.get(k) != w.get(k)]
+    g.check(not diffs, "a warm run sees the filesystem otherwise:\n  " + "\n  ".join(diffs))
+
+
+def mcp_server(t, pol, log, extra=()):
+    sys.path.insert(0, os.path.join(os.path.dirname(e.HERE), "mcp"))
+    import mcptest as m
+    env = dict(os.environ, GOVEX_WARM_LOG=log)
+    env.pop("GOVEX_WARM", None)
+    s = m.Server(["--policy", pol] + list(extra), cwd=t.tmp, env=env)
+    t.defer(s.cleanup)
+    s.initialize()
+    return m, s
+
+
+def test_mcp_snippets(t):
+    """`govex mcp` (warm by default): a run_python_snippet call that poisons builtins,
+    modules, environ and /tmp with a secret from its stdin leaves nothing for the next
+    call (memory scanned too); six concurrent calls with their own stdin, INPUTS and files
+    each see only their own."""
+    e.need_restricted()
+    pol = e.policy(t)
+    log = t.path("mcp-warm.log")
+    m, s = mcp_server(t, pol, log, ["--max-concurrent", "6"])
+    secret = "rtw-mcp-" + secrets.token_hex(16)
+    h = halves(secret)
+    poison = guarded("import sys, builtins, json\nsec = sys.stdin.read()\nkeep = [sec, sec * 2]\n"
+                     "builtins.RTW = sec\njson.RTW = sec\n_o.environ['RTW'] = sec\n"
+                     "open('/tmp/rtw', 'w').write(sec)\nemit('poisoned')\n")
+    witness = guarded(SCAN + "HALVES = [(%r, %r)]\n" % (h[0], h[1]) +
+                      "import builtins, json\nemit({'b': hasattr(builtins, 'RTW'), "
+                      "'j': hasattr(json, 'RTW'), 'env': 'RTW' in _o.environ, "
+                      "'tmp': sorted(_o.listdir('/tmp')), 'mem': scan_memory(HALVES)})\n")
+    d1 = m.result_doc(s.call("run_python_snippet", {"code": poison, "stdin": secret}))
+    d2 = m.result_doc(s.call("run_python_snippet", {"code": witness}))
+    g.eq(emitted(d1, "poison"), "poisoned", "poisoning call")
+    g.eq(emitted(d2, "witness"), {"b": False, "j": False, "env": False, "tmp": [], "mem": []},
+         "what the next call finds")
+    conc = guarded("import sys, time\ntime.sleep(0.2)\n"
+                   "emit([sys.stdin.read(), open('tag.txt').read(), sorted(_o.listdir('/tmp'))])"
+                   "\n")
+    ids = {}
+    for i in range(6):
+        tag = "tag-%d-%s" % (i, secrets.token_hex(3))
+        ids[s.start("tools/call", {"name": "run_python_snippet", "arguments": {
+            "code": conc + "open('/tmp/x', 'w').write('x')\n", "stdin": tag,
+            "files": [{"name": "tag.txt", "text": tag}]}})] = tag
+    bad = []
+    for i, tag in ids.items():
+        d = m.result_doc(s.wait_for(i, 60))
+        got = emitted(d, tag)
+        if got != [tag, tag, []]:
+            bad.append("%s saw %r" % (tag, got))
+    lines = open(log).read().split() if os.path.exists(log) else []
+    g.check(lines and all(x == "warm" for x in lines[:2]),
+            "govex mcp's runs were not warm (GOVEX_WARM_LOG %r; stderr %r)"
+            % (lines, s.stderr()[-400:]))
+    g.check(not bad, "concurrent MCP calls:\n  " + "\n  ".join(bad))
+
+
+MODULE = """import os, sys
+COUNT = [0]
+print("RTW-IMPORTED", file=sys.stderr)
+
+
+def bump(n: int) -> dict:
+    "Adds n to a module global."
+    import builtins
+    COUNT[0] += n
+    had = hasattr(builtins, "RTW_MOD")
+    builtins.RTW_MOD = 1
+    os.environ["RTW_MOD"] = "1"
+    open("/tmp/rtw-mod", "a").write("x")
+    return {"count": COUNT[0], "had": had, "tmp": open("/tmp/rtw-mod").read()}
+"""
+
+
+def test_mcp_module_tool(t):
+    """`govex mcp --module` (warm by default): each call of a module's tool imports the
+    module afresh in its own run (the import's side effects each time, its globals
+    new); nothing one call leaves (module global, builtins, environ, /tmp) is seen by
+    the next."""
+    e.need_restricted()
+    pol = e.policy(t)
+    mod = t.write("rtwmod.py", MODULE)
+    log = t.path("mcp-mod.log")
+    m, s = mcp_server(t, pol, log, ["--module", mod])
+    docs = [m.result_doc(s.call("bump", {"n": 1})) for _ in range(3)]
+    bad = []
+    for i, d in enumerate(docs):
+        if d["status"] != "success" or d.get("value") != {"count": 1, "had": False,
+                                                          "tmp": "x"}:
+            bad.append("call %d: %s %r %r" % (i, d["status"], d.get("value"),
+                                             d.get("diagnostics")))
+        if "RTW-IMPORTED" not in (d.get("stderr") or ""):
+            bad.append("call %d: the module was not imported in the run: stderr %r"
+                       % (i, d.get("stderr")))
+    lines = open(log).read().split() if os.path.exists(log) else []
+    g.check(lines and lines.count("warm") >= 3,
+            "govex mcp's module calls were not warm (GOVEX_WARM_LOG %r)" % lines)
+    g.check(not bad, "\n  ".join(bad))
+
+
 # ---- what forked runs share, as documented ----
 
 RANDOMNESS = r'''
@@ -1714,9 +1874,9 @@ def test_burst_leaves_nothing(t):
                     for s in lst]
         g.check(statuses.count("success") >= 12, "statuses: %r" % statuses)
         time.sleep(1.0)
-        kept = descendants()
-        g.check(len(kept) <= 6, "after 60 runs, idle, the runtime keeps %d processes: %r"
-                % (len(kept), kept))
+        kept = descendants(zombies=True)
+        g.check(len(kept) <= 6 and not any(c.startswith("zombie:") for _, c in kept.values()),
+                "after 60 runs, idle, the runtime keeps %d processes: %r" % (len(kept), kept))
     finally:
         rt.close()
     left = e.wait_until(lambda: not descendants(), 5.0)
@@ -1754,6 +1914,9 @@ TESTS = [
     ("result documents: warm equals cold", test_result_documents_warm_equal_cold),
     ("outputs collected by the relay: nothing of the host",
      test_outputs_collected_by_the_relay),
+    ("filesystem view: warm equals cold", test_filesystem_matrix_warm_equals_cold),
+    ("govex mcp snippets: nothing left, concurrent calls apart", test_mcp_snippets),
+    ("govex mcp module tool: each call imports afresh, nothing left", test_mcp_module_tool),
     ("cancel, wall timeout, SIGSTOP: warm as cold", test_cancel_timeout_stop),
     ("concurrent runs' denial counts are their own", test_concurrent_denial_counts),
     ("templates recycled under load: every run ends well", test_recycling_under_load),
