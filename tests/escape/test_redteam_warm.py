@@ -487,6 +487,43 @@ def test_start_state_warm_equals_cold(t):
     g.check(not diffs, "warm run's start state differs from cold:\n  " + "\n  ".join(diffs))
 
 
+def test_warm_called_concurrently(t):
+    """govex_runtime_warm() called from four threads at once while runs start on other
+    threads: every call returns 0, every run succeeds with its own output, the stats add
+    up (warm + cold = started, none in flight after), and runtime free leaves nothing."""
+    e.need_restricted()
+    rt = WarmRuntime(strict_doc(), warm=False)
+    try:
+        lib = rt.lib
+        if not hasattr(lib, "govex_runtime_warm"):
+            raise g.Failure("this library has no govex_runtime_warm()")
+
+        def warm():
+            err = _Err()
+            return lib.govex_runtime_warm(rt.rt, ctypes.byref(err)), err.msg
+
+        def run(i):
+            d = rt.run("print(%d)\n" % i)
+            return d["status"], d["stdout"]
+
+        fns = [warm] * 4 + [lambda i=i: run(i) for i in range(6)]
+        res = parallel(fns)
+        g.check(all(r[0] == 0 for r in res[:4]), "govex_runtime_warm from 4 threads: %r"
+                % (res[:4],))
+        g.eq(res[4:], [("success", "%d\n" % i) for i in range(6)], "the runs")
+        more = [rt.run("print('m')\n")["status"] for _ in range(4)]
+        g.eq(more, ["success"] * 4, "runs after")
+        st = rt.stats()
+        w = st["warm"]
+        g.check(st["runs_in_flight"] == 0 and w["warm_runs"] + w["cold_runs"] ==
+                st["runs_started"] and w["warm_runs"] >= 4 and w["templates"] <= 2,
+                "stats: %r" % st)
+    finally:
+        rt.close()
+    g.check(e.wait_until(lambda: not descendants(zombies=True), 5.0),
+            "processes left after runtime free: %r" % descendants(zombies=True))
+
+
 # ---- state a run leaves for the next one (one template) ----
 
 POISON = r'''
@@ -686,6 +723,67 @@ def test_concurrent_runs_see_only_their_own(t):
                 if a0 < b1 and b0 < a1 and ua == ub:
                     bad.append("%s and %s overlapped with the same uid %d" % (ta, tb, ua))
     g.check(not bad, "concurrent warm runs:\n  " + "\n  ".join(bad[:20]))
+
+
+def test_concurrent_repl_runs_get_their_own_values(t):
+    """Twelve concurrent REPL runs (govex's worker, fd 3 frames) on one warm runtime, each
+    with its own INPUTS: each value, stdout and status is its own."""
+    rt = with_runtime(t, strict_doc())
+    before = warm_runs(rt)
+    code = "import time, sys\nprint(INPUTS['tag'])\ntime.sleep(0.2)\n{'v': INPUTS['tag']}\n"
+
+    def one(i):
+        tag = "repl-%d-%s" % (i, secrets.token_hex(4))
+        return tag, rt.run(code, repl=True, inputs={"tag": tag})
+
+    res = parallel([lambda i=i: one(i) for i in range(12)])
+    bad = [(tag, d["status"], d.get("value"), d["stdout"]) for tag, d in res
+           if (d["status"], d.get("value"), d["stdout"]) != ("success", {"v": tag}, tag + "\n")]
+    expect_warm(rt, before, 12, "REPL runs")
+    g.check(not bad, "concurrent REPL runs: %r" % bad)
+
+
+LIMITS_SEEN = r"""
+import resource, errno
+rl = {n: resource.getrlimit(getattr(resource, n))[0]
+      for n in ("RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC")}
+emit({"rl": rl})
+big = None
+try:
+    x = bytearray(200 << 20)
+    for j in range(0, len(x), 4096):
+        x[j] = 1
+    big = "ALLOCATED"
+    del x
+except MemoryError:
+    big = "MemoryError"
+emit({"rl": rl, "big": big})
+"""
+
+
+def test_request_limits_are_per_run(t):
+    """A request's own (lower) limits apply to its warm run only: a run asking for 64 MiB,
+    40 open files and 1 MiB files is held to them, the next default run has the policy's
+    again (nothing of the template's or the previous run's limits), as cold."""
+    e.need_restricted("memory_aggregate")
+    pol = strict_doc()
+    cold, warm = WarmRuntime(pol, warm=False), with_runtime(t, pol)
+    t.defer(cold.close)
+    code = guarded(LIMITS_SEEN)
+    low = [0, 0, 64 << 20, 0, 40, 1 << 20, 0, 0]
+    seq = [None, low, None]
+    out = {}
+    for name, rt in (("cold", cold), ("warm", warm)):
+        docs = [rt.run(code, limits=lim) for lim in seq]
+        out[name] = [(d["status"], d.get("termination"),
+                      (emitted(d, name)["rl"] if "RTW " in (d.get("stdout") or "") else None))
+                     for d in docs]
+        if "ALLOCATED" in (docs[1].get("stdout") or ""):
+            out[name + "-over"] = "the low-memory run allocated 200 MiB"
+    g.check("warm-over" not in out, out.get("warm-over", ""))
+    e.eq(out["warm"], out["cold"], "statuses and rlimits of (default, low, default) runs")
+    g.check(out["warm"][1][2] and out["warm"][1][2]["RLIMIT_NOFILE"] == 40,
+            "the low run's rlimits: %r" % (out["warm"],))
 
 
 # ---- reaching another run: abstract unix sockets, SysV and POSIX IPC ----
@@ -1886,11 +1984,14 @@ def test_burst_leaves_nothing(t):
 
 TESTS = [
     ("warm runs exist: govex_runtime_warm, stats, GOVEX_WARM=1", test_warm_is_on),
+    ("govex_runtime_warm() from several threads while runs start", test_warm_called_concurrently),
     ("a warm run's start state equals a cold run's", test_start_state_warm_equals_cold),
     ("nothing of one run reaches the next (plain runs)", test_state_does_not_leak_plain),
     ("nothing of one run reaches the next (REPL runs)", test_state_does_not_leak_repl),
     ("concurrent warm runs see only their own inputs, files, identity",
      test_concurrent_runs_see_only_their_own),
+    ("concurrent REPL runs get their own values", test_concurrent_repl_runs_get_their_own_values),
+    ("a request's own limits are its run's only", test_request_limits_are_per_run),
     ("abstract unix sockets do not cross runs (network deny)",
      test_abstract_socket_network_deny),
     ("abstract unix sockets do not cross runs (network allow)",
