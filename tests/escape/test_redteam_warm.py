@@ -1551,6 +1551,28 @@ def test_limits_are_each_runs_own(t):
     g.check(not bad, "\n  ".join(bad))
 
 
+def test_usage_is_each_runs_own(t):
+    """usage.cpu_ms and usage.max_rss_bytes of a warm run are its own: after a run that
+    burned a second of CPU and touched 200 MiB, an idle run on the same runtime (same
+    slot, its cgroups possibly kept) reports little of either."""
+    e.need_restricted("memory_aggregate", "cpu_time_aggregate")
+    rt = with_runtime(t, strict_doc())
+    heavy = ("import time\nt0 = time.process_time()\nwhile time.process_time() - t0 < 1.0:\n"
+             "    pass\nx = bytearray(200 << 20)\nfor j in range(0, len(x), 4096):\n"
+             "    x[j] = 1\n")
+    bad = []
+    for i in range(3):
+        h = rt.run(heavy)
+        idle = rt.run("pass\n")
+        hu, iu = h.get("usage") or {}, idle.get("usage") or {}
+        if h["status"] != "success" or hu.get("cpu_ms", 0) < 800 or \
+                hu.get("max_rss_bytes", 0) < (150 << 20):
+            bad.append("heavy run %d: %s %r (test assumption)" % (i, h["status"], hu))
+        if iu.get("cpu_ms", 1 << 30) > 400 or iu.get("max_rss_bytes", 1 << 40) > (100 << 20):
+            bad.append("idle run after heavy run %d reports %r" % (i, iu))
+    g.check(not bad, "\n  ".join(bad))
+
+
 FORK_HOLD = r"""
 import time, errno
 kids, err = [], None
@@ -1915,6 +1937,48 @@ def test_mcp_module_tool(t):
     g.check(not bad, "\n  ".join(bad))
 
 
+FILE_OPS = r"""
+import errno, stat
+def res(fn):
+    try:
+        v = fn()
+        return "ok" if v is None else v
+    except OSError as x:
+        return errno.errorcode.get(x.errno, x.errno)
+st = _o.stat("in.txt")
+out = {"mode": stat.filemode(st.st_mode), "mine": st.st_uid == _o.getuid(),
+       "read": res(lambda: open("in.txt").read()),
+       "write": res(lambda: open("in.txt", "a").write("x")),
+       "chmod": res(lambda: _o.chmod("in.txt", 0o666)),
+       "rename": res(lambda: _o.rename("in.txt", "moved.txt")),
+       "link": res(lambda: _o.link("in.txt", "hard.txt")),
+       "unlink": res(lambda: _o.unlink("in.txt")),
+       "after": sorted(_o.listdir("."))}
+try:
+    import fcntl
+    fd = _o.open("in.txt", _o.O_RDONLY)
+    out["lease"] = res(lambda: fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK))
+except OSError as x:
+    out["lease"] = errno.errorcode.get(x.errno)
+emit(out)
+"""
+
+
+def test_files_in_warm_as_cold(t):
+    """Files handed to a warm run (placed by the host's relay): what the run can do to
+    them (read, append, chmod, rename, hard link, unlink) is what a cold run can do."""
+    pol = strict_doc()
+    cold, warm = WarmRuntime(pol, warm=False), with_runtime(t, pol)
+    t.defer(cold.close)
+    code = guarded(FILE_OPS)
+    f = [("in.txt", "input data")]
+    c = emitted(cold.run(code, files=f), "cold")
+    w = emitted(warm.run(code, files=f), "warm")
+    diffs = ["%s: cold %r, warm %r" % (k, c.get(k), w.get(k))
+             for k in sorted(set(c) | set(w)) if c.get(k) != w.get(k)]
+    g.check(not diffs, "files in, warm vs cold:\n  " + "\n  ".join(diffs))
+
+
 # ---- what forked runs share, as documented ----
 
 RANDOMNESS = r'''
@@ -2010,9 +2074,11 @@ TESTS = [
     ("limits: warm equals cold", test_limits_warm_equal_cold),
     ("subprocess allowed: warm runs programs as cold", test_subprocess_allowed_warm_as_cold),
     ("each run has its whole budget; over it is stopped", test_limits_are_each_runs_own),
+    ("usage figures are each run's own", test_usage_is_each_runs_own),
     ("per-user kernel limits: one run cannot exhaust them for another",
      test_per_user_limits_between_runs),
     ("result documents: warm equals cold", test_result_documents_warm_equal_cold),
+    ("files in: what a warm run can do to them, as cold", test_files_in_warm_as_cold),
     ("outputs collected by the relay: nothing of the host",
      test_outputs_collected_by_the_relay),
     ("filesystem view: warm equals cold", test_filesystem_matrix_warm_equals_cold),
