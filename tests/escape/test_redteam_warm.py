@@ -1169,27 +1169,53 @@ def test_signals_to_init(t):
     e.eq(warm["status"], "success", "status")
 
 
-def test_signals_to_init_unprivileged(t):
-    """The same as a user who is not root (the run's init then has the run's uid)."""
+def both_as_nobody(t, code):
+    """(cold, warm) result documents of CODE run by `govex run` as uid 65534 (the
+    unprivileged sandbox: one user namespace, the caller's ids), after the canary."""
     e.need_restricted()
-    sb = e.need_unprivileged_sandbox(t)
+    if not hasattr(t, "rtw_sb"):
+        t.rtw_sb = e.need_unprivileged_sandbox(t)
+    sb = t.rtw_sb
     home = sb[0]
     pol = e.without_aggregate(e.policy(t, name="nobody/p.json"))
     os.chmod(pol, 0o644)
     log = os.path.join(home, "warm.log")
     docs = {}
+    e.run_proven_as_nobody(t, sb, [["canary", {"as": "c"}]], pol)
     for warm in ("0", "1"):
-        rc, doc, res = e.run_proven_as_nobody(t, sb, [["canary", {"as": "c"}]], pol)
-        rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c",
-                                   guarded(INIT_SIGNALS)], cwd=home,
+        if os.path.exists(log):
+            os.unlink(log)
+        rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", code], cwd=home,
                                   env=dict(sb[1], GOVEX_WARM="0" if COLD_DEBUG else warm,
                                            GOVEX_WARM_LOG=log),
                                   preexec=e.nobody_preexec(), binary=sb[2])
         docs[warm] = e.result_of(out)
-    lines = open(log).read().split() if os.path.exists(log) else []
-    g.check(COLD_DEBUG or lines[-1:] == ["warm"], "as nobody with GOVEX_WARM=1 the run was not warm: %r"
-            % lines)
-    cold, warm = docs["0"], docs["1"]
+        if warm == "1":
+            lines = open(log).read().split() if os.path.exists(log) else []
+            g.check(COLD_DEBUG or lines[-1:] == ["warm"],
+                    "as nobody with GOVEX_WARM=1 the run was not warm: %r" % lines)
+    return docs["0"], docs["1"]
+
+
+def test_reach_unprivileged(t):
+    """As a user who is not root the run's init, template and run share one user
+    namespace and uid: PID 1's places and every pid reachable from a warm run are still
+    a cold run's, and the start state (capabilities, fds, signals...) is the same."""
+    bad = []
+    for name, code in (("reach", REACH), ("state", STATE)):
+        cold, warm = both_as_nobody(t, guarded(code))
+        c, w = emitted(cold, "cold " + name), emitted(warm, "warm " + name)
+        for k in sorted(set(c) | set(w)):
+            cv, wv = c.get(k), w.get(k)
+            if cv != wv and not (name == "reach" and isinstance(cv, str) and
+                                 isinstance(wv, str)) and k != "ids":
+                bad.append("%s %s: cold %r, warm %r" % (name, k, cv, wv))
+    g.check(not bad, "as nobody, warm vs cold:\n  " + "\n  ".join(bad))
+
+
+def test_signals_to_init_unprivileged(t):
+    """The same as a user who is not root (the run's init then has the run's uid)."""
+    cold, warm = both_as_nobody(t, guarded(INIT_SIGNALS))
     no_guard_refusal(warm)
     e.eq((warm["status"], warm["stdout"].splitlines()[-1:]),
          (cold["status"], cold["stdout"].splitlines()[-1:]), "warm vs cold status, stdout")
@@ -2066,6 +2092,7 @@ TESTS = [
     ("the host's environment is not in a warm run", test_host_environment_not_in_warm_run),
     ("PID 1, the template's places, other pids: as cold", test_reach_init_and_template),
     ("signals to the run's init change nothing (root)", test_signals_to_init),
+    ("as nobody: PID 1, other pids, start state as cold", test_reach_unprivileged),
     ("signals to the run's init change nothing (unprivileged)",
      test_signals_to_init_unprivileged),
     ("cpu_ms stops a run that pesters its init", test_cpu_limit_while_pestering_init),
