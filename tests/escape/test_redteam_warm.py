@@ -2002,6 +2002,17 @@ def test_files_in_warm_as_cold(t):
     w = emitted(warm.run(code, files=f), "warm")
     diffs = ["%s: cold %r, warm %r" % (k, c.get(k), w.get(k))
              for k in sorted(set(c) | set(w)) if c.get(k) != w.get(k)]
+    # a module handed in as a file is importable from the workdir as in a cold run (no
+    # import cache of the template's placeholder workdir)
+    imp = ("import sys, os\nsys.path.insert(0, os.getcwd())\nimport rtwhelper\n"
+           "print(rtwhelper.VALUE)\n")
+    helper = [("rtwhelper.py", "VALUE = 'helped'\n")]
+    for repl in (False, True):
+        cd, wd = cold.run(imp, files=helper, repl=repl), warm.run(imp, files=helper, repl=repl)
+        if (cd["status"], cd["stdout"]) != (wd["status"], wd["stdout"]):
+            diffs.append("import of a file in (repl=%s): cold %s %r, warm %s %r %r"
+                         % (repl, cd["status"], cd["stdout"], wd["status"], wd["stdout"],
+                            wd["stderr"][-300:]))
     g.check(not diffs, "files in, warm vs cold:\n  " + "\n  ".join(diffs))
 
 
@@ -2009,25 +2020,35 @@ def test_files_in_warm_as_cold(t):
 
 RANDOMNESS = r'''
 import random, tempfile, uuid
+try:
+    import ssl
+    rb = ssl.RAND_bytes(16).hex()
+except ImportError:
+    rb = None
 emit({"random": random.random(), "temp": next(tempfile._get_candidate_names()),
-      "uuid": str(uuid.uuid4()), "hash": hash("rtw-hash-probe"),
+      "uuid": str(uuid.uuid4()), "hash": hash("rtw-hash-probe"), "ssl": rb,
       "aslr": id(None)})
 '''
 
 
 def test_randomness_and_recycling(t):
     """Runs of one template share the hash seed and layout (documented) but never a
-    random stream (random, tempfile names, uuid4); two runtimes' templates have different
+    random stream (random, tempfile names, uuid4, OpenSSL's RAND_bytes: every run is PID
+    2 of its own namespace, so a generator that detects forks by pid would repeat), plain
+    and REPL (worker template) runs alike; two runtimes' templates have different
     hash seeds and layouts; with GOVEX_WARM_RECYCLE=2 (warm.md) the template is replaced
     and the hash seed re-randomized."""
     code = guarded(RANDOMNESS)
     rt = with_runtime(t, strict_doc())
-    runs = [emitted(rt.run(code), "run %d" % i) for i in range(4)]
     bad = []
-    for k in ("random", "temp", "uuid"):
-        vals = [r[k] for r in runs]
-        if len(set(vals)) != len(vals):
-            bad.append("%s repeats across runs of one template: %r" % (k, vals))
+    for repl in (False, True):
+        runs = [emitted(rt.run(code, repl=repl), "run %d" % i) for i in range(4)]
+        for k in ("random", "temp", "uuid", "ssl"):
+            vals = [r[k] for r in runs]
+            if len(set(vals)) != len(vals):
+                bad.append("%s repeats across runs of one template (repl=%s): %r"
+                           % (k, repl, vals))
+    runs = [emitted(rt.run(code), "run %d" % i) for i in range(2)]
     rt2 = with_runtime(t, strict_doc())
     other = emitted(rt2.run(code), "another runtime")
     if other["hash"] == runs[0]["hash"]:
