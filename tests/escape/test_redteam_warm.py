@@ -232,8 +232,8 @@ class WarmRuntime:
             r = lib.govex_runtime_warm(rt, ctypes.byref(err))
             if r < 0:
                 self.close()
-                raise g.Failure("govex_runtime_warm() = %d (%s): this library has no warm "
-                                "runs" % (r, err.msg.decode(errors="replace")))
+                raise g.Failure("govex_runtime_warm() = %d (%s)"
+                                % (r, err.msg.decode(errors="replace")))
 
     def stats(self):
         if not hasattr(self.lib, "govex_runtime_stats_json"):
@@ -1311,6 +1311,75 @@ def test_template_killed(t):
     g.check(left, "processes left after runtime free: %r" % descendants())
 
 
+SYS_PY = "/usr/bin/python3"
+
+
+def refused_policy(t):
+    """strict with the system interpreter and a write root over its standard library:
+    refused at planning (Trust boundaries), whatever runs."""
+    if not os.path.exists(SYS_PY):
+        e.skip("python3", "no %s" % SYS_PY)
+    import subprocess
+    stdlib = subprocess.run([SYS_PY, "-I", "-S", "-c",
+                             "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+                            capture_output=True, timeout=20, check=True).stdout.decode().strip()
+    return e.policy(t, name="refused.json", filesystem={"write": [stdlib]},
+                    python={"interpreter": SYS_PY, "site": False})
+
+
+def test_template_start_failure_is_prompt(t):
+    """A policy refused at planning (a write root over the interpreter's standard
+    library) cannot have a template (its interpreter cannot even load its extension
+    modules there): govex_runtime_warm(), `govex run`/`plan` with GOVEX_WARM=1 and
+    `govex mcp` (warm by default) still answer at once -- the refusal, the initialize --
+    instead of waiting out a template that has already died.  Measured against the cold
+    path on the same policy (a few ms)."""
+    e.need_restricted("fs_write_allowlist")
+    pol = refused_policy(t)
+    bad = []
+    for cmd in ("plan", "run"):
+        for warm in (False, True):
+            t0 = time.monotonic()
+            r = t.run([cmd, "--policy", pol, "--json", "-c", "print('hi')"],
+                      extra_env={"GOVEX_WARM": "1" if warm and not COLD_DEBUG else "0"},
+                      timeout=60)
+            took = time.monotonic() - t0
+            doc = r.result()
+            if doc["status"] != "policy_refused" or took > 5:
+                bad.append("govex %s, GOVEX_WARM=%d: %s after %.1f s" % (cmd, warm,
+                                                                          doc["status"], took))
+    sys.path.insert(0, os.path.join(os.path.dirname(e.HERE), "mcp"))
+    import mcptest as m
+    env = dict(os.environ)
+    env.pop("GOVEX_WARM", None)
+    if COLD_DEBUG:
+        env["GOVEX_WARM"] = "0"
+    s = m.Server(["--policy", pol], cwd=t.tmp, env=env)
+    t.defer(s.cleanup)
+    t0 = time.monotonic()
+    try:
+        s.initialize()
+        took = time.monotonic() - t0
+        if took > 5:
+            bad.append("govex mcp answered initialize after %.1f s (stderr %r)"
+                       % (took, s.stderr()[-300:]))
+    except m.Failure as x:
+        bad.append("govex mcp: %s" % x)
+    with open(pol) as f:
+        doc = json.load(f)
+    t0 = time.monotonic()
+    try:
+        rt = WarmRuntime(doc)
+        rt.close()
+        r = "0"
+    except g.Failure as x:
+        r = str(x)
+    took = time.monotonic() - t0
+    if took > 5:
+        bad.append("govex_runtime_warm took %.1f s (%s)" % (took, r))
+    g.check(not bad, "a template that cannot start holds its callers:\n  " + "\n  ".join(bad))
+
+
 # ---- denials and limits, warm vs cold ----
 
 DENIAL_CASES = {
@@ -2118,6 +2187,7 @@ TESTS = [
      test_signals_to_init_unprivileged),
     ("cpu_ms stops a run that pesters its init", test_cpu_limit_while_pestering_init),
     ("a killed template: runs go on, nothing left", test_template_killed),
+    ("a template that cannot start fails at once", test_template_start_failure_is_prompt),
     ("denials: warm equals cold", test_denials_warm_equal_cold),
     ("limits: warm equals cold", test_limits_warm_equal_cold),
     ("subprocess allowed: warm runs programs as cold", test_subprocess_allowed_warm_as_cold),
