@@ -1311,6 +1311,65 @@ def test_template_killed(t):
     g.check(left, "processes left after runtime free: %r" % descendants())
 
 
+def test_roots_follow_the_policy_paths(t):
+    """filesystem.read and .write name paths: when the host replaces the directory at a
+    root's path (mv rd rd.old; mkdir rd -- e.g. data rotated out of the sandbox's
+    view), the next run sees what is at the path now, as a cold run does -- a warm run
+    must not go on reading the old directory (now at a path the policy does not name)
+    or writing into it."""
+    e.need_restricted("fs_write_allowlist")
+    os.chmod(t.tmp, 0o711)
+    base = t.path("roots")
+    os.mkdir(base, 0o755)
+
+    def layout():
+        for d in ("rd", "wr", "rd.old", "wr.old"):
+            p = os.path.join(base, d)
+            if os.path.isdir(p):
+                import shutil
+                shutil.rmtree(p)
+        os.mkdir(os.path.join(base, "rd"), 0o755)
+        os.mkdir(os.path.join(base, "wr"))
+        os.chmod(os.path.join(base, "wr"), 0o777)
+        with open(os.path.join(base, "rd", "f"), "w") as f:
+            f.write("old-content")
+        os.chmod(os.path.join(base, "rd", "f"), 0o644)
+
+    def swap():
+        os.rename(os.path.join(base, "rd"), os.path.join(base, "rd.old"))
+        os.mkdir(os.path.join(base, "rd"), 0o755)
+        with open(os.path.join(base, "rd", "f"), "w") as f:
+            f.write("new-content")
+        os.chmod(os.path.join(base, "rd", "f"), 0o644)
+        os.rename(os.path.join(base, "wr"), os.path.join(base, "wr.old"))
+        os.mkdir(os.path.join(base, "wr"))
+        os.chmod(os.path.join(base, "wr"), 0o777)
+
+    pol = strict_doc(filesystem={"read": [os.path.join(base, "rd")],
+                                 "write": [os.path.join(base, "wr")]})
+    code = ("import os\nprint(open(%r).read())\nopen(%r, 'w').write('w')\n"
+            % (os.path.join(base, "rd", "f"), os.path.join(base, "wr", "out")))
+    seen = {}
+    for warm in (False, True):
+        layout()
+        rt = WarmRuntime(pol, warm=warm)
+        try:
+            before = warm_runs(rt)
+            first = rt.run(code)
+            swap()
+            second = rt.run(code)
+            if warm:
+                expect_warm(rt, before, 2, "runs with read and write roots")
+        finally:
+            rt.close()
+        seen[warm] = (first["status"], first["stdout"], second["status"], second["stdout"],
+                      sorted(os.listdir(os.path.join(base, "wr"))),
+                      sorted(os.listdir(os.path.join(base, "wr.old"))))
+    e.eq(seen[False][:2], ("success", "old-content\n"), "cold, first run (test assumption)")
+    e.eq(seen[True], seen[False], "(first status, stdout, second status, stdout, wr, wr.old)"
+         " warm vs cold")
+
+
 SYS_PY = "/usr/bin/python3"
 
 
@@ -2188,6 +2247,7 @@ TESTS = [
     ("cpu_ms stops a run that pesters its init", test_cpu_limit_while_pestering_init),
     ("a killed template: runs go on, nothing left", test_template_killed),
     ("a template that cannot start fails at once", test_template_start_failure_is_prompt),
+    ("read/write roots: what is at the policy's paths now", test_roots_follow_the_policy_paths),
     ("denials: warm equals cold", test_denials_warm_equal_cold),
     ("limits: warm equals cold", test_limits_warm_equal_cold),
     ("subprocess allowed: warm runs programs as cold", test_subprocess_allowed_warm_as_cold),
