@@ -1372,6 +1372,69 @@ def test_roots_follow_the_policy_paths(t):
          " warm vs cold")
 
 
+def test_any_kept_process_killed(t):
+    """Whatever process the warm runtime keeps between runs dies (the OOM killer, an
+    operator: one at a time, the deepest first -- runs made ahead, their inits, the
+    template, its shim), the next plain and REPL runs succeed in their usual time: a
+    dead part is replaced or the run goes cold, never a run sent where nobody serves."""
+    rt = WarmRuntime(strict_doc())
+    bad = []
+    try:
+        rt.run("print(1)\n")
+        rt.run("1\n", repl=True)
+        killed = set()
+        for _ in range(12):
+            time.sleep(0.5)
+            idle = descendants()
+            left = [p for p in idle if p not in killed]
+            if not left:
+                break
+            victim = max(left, key=lambda p: depth(p, idle))
+            what = idle[victim][1]
+            killed.add(victim)
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            time.sleep(0.2)
+            for repl in (False, True):
+                t0 = time.monotonic()
+                d = rt.run("print('after')\n" if not repl else "'after'\n", repl=repl)
+                took = time.monotonic() - t0
+                ok = d["status"] == "success" and (d.get("value") == "after" if repl
+                                                   else d["stdout"] == "after\n")
+                if not ok or took > 8:
+                    bad.append("after killing %d (%s): %s run %s in %.1f s %r"
+                               % (victim, what, "REPL" if repl else "plain", d["status"],
+                                  took, d.get("diagnostics")))
+            if len(bad) >= 3:
+                break
+    finally:
+        rt.close()
+    # the inits of runs made ahead (warm.md names a run's init "govex-init"), all at once
+    rt = WarmRuntime(strict_doc())
+    try:
+        rt.run("print(1)\n")
+        time.sleep(0.5)
+        idle = descendants()
+        inits = [p for p, (_, c) in idle.items() if c == "govex-init"]
+        for p in inits:
+            os.kill(p, signal.SIGKILL)
+        time.sleep(0.2)
+        if inits:
+            t0 = time.monotonic()
+            d = rt.run("print('after')\n")
+            took = time.monotonic() - t0
+            if d["status"] != "success" or took > 8:
+                bad.append("after killing the %d idle govex-init processes: %s in %.1f s %r"
+                           % (len(inits), d["status"], took, d.get("diagnostics")))
+    finally:
+        rt.close()
+    g.check(not bad, "\n  ".join(bad))
+    g.check(e.wait_until(lambda: not descendants(zombies=True), 5.0),
+            "processes left after runtime free: %r" % descendants(zombies=True))
+
+
 SYS_PY = "/usr/bin/python3"
 
 
@@ -2255,6 +2318,7 @@ TESTS = [
      test_signals_to_init_unprivileged),
     ("cpu_ms stops a run that pesters its init", test_cpu_limit_while_pestering_init),
     ("a killed template: runs go on, nothing left", test_template_killed),
+    ("any process kept between runs killed: the next runs succeed", test_any_kept_process_killed),
     ("a template that cannot start fails at once", test_template_start_failure_is_prompt),
     ("read/write roots: what is at the policy's paths now", test_roots_follow_the_policy_paths),
     ("denials: warm equals cold", test_denials_warm_equal_cold),
