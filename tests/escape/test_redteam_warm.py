@@ -1200,9 +1200,10 @@ def both_as_nobody(t, code):
 def test_reach_unprivileged(t):
     """As a user who is not root the run's init, template and run share one user
     namespace and uid: PID 1's places and every pid reachable from a warm run are still
-    a cold run's, and the start state (capabilities, fds, signals...) is the same."""
+    a cold run's, and the start state (capabilities, fds, signals...) and the filesystem
+    view (/etc/passwd with the caller's ids included) are the same."""
     bad = []
-    for name, code in (("reach", REACH), ("state", STATE)):
+    for name, code in (("reach", REACH), ("state", STATE), ("fs", FS_MATRIX)):
         cold, warm = both_as_nobody(t, guarded(code))
         c, w = emitted(cold, "cold " + name), emitted(warm, "warm " + name)
         for k in sorted(set(c) | set(w)):
