@@ -1436,6 +1436,61 @@ def test_any_kept_process_killed(t):
             "processes left after runtime free: %r" % descendants(zombies=True))
 
 
+UMOUNT_DRIVER = r"""
+import json, os, subprocess, sys
+sys.argv = ["x"]
+sys.path.insert(0, HERE)
+import test_redteam_warm as w
+pol = w.strict_doc(filesystem={"read": [BASE + "/rd"]})
+code = ("import os\ntry:\n    print(open(%r).read())\nexcept OSError as x:\n"
+        "    print(type(x).__name__)\n" % (BASE + "/rd/sub/secret"))
+out = {}
+for warm in (False, True):
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", BASE + "/rd/sub"],
+                   check=True)
+    with open(BASE + "/rd/sub/secret", "w") as f:
+        f.write("volume-data")
+    os.chmod(BASE + "/rd/sub/secret", 0o644)
+    rt = w.WarmRuntime(pol, warm=warm)
+    try:
+        first = rt.run(code)["stdout"]
+        subprocess.run(["umount", BASE + "/rd/sub"], check=True)
+        second = rt.run(code)["stdout"]
+    finally:
+        rt.close()
+    out["warm" if warm else "cold"] = [first, second]
+print("RTW " + json.dumps(out))
+"""
+
+
+def test_unmounted_volume_not_readable(t):
+    """A file system the host mounted under a read root and then unmounted (a volume
+    taken away from the sandboxes) is no longer readable by the next run, warm as cold
+    (run in a private mount namespace of the test's own: unshare -m)."""
+    e.need_restricted()
+    if os.geteuid() != 0:
+        e.skip("root", "mounting needs root")
+    import subprocess
+    os.chmod(t.tmp, 0o711)
+    base = t.path("vol")
+    os.makedirs(os.path.join(base, "rd", "sub"))
+    for d in (base, os.path.join(base, "rd"), os.path.join(base, "rd", "sub")):
+        os.chmod(d, 0o755)
+    drv = t.write("drv.py", "HERE = %r\nBASE = %r\n" % (e.HERE, base) + UMOUNT_DRIVER)
+    env = dict(os.environ, RTW_COLD_DEBUG=os.environ.get("RTW_COLD_DEBUG", ""))
+    p = subprocess.run(["unshare", "-m", "sh", "-c", "mount --make-rprivate / && exec \"$0\" "
+                        "\"$1\"", sys.executable, drv], capture_output=True, text=True,
+                       timeout=120, env=env)
+    lines = [x for x in p.stdout.splitlines() if x.startswith("RTW ")]
+    if not lines and "unshare" in p.stderr and p.returncode != 0:
+        e.skip("unshare", "no private mount namespace here: %r" % p.stderr[-300:])
+    g.check(lines, "the driver printed nothing: rc %r stderr %r" % (p.returncode,
+                                                                    p.stderr[-800:]))
+    out = json.loads(lines[-1][4:])
+    e.eq(out["cold"], ["volume-data\n", "FileNotFoundError\n"], "cold (test assumption)")
+    e.eq(out["warm"], out["cold"], "warm: (before, after the host's umount)")
+
+
 SYS_PY = "/usr/bin/python3"
 
 
@@ -2322,6 +2377,7 @@ TESTS = [
     ("any process kept between runs killed: the next runs succeed", test_any_kept_process_killed),
     ("a template that cannot start fails at once", test_template_start_failure_is_prompt),
     ("read/write roots: what is at the policy's paths now", test_roots_follow_the_policy_paths),
+    ("a volume the host unmounted is not readable any more", test_unmounted_volume_not_readable),
     ("denials: warm equals cold", test_denials_warm_equal_cold),
     ("limits: warm equals cold", test_limits_warm_equal_cold),
     ("subprocess allowed: warm runs programs as cold", test_subprocess_allowed_warm_as_cold),
