@@ -14,6 +14,7 @@ the snippet finds itself in a sandbox (its own PID namespace, no_new_privs, secc
 the host's /etc); the CLI cases also prove the sandbox with the canary first.
 Prints TAP."""
 import ctypes
+import hashlib
 import json
 import os
 import secrets
@@ -708,7 +709,6 @@ def test_concurrent_runs_see_only_their_own(t):
             bad.append("%s: workdir holds %r" % (tag, r["cwd"]))
         files = [f for f in doc.get("files") or doc.get("outputs") or []
                  if isinstance(f, dict)]
-        import hashlib
         want = hashlib.sha256(tag.encode()).hexdigest()
         if fio and not any(f.get("name") == "out.txt" and f.get("sha256") == want
                            for f in files):
