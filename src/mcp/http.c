@@ -256,7 +256,7 @@ enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, 
 	if (code == 405)
 		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW,
 					rq->path == PATH_MCP ? "POST, DELETE" : "GET, HEAD");
-	if (rq->h->draining && rq->path == PATH_MCP)
+	if (rq->close || (rq->h->draining && rq->path == PATH_MCP))
 		mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	http_cors_headers(rq, r);
 	enum MHD_Result ret = mhd.queue_response(rq->conn, code, r);
@@ -511,8 +511,9 @@ static void body_free(struct hreq *rq)
 	rq->len = rq->cap = 0;
 }
 
-/* A chunk of the body; past MCP_LINE_MAX the rest is dropped and 413 answered.  -1: no
- * room in the budget (503). */
+/* A chunk of the body; past MCP_LINE_MAX the rest is dropped and 413 answered at its end.
+ * -1: no room in the budget (503). */
+#define DISCARD_MAX ((size_t)64 << 20)
 static int take_body(struct hreq *rq, const char *data, size_t n)
 {
 	if (rq->too_big || n > MCP_LINE_MAX - rq->len) {
@@ -561,6 +562,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return MHD_YES;
 	}
 	if (*upload_size) {
+		/* a body past MCP_LINE_MAX (chunked: its length was not announced) is read
+		 * and dropped to its end, within the body deadline and DISCARD_MAX, and then
+		 * answered 413: libmicrohttpd sends no answer in the middle of a body */
+		if (rq->too_big) {
+			rq->discarded += *upload_size;
+			*upload_size = 0;
+			return rq->discarded > DISCARD_MAX ? MHD_NO : MHD_YES;
+		}
 		int r = take_body(rq, upload, *upload_size);
 		*upload_size = 0;
 		if (r < 0) {
@@ -568,10 +577,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 			return http_refuse(rq, 503, "body_budget",
 					   "server busy: too many large requests at once");
 		}
-		if (rq->too_big)
-			return http_refuse(rq, 413, "body_too_large",
-					   "request body larger than 17 MiB (17825792 bytes)");
 		return MHD_YES;
+	}
+	if (rq->too_big) {
+		rq->close = true;
+		return http_refuse(rq, 413, "body_too_large",
+				   "request body larger than 17 MiB (17825792 bytes)");
 	}
 	if (rq->dispatched)
 		return answer_or_wait(rq); /* resumed: the reply is there */

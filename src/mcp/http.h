@@ -93,6 +93,8 @@ struct hreq {
 	const char *origin; /* an allowed Origin, echoed in CORS headers */
 	bool accept_sse;
 	bool answered, dispatched, too_big;
+	bool close;	      /* answer with Connection: close (a request that cannot be framed) */
+	size_t discarded;     /* body bytes dropped past MCP_LINE_MAX before the 413 */
 	const char *rejected; /* the control that refused it (metrics) */
 	char *body;
 	size_t len, cap;

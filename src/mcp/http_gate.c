@@ -28,6 +28,25 @@ static enum MHD_Result add_len(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
+/* Content-Length and Transfer-Encoding headers seen (a request carrying two lengths, or a
+ * length and a transfer coding, cannot be framed safely: RFC 9112 6.3) */
+struct framing {
+	unsigned lengths, codings;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	(void)kind;
+	(void)value;
+	struct framing *f = cls;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		f->lengths++;
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+		f->codings++;
+	return MHD_YES;
+}
+
 static void client_of(struct hreq *rq)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -145,6 +164,15 @@ enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 	if (hl > HDR_MAX)
 		return http_refuse(rq, 431, "headers_too_large",
 				   "request headers larger than 16 KiB");
+	struct framing fr = {0, 0};
+	mhd.get_connection_values(rq->conn, MHD_HEADER_KIND, count_framing, &fr);
+	if (fr.lengths > 1 || (fr.lengths && fr.codings)) {
+		/* what follows on the connection is not known to be a request: closed */
+		rq->close = true;
+		return http_refuse(rq, 400, "framing",
+				   "more than one Content-Length, or Content-Length with "
+				   "Transfer-Encoding");
+	}
 	if (rq->path == PATH_NONE)
 		return http_refuse(rq, 404, "path", "not found (MCP is at /mcp)");
 	bool get = is(method, MHD_HTTP_METHOD_GET) || is(method, MHD_HTTP_METHOD_HEAD);
@@ -170,6 +198,12 @@ enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 	    (ct[16] && ct[16] != ';' && ct[16] != ' '))
 		return http_refuse(rq, 415, "content_type",
 				   "Content-Type must be application/json");
+	/* a body of a length announced first: libmicrohttpd can answer only before a body
+	 * or after all of it, so a chunked one could not be refused once past the bound */
+	if (header(rq, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+		return http_refuse(rq, 411, "length_required",
+				   "send the body with a Content-Length (at most 17 MiB), not "
+				   "a transfer coding");
 	const char *cl = header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > MCP_LINE_MAX)
 		return http_refuse(rq, 413, "body_too_large",

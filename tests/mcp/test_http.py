@@ -287,7 +287,7 @@ def test_bounds(t):
     head = c.recv(4096)
     c.close()
     m.check(head.startswith(b"HTTP/1.1 413"), "413 before the body: %r" % head[:100])
-    # a chunked body that grows past it
+    # a chunked body: refused at the headers (411), before a byte of it is read
     c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
     c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
               b"Content-Type: application/json\r\n\r\n")
@@ -303,9 +303,24 @@ def test_bounds(t):
     except OSError:
         pass
     c.close()
-    # libmicrohttpd cannot answer in the middle of a body: 413, or the connection closed
-    m.check(got.startswith(b"HTTP/1.1 413") or got == b"",
-            "chunked past the bound: %r" % got[:100])
+    m.check(got.startswith(b"HTTP/1.1 411"), "a chunked body: %r" % got[:100])
+    # two lengths: 400 and the connection closed, the bytes after never a request
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}"
+              b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    c.close()
+    m.check(got.startswith(b"HTTP/1.1 400"), "two Content-Lengths: %r" % got[:100])
+    m.eq(got.count(b"HTTP/1.1 "), 1, "responses on a connection with two Content-Lengths")
     st, _, _ = s.http("POST", "/mcp", b"{}", {"Accept": "application/json",
                                               "X-Big": "a" * (17 << 10)})
     m.check(st == 431, "headers past 16 KiB: %d" % st)
@@ -587,7 +602,8 @@ TESTS = [
     ("bearer token: 401 with WWW-Authenticate; probes need none", test_token),
     ("refused at start (125): off loopback without token, bad token files", test_refusals),
     ("Origin and Host (DNS rebinding): 403", test_origin_host),
-    ("bounds: 413 before the body, chunked 413, 431, 404, 415, 406", test_bounds),
+    ("bounds: 413 before the body, chunked 411, two lengths 400, 431, 404, 415, 406",
+     test_bounds),
     ("connection limit; headers within 10 s (slowloris)", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
