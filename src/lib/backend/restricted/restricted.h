@@ -158,6 +158,11 @@ size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3]);
 /* true when abi has every right this backend asks for (else Landlock is only partial). */
 bool rlandlock_complete(int abi);
 
+/* ---- the backend's report (report.c) ---------------------------------------------- */
+
+/* What this host lets the backend enforce, with a reason for each control it cannot. */
+void rreport_probe(const struct govex_runtime_options *opts, struct govex__report *r);
+
 /* ---- seccomp (seccomp.c) ------------------------------------------------------------ */
 
 struct rfilter {
