@@ -201,9 +201,9 @@ static char *spec_json(const struct rwarm_run *r)
 			     ? (int64_t)l->limits->cpu_ms * 1000000
 			     : -1),
 	    "ncpus", st->ncpus, "report_size", (int)sizeof(struct govex__shim_report), "netns",
-	    st->deny_net, "tmpfs", tmpfs, "proc_masked", masked, "workdir",
-	    l->workdir, "setid", !st->userns, "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid,
-	    "nr_capset", (int)SYS_capset, "rlimits", rlimits_json(l->limits), "landlock",
+	    st->deny_net, "tmpfs", tmpfs, "proc_masked", masked, "workdir", l->workdir, "setid",
+	    !st->userns, "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "nr_capset",
+	    (int)SYS_capset, "rlimits", rlimits_json(l->limits), "landlock",
 	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", argv_json(l->argv, argc),
 	    "text", json_integer(worker_text(l->argv[argc - 1])));
 	if (!spec)
