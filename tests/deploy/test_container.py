@@ -76,12 +76,17 @@ def base_config(tmp):
     binds = ["/usr", "/etc", os.path.dirname(GOVEX)]
     if os.environ.get("GOVEX_BUILD"):
         binds.append(os.path.abspath(os.environ["GOVEX_BUILD"]))
-    for src in dict.fromkeys(binds):
-        os.makedirs(rootfs + src, exist_ok=True)
-        c["mounts"].append({"destination": src, "type": "bind", "source": src,
-                            "options": ["rbind", "ro"]})
+    # /tmp first: a build tree under /tmp (CI clones into mktemp -d) is bound over it
+    # afterwards, its mount point made in the bound directory
     c["mounts"].append({"destination": "/tmp", "type": "bind",
                         "source": os.path.join(tmp, "tmp"), "options": ["rbind", "rw"]})
+    for src in dict.fromkeys(binds):
+        if src == "/tmp" or src.startswith("/tmp/"):
+            os.makedirs(os.path.join(tmp, "tmp") + src[len("/tmp"):], exist_ok=True)
+        else:
+            os.makedirs(rootfs + src, exist_ok=True)
+        c["mounts"].append({"destination": src, "type": "bind", "source": src,
+                            "options": ["rbind", "ro"]})
     c["mounts"].append({"destination": "/var/cache/govex", "type": "bind",
                         "source": os.path.join(tmp, "cache"), "options": ["rbind", "rw"]})
     p = c["process"]

@@ -32,7 +32,7 @@ import json, os
 with open("/proc/self/net/dev") as f:
     ifs = sorted(l.split(":")[0].strip() for l in f.read().splitlines()[2:])
 with open("/proc/self/net/unix") as f:
-    unix = len(f.read().splitlines()) - 1
+    unix = [int(l.split()[6]) for l in f.read().splitlines()[1:]]
 print("NETNS " + json.dumps({"ns": os.readlink("/proc/self/ns/net"), "ifs": ifs,
                              "slot": os.getuid() - %d, "unix": unix}))
 ''' % SLOT_BASE
@@ -40,6 +40,7 @@ print("NETNS " + json.dumps({"ns": os.readlink("/proc/self/ns/net"), "ifs": ifs,
 HOLD = CODE + '''
 import socket, time
 pairs = [socket.socketpair() for _ in range(5)]
+print("MINE " + json.dumps([os.fstat(s.fileno()).st_ino for p in pairs for s in p]))
 time.sleep(3)
 '''
 
@@ -99,7 +100,11 @@ def test_concurrent_runs_do_not_share(t):
     a = _answer(json.loads(out)["stdout"])
     g.check(a["slot"] != b["slot"], "two concurrent runs in one slot: %r %r" % (a, b))
     g.check(a["ns"] != b["ns"], "two concurrent runs share a network namespace: %r" % a["ns"])
-    g.eq(b["unix"], 0, "unix sockets a run sees beside a concurrent run's ten")
+    mine = json.loads([l for l in json.loads(out)["stdout"].splitlines()
+                       if l.startswith("MINE ")][0][5:])
+    g.eq(len(mine), 10, "sockets the holding run made")
+    g.eq(sorted(set(b["unix"]) & set(mine)), [],
+         "the concurrent run's sockets listed in /proc/self/net/unix")
 
 
 SCRIPT = r'''
