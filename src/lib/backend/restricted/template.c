@@ -810,6 +810,18 @@ int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes
 	}
 	pthread_mutex_lock(&w->lock);
 	t->inflight--;
+	/* a warm run that failed to launch, or whose init ended without its report (killed
+	 * with the template, say), retires its template: a template that is dying may still
+	 * look alive to template_alive() (its shim waits for the namespace's processes,
+	 * the control socket stays open while an init holds it), and the next run must not
+	 * be handed to it */
+	if (r_ < 0 || o->term == GOVEX_TERM_LAUNCH_FAILED)
+		for (int k = 0; k < 2; k++)
+			if (w->cur[k] == t) {
+				t->next = w->retired;
+				w->retired = t;
+				w->cur[k] = NULL;
+			}
 	reap_retired(w);
 	pthread_mutex_unlock(&w->lock);
 	return r_;
