@@ -17,9 +17,10 @@
 # Per run (every step before any user code, failures reported as {step, errno} on the
 # run's error pipe like a cold launch):
 #   B  hands the descriptors to C, mounts the run's own /tmp, workdir, identity files and
-#      proc, has the relay place the files in, tells C to go on; then keeps the CPU
-#      budget and the host's kill request, answers C's seccomp notifications (denials
-#      counted), reaps, kills the namespace and writes the shim report.
+#      proc, has the relay place the files in (outputs only: makes the output directory
+#      itself and sends the relay the workdir one-way), tells C to go on; then keeps the
+#      CPU budget and the host's kill request, answers C's seccomp notifications
+#      (denials counted), reaps, kills the namespace and writes the shim report.
 #   C  joins the run's cgroups (before anything else), cgroup namespace, setsid, seccomp
 #      guard (its listener to B), stdio, chdir, no_new_privs, Landlock, ids and
 #      capabilities dropped (bounding, ambient, inheritable, permitted, effective),

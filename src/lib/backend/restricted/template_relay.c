@@ -3,8 +3,9 @@
  * Warm runs: the relay (template.c).  The host clones it instead of a cold run's shim;
  * it hands the run's descriptors to the template over its control socket (SCM_RIGHTS),
  * places the run's files in its workdir and collects its outputs (files.c, the cold
- * shim's functions, on the workdir's descriptor the run's first process sends back),
- * and watches the run's init.  Async-signal-safe after the clone, like the cold shim.
+ * shim's functions, on the workdir's descriptor the run's init sends back; a run with
+ * outputs and no file in has its output directory made by its init), and watches the
+ * run's init.  Async-signal-safe after the clone, like the cold shim.
  */
 #define _GNU_SOURCE
 #include <poll.h>
