@@ -21,9 +21,10 @@
 #      itself and sends the relay the workdir one-way), tells C to go on; then keeps the
 #      CPU budget and the host's kill request, answers C's seccomp notifications
 #      (denials counted), reaps, kills the namespace and writes the shim report.
-#   C  joins the run's cgroups (before anything else), cgroup namespace, setsid, seccomp
-#      guard (its listener to B), stdio, chdir, no_new_privs, Landlock, ids and
-#      capabilities dropped (bounding, ambient, inheritable, permitted, effective),
+#   C  (its own session made before the run: setsid, _zyg_prefork) joins the run's
+#      cgroups (before anything else), cgroup namespace, seccomp guard (its listener to
+#      B), stdio, chdir, no_new_privs, Landlock, ids and capabilities dropped
+#      (bounding, ambient, inheritable, permitted, effective),
 #      rlimits, the seccomp allowlist -- the cold program child's order -- then the run's
 #      environment, argv ['-c'] and a fresh __main__, and the code compiled as "<string>"
 #      from a str (no coding cookie, as -c): exceptions, SystemExit, KeyboardInterrupt
@@ -414,10 +415,6 @@ class _Run:
                 raise _Fail(st["cgroup"], e.errno)
         if _libc.unshare(CLONE_NEWCGROUP) < 0 and ctypes.get_errno() != 22:
             raise _Fail(st["cgroupns"], ctypes.get_errno())
-        try:
-            os.setsid()
-        except OSError as e:
-            raise _Fail(st["setsid"], e.errno)
         for prog in _PARAMS["guards"]:
             if self.csock >= 0:
                 self.guard_listener(prog, st["seccomp_guard"])
@@ -808,7 +805,16 @@ def _zyg_prefork(ctl, taken):
             for fd in (pair, r, w, taken):
                 os.close(fd)
             ctl.close()
-            return _zyg_program(pc.detach(), None)
+            # its own session (setsid, the cold program child's step after the cgroups),
+            # made here before the run: nothing of a run depends on it, and setsid takes
+            # the kernel's global task list lock (measured: ~0.4 ms of a warm run's path
+            # on this busy host)
+            try:
+                os.setsid()
+                failed = None
+            except OSError as e:
+                failed = ("setsid", e.errno or 1)
+            return _zyg_program(pc.detach(), failed)
         pc.close()
     # (a failure: this process takes the next run and reports it as that run's)
     while True:
