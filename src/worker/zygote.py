@@ -17,12 +17,14 @@
 # Per run (every step before any user code, failures reported as {step, errno} on the
 # run's error pipe like a cold launch):
 #   B  hands the descriptors to C, mounts the run's own /tmp, workdir, identity files and
-#      proc, has the relay place the files in, tells C to go on; then keeps the CPU
-#      budget and the host's kill request, answers C's seccomp notifications (denials
-#      counted), reaps, kills the namespace and writes the shim report.
-#   C  joins the run's cgroups (before anything else), cgroup namespace, setsid, seccomp
-#      guard (its listener to B), stdio, chdir, no_new_privs, Landlock, ids and
-#      capabilities dropped (bounding, ambient, inheritable, permitted, effective),
+#      proc, has the relay place the files in (outputs only: makes the output directory
+#      itself and sends the relay the workdir one-way), tells C to go on; then keeps the
+#      CPU budget and the host's kill request, answers C's seccomp notifications
+#      (denials counted), reaps, kills the namespace and writes the shim report.
+#   C  (its own session made before the run: setsid, _zyg_prefork) joins the run's
+#      cgroups (before anything else), cgroup namespace, seccomp guard (its listener to
+#      B), stdio, chdir, no_new_privs, Landlock, ids and capabilities dropped
+#      (bounding, ambient, inheritable, permitted, effective),
 #      rlimits, the seccomp allowlist -- the cold program child's order -- then the run's
 #      environment, argv ['-c'] and a fresh __main__, and the code compiled as "<string>"
 #      from a str (no coding cookie, as -c): exceptions, SystemExit, KeyboardInterrupt
@@ -187,6 +189,33 @@ class _Run:
             _chk(_libc.mount(path, path, None, MS_BIND, None), st["workdir"])
             _chk(_libc.mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | fl, None),
                  st["workdir"])
+
+    def output_dir(self):
+        """Outputs and no file in: the output directory made here, as the cold shim makes
+        it (files.c, govex__files_place: mode 0700, the run's ids), in the run's fresh
+        workdir tmpfs before anything of the run started; the workdir's descriptor goes
+        to the relay one-way (it collects the outputs from it), without the relay's
+        round trip that files in need."""
+        s, st = self.s, self.st
+        try:
+            fd = os.open(s["workdir"], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                         os.O_CLOEXEC)
+        except OSError as e:
+            raise _Fail(st["workdir"], e.errno or 5)
+        try:
+            os.mkdir("output", 0o700, dir_fd=fd)
+            if s["uid"] not in (-1, 0xFFFFFFFF):
+                os.chown("output", s["uid"], s["gid"], dir_fd=fd, follow_symlinks=False)
+            sock = socket.socket(fileno=os.dup(self.watch))
+            try:
+                sock.sendmsg([b"O"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                       struct.pack("=i", fd))])
+            finally:
+                sock.close()
+        except OSError as e:
+            raise _Fail(st["workdir"], e.errno or 5)
+        finally:
+            os.close(fd)
 
     # ---- B: PID 1 of the run ----
     def proc(self):
@@ -386,10 +415,6 @@ class _Run:
                 raise _Fail(st["cgroup"], e.errno)
         if _libc.unshare(CLONE_NEWCGROUP) < 0 and ctypes.get_errno() != 22:
             raise _Fail(st["cgroupns"], ctypes.get_errno())
-        try:
-            os.setsid()
-        except OSError as e:
-            raise _Fail(st["setsid"], e.errno)
         for prog in _PARAMS["guards"]:
             if self.csock >= 0:
                 self.guard_listener(prog, st["seccomp_guard"])
@@ -565,8 +590,10 @@ def _zyg_child(fds, failed, c, pair, wake):
         run.fail(spec["steps"]["fork"], err)
     try:
         run.enter()
-        if spec["files"] or spec["outputs"]:
+        if spec["files"]:
             run.files_in()
+        elif spec["outputs"]:
+            run.output_dir()
         run.proc()
     except _Fail as f:
         run.fail(f.step, f.err)
@@ -650,8 +677,12 @@ def _zyg_warm():
     if _PARAMS["worker"]:
         # the template of govex's worker runs (call mode, inspection, REPL runs): what
         # it imports for every run, and typing (modules' annotations).  Not asyncio
-        # (only async code needs it: it would add a sixth to what every run's forks copy)
-        for m in ("ast", "inspect", "hashlib", "types", "builtins", "typing"):
+        # (only async code needs it: it would add a sixth to what every run's forks copy).
+        # _sha256 (3.12: _sha2) is the worker's digest of every request's source
+        # (worker.py, sha256_text): a shared object, loaded in each run otherwise
+        # (measured: ~0.5 ms of a warm MCP snippet)
+        for m in ("ast", "inspect", "hashlib", "types", "builtins", "typing", "_sha256",
+                  "_sha2"):
             try:
                 __import__(m)
             except Exception:
@@ -774,7 +805,16 @@ def _zyg_prefork(ctl, taken):
             for fd in (pair, r, w, taken):
                 os.close(fd)
             ctl.close()
-            return _zyg_program(pc.detach(), None)
+            # its own session (setsid, the cold program child's step after the cgroups),
+            # made here before the run: nothing of a run depends on it, and setsid takes
+            # the kernel's global task list lock (measured: ~0.4 ms of a warm run's path
+            # on this busy host)
+            try:
+                os.setsid()
+                failed = None
+            except OSError as e:
+                failed = ("setsid", e.errno or 1)
+            return _zyg_program(pc.detach(), failed)
         pc.close()
     # (a failure: this process takes the next run and reports it as that run's)
     while True:

@@ -360,6 +360,31 @@ START_TEST(test_repl_and_files)
 	free(b);
 	json_decref(c);
 	json_decref(w);
+	/* outputs and no file in (MCP's tools): the run's init makes the output directory */
+	static const char ocode[] =
+	    "import os\n"
+	    "od = os.environ['GOVEX_OUTPUT_DIR']\n"
+	    "st = os.stat(od)\n"
+	    "print(od, st.st_uid == os.getuid(), st.st_gid == os.getgid(), oct(st.st_mode),\n"
+	    "      os.listdir(od), sorted(os.listdir('.')))\n"
+	    "open(od + '/out.txt', 'w').write('result')\n"
+	    "os.symlink('/etc/passwd', od + '/link')\n";
+	struct govex_request orq = {.code = ocode, .code_len = strlen(ocode), .outputs = 1};
+	before = warm_count(rt_warm, "warm_runs");
+	c = run_req(rt_cold, &orq);
+	w = run_req(rt_warm, &orq);
+	ck_assert_int_eq(warm_count(rt_warm, "warm_runs"), before + 1);
+	same_result(c, w, "outputs");
+	ck_assert_msg(strstr(json_string_value(json_object_get(w, "stdout")),
+			     " True True 0o40700 [] ['output']\n"),
+		      "%s", json_string_value(json_object_get(w, "stdout")));
+	a = json_dumps(json_object_get(c, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	b = json_dumps(json_object_get(w, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	ck_assert_msg(strcmp(a, b) == 0 && strstr(b, "out.txt"), "files: cold %s, warm %s", a, b);
+	free(a);
+	free(b);
+	json_decref(c);
+	json_decref(w);
 	json_t *d = stats(rt_warm);
 	json_t *wm = json_object_get(d, "warm");
 	ck_assert(json_is_true(json_object_get(wm, "enabled")));

@@ -3,8 +3,9 @@
  * Warm runs: the relay (template.c).  The host clones it instead of a cold run's shim;
  * it hands the run's descriptors to the template over its control socket (SCM_RIGHTS),
  * places the run's files in its workdir and collects its outputs (files.c, the cold
- * shim's functions, on the workdir's descriptor the run's first process sends back),
- * and watches the run's init.  Async-signal-safe after the clone, like the cold shim.
+ * shim's functions, on the workdir's descriptor the run's init sends back; a run with
+ * outputs and no file in has its output directory made by its init), and watches the
+ * run's init.  Async-signal-safe after the clone, like the cold shim.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -110,15 +111,21 @@ static __attribute__((noreturn)) void relay_watch(const struct relay *rl, int so
 {
 	const struct govex__launch *l = rl->r->l;
 	int kill_fd = rl->f->kill[0], ce = rl->f->ce[1];
-	bool files = l->n_files || l->outputs;
-	int keep[] = {sock, kill_fd, files ? ce : -1, files && l->outputs ? l->out_fd : -1};
+	bool files = l->n_files;
+	int keep[] = {sock, kill_fd, files ? ce : -1, l->outputs ? l->out_fd : -1};
 	govex__close_fds_except(3, keep, ARRAY_SIZE(keep));
 	int wdfd = -1;
+	char b;
 	if (files) {
 		wdfd = relay_files_in(rl, sock, ce);
 		close(ce);
+	} else if (l->outputs) {
+		/* outputs only: the run's init made the output directory (zygote.py,
+		 * _Run.output_dir) and sends the workdir one-way */
+		wdfd = recv_fd(sock, &b);
+		if (wdfd < 0 || b != 'O')
+			_exit(0); /* the run failed before (its error pipe says so) */
 	}
-	char b;
 	int pidfd = recv_fd(sock, &b);
 	if (pidfd < 0)
 		_exit(0); /* no init (the run failed before it; the error pipe says so) */
