@@ -43,7 +43,7 @@
 #define FINISH_WAIT_MS	 3000
 #define BODY_BUDGET	 ((size_t)256 << 20) /* request bodies held at once */
 
-static int sig_pipe[2] = {-1, -1};
+static int sig_fd = -1; /* mcp_signals_catch()'s read end */
 
 static uint64_t now_ms(void)
 {
@@ -639,16 +639,6 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 	mcp_log("http: %s", line);
 }
 
-static void on_signal(int sig)
-{
-	int saved = errno;
-	unsigned char c = (unsigned char)sig;
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* full: a signal is pending already */
-	}
-	errno = saved;
-}
-
 static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 {
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC |
@@ -669,21 +659,6 @@ static struct MHD_Daemon *start_daemon(struct http_server *h, int fd)
 	    http_conn_notify, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return d;
-}
-
-static int catch_signals(void)
-{
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	sigemptyset(&ign.sa_mask);
-	sigaction(SIGPIPE, &ign, NULL);
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -1;
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	return 0;
 }
 
 /* A suspended request's client hung up (libmicrohttpd does not watch a suspended
@@ -724,13 +699,13 @@ static void watch_clients(struct http_server *h)
 /* Serves until a signal; returns it. */
 static int wait_signal(struct http_server *h)
 {
-	struct pollfd pfd = {.fd = sig_pipe[0], .events = POLLIN};
+	struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
 	for (;;) {
 		int r = poll(&pfd, 1, 500);
 		if (r < 0 && errno != EINTR)
 			return 0;
 		unsigned char c;
-		if (r > 0 && read(sig_pipe[0], &c, 1) == 1)
+		if (r > 0 && read(sig_fd, &c, 1) == 1)
 			return c;
 		sessions_expire(h, false);
 		watch_clients(h);
@@ -747,10 +722,10 @@ static void drain(struct http_server *h, int sig)
 	mcp_log("signal %d: draining (%u call%s in flight, up to %u s)", sig, n, n == 1 ? "" : "s",
 		h->drain_s);
 	uint64_t until = now_ms() + (uint64_t)h->drain_s * 1000;
-	struct pollfd pfd = {.fd = sig_pipe[0], .events = POLLIN};
+	struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
 	while ((n = mcp_pool_in_flight(h->srv.pool)) > 0 && now_ms() < until) {
 		unsigned char c;
-		if (poll(&pfd, 1, 50) > 0 && read(sig_pipe[0], &c, 1) == 1) {
+		if (poll(&pfd, 1, 50) > 0 && read(sig_fd, &c, 1) == 1) {
 			mcp_log("signal %d: no more waiting", c);
 			break;
 		}
@@ -845,7 +820,7 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 		mcp_log("--http: %s", err);
 		goto out;
 	}
-	if (mcp_metrics_new(&h->srv.metrics) < 0 || catch_signals() < 0)
+	if (mcp_metrics_new(&h->srv.metrics) < 0 || (sig_fd = mcp_signals_catch()) < 0)
 		goto out;
 	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
 			    (size_t)o->max_concurrent * 4) < 0)
@@ -878,11 +853,8 @@ out:
 	sessions_expire(h, true);
 	mcp_server_fini(&h->srv);
 	mcp_metrics_free(h->srv.metrics);
-	for (int i = 0; i < 2; i++)
-		if (sig_pipe[i] >= 0) {
-			close(sig_pipe[i]);
-			sig_pipe[i] = -1;
-		}
+	mcp_signals_release();
+	sig_fd = -1;
 	if (h->token) {
 		explicit_bzero(h->token, strlen(h->token));
 		free(h->token);

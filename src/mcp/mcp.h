@@ -132,6 +132,12 @@ bool mcp_version_known(const char *v);
 /* The policy's wall-time limit: the total of a call's progress. */
 uint64_t mcp_policy_wall_ms(const govex_policy *policy);
 
+/* SIGTERM, SIGINT and SIGHUP written as a byte (the signal number) to a self-pipe whose
+ * read end (non-blocking) is returned for the transport's loop to poll, or -1 (errno);
+ * SIGPIPE ignored.  mcp_signals_release closes the pipe. */
+int mcp_signals_catch(void);
+void mcp_signals_release(void);
+
 /* ---------------------------------------------------------------- calls.c */
 
 struct mcp_pool;

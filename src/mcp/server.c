@@ -603,3 +603,41 @@ void mcp_server_fini(struct mcp_server *srv)
 	free(srv->instructions);
 	srv->instructions = NULL;
 }
+
+/* ---------------------------------------------------------------- signals */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char c = (unsigned char)sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* full pipe: a signal is already pending */
+	}
+	errno = saved;
+}
+
+int mcp_signals_catch(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, NULL);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return sig_pipe[0];
+}
+
+void mcp_signals_release(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (sig_pipe[i] >= 0) {
+			close(sig_pipe[i]);
+			sig_pipe[i] = -1;
+		}
+}

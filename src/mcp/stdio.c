@@ -194,17 +194,7 @@ static void handle_line(struct mcp_server *srv, struct stdio_out *out, struct mc
 	mcp_dispatch(srv, &m, line, len);
 }
 
-static int sig_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	unsigned char c = (unsigned char)sig;
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* full pipe: a signal is already pending */
-	}
-	errno = saved;
-}
+static int sig_fd = -1; /* mcp_signals_catch()'s read end */
 
 static void too_long(struct stdio_out *out)
 {
@@ -229,7 +219,7 @@ static int serve(struct mcp_server *srv, struct stdio_out *out, struct mcp_sessi
 	int stop = 0;
 	if (!buf)
 		return 0;
-	struct pollfd pfd[2] = {{.fd = 0, .events = POLLIN}, {.fd = sig_pipe[0], .events = POLLIN}};
+	struct pollfd pfd[2] = {{.fd = 0, .events = POLLIN}, {.fd = sig_fd, .events = POLLIN}};
 	for (;;) {
 		int pr = poll(pfd, 2, -1);
 		if (pr < 0 && errno == EINTR)
@@ -240,7 +230,7 @@ static int serve(struct mcp_server *srv, struct stdio_out *out, struct mcp_sessi
 		}
 		if (pfd[1].revents & POLLIN) {
 			unsigned char c = 0;
-			if (read(sig_pipe[0], &c, 1) == 1) {
+			if (read(sig_fd, &c, 1) == 1) {
 				stop = c;
 				break;
 			}
@@ -321,23 +311,6 @@ static int serve(struct mcp_server *srv, struct stdio_out *out, struct mcp_sessi
 
 /* A client that goes away must not kill us with SIGPIPE mid-reply; SIGTERM, SIGINT and
  * SIGHUP stop the loop like the end of stdin does. */
-static int catch_signals(void)
-{
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	sigemptyset(&ign.sa_mask);
-	sigaction(SIGPIPE, &ign, NULL);
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		mcp_log("pipe: %s", strerror(errno));
-		return -1;
-	}
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	return 0;
-}
-
 int mcp_serve(const struct mcp_serve_options *o)
 {
 	if (o->http)
@@ -354,8 +327,10 @@ int mcp_serve(const struct mcp_serve_options *o)
 	int rc = 1, r;
 	if ((r = writer_start(&out)) < 0)
 		mcp_log("threads: %s (stdout written directly)", strerror(-r));
-	if (catch_signals() < 0 || mcp_server_init(&srv, o->policy, o->rt, o->modules, o->n_modules,
-						   o->max_concurrent, 256) < 0)
+	if ((sig_fd = mcp_signals_catch()) < 0)
+		mcp_log("pipe: %s", strerror(errno));
+	if (sig_fd < 0 || mcp_server_init(&srv, o->policy, o->rt, o->modules, o->n_modules,
+					  o->max_concurrent, 256) < 0)
 		goto out;
 	size_t nt = json_array_size(srv.tools);
 	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", nt,
@@ -367,11 +342,8 @@ int mcp_serve(const struct mcp_serve_options *o)
 	rc = sig ? 128 + sig : 0;
 out:
 	mcp_server_fini(&srv);
-	for (int i = 0; i < 2; i++)
-		if (sig_pipe[i] >= 0) {
-			close(sig_pipe[i]);
-			sig_pipe[i] = -1;
-		}
+	mcp_signals_release();
+	sig_fd = -1;
 	free(sess.client_name);
 	writer_stop(&out);
 	if (!out.out_writer && !out.out_head) {
