@@ -559,10 +559,10 @@ static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
 	return 0;
 }
 
-/* Files out, once every process of the run is gone: into the host's memfd. */
-static void shim_files_out(const struct run_ctx *c, int wdfd)
+/* Files out, once every process of the run is gone: into the host's memfd (the cold
+ * shim's and the warm relay's). */
+void rfiles_out(const struct govex__launch *l, int wdfd)
 {
-	const struct govex__launch *l = c->l;
 	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
 		return;
 	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
@@ -615,7 +615,7 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	w.exec_once = c->st->deny_subprocess;
 	shim_wait(c, &w, &rep);
 	shim_kill_all(&w);
-	shim_files_out(c, wdfd);
+	rfiles_out(c->l, wdfd);
 	rep.wait_status = w.status;
 	rep.net_denied = w.den.net_denied;
 	rep.exec_denied = w.den.exec_denied;

@@ -361,6 +361,11 @@ int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__la
 void rwarm_count_cold(struct rwarm *w, const char *reason);
 /* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
 void rwarm_stats(struct rwarm *w, json_t *warm);
+/* Files out of a finished run (every process of it gone): what it left in its workdir's
+ * output directory (wdfd) collected into l->out_fd, bounded (launch.c; the cold shim's
+ * and the warm relay's). */
+void rfiles_out(const struct govex__launch *l, int wdfd);
+
 /* template_relay.c: the run through a relay that hands its descriptors (and spec, a
  * memfd) to the template on ctl; as govex__run_shim. */
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,

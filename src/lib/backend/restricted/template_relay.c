@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -92,21 +91,6 @@ static int relay_files_in(const struct relay *rl, int sock, int ce)
 	return wdfd;
 }
 
-/* Files out, once the run's init is gone (it killed and reaped every process of the
- * run first): into the host's memfd, as the cold shim does. */
-static void relay_files_out(const struct relay *rl, int wdfd)
-{
-	const struct govex__launch *l = rl->r->l;
-	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
-		return;
-	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (scratch == MAP_FAILED)
-		return;
-	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
-			     l->limits->files_out_bytes, scratch);
-}
-
 static __attribute__((noreturn)) void relay_watch(const struct relay *rl, int sock)
 {
 	const struct govex__launch *l = rl->r->l;
@@ -155,7 +139,8 @@ static __attribute__((noreturn)) void relay_watch(const struct relay *rl, int so
 			p[2].fd = -1;
 		}
 	}
-	relay_files_out(rl, wdfd);
+	/* the run's init is gone: it killed and reaped every process of the run first */
+	rfiles_out(rl->r->l, wdfd);
 	_exit(0);
 }
 
