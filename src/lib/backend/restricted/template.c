@@ -354,6 +354,21 @@ static int map_identity(pid_t pid, int go)
 	return r;
 }
 
+/* The template's interpreter started: its stdio, "/", execve.  Returns only when one
+ * of them failed: -errno, *step the one. */
+static int texec(const struct tstart *t, int *ce, enum govex__step *step)
+{
+	int r = govex__child_stdio(t->io[0], t->io[1], t->dbg >= 0 ? t->dbg : t->io[1], t->ctl, ce,
+				   step);
+	if (r < 0)
+		return r;
+	*step = GOVEX_STEP_CHDIR;
+	if ((r = govex__neg_errno(chdir("/"))) < 0)
+		return r;
+	*step = GOVEX_STEP_EXECVE;
+	return govex__neg_errno(execve(t->exe, t->argv, t->envp));
+}
+
 /*
  * Root: the interpreter must not run with the host's root (DESIGN.md, trust boundaries:
  * what the policy names never runs on the host without a sandbox).  The template shim
@@ -390,14 +405,7 @@ static __attribute__((noreturn)) void tshim_nest(struct tstart *t, int ce)
 			goto fail;
 		close(go[0]);
 		govex__child_reset_signals();
-		if ((r = govex__child_stdio(t->io[0], t->io[1], t->dbg >= 0 ? t->dbg : t->io[1],
-					    t->ctl, &ce, &step)) < 0)
-			goto fail;
-		step = GOVEX_STEP_CHDIR;
-		if ((r = govex__neg_errno(chdir("/"))) < 0)
-			goto fail;
-		step = GOVEX_STEP_EXECVE;
-		r = govex__neg_errno(execve(t->exe, t->argv, t->envp));
+		r = texec(t, &ce, &step);
 		goto fail;
 	}
 	close(go[0]);
@@ -459,14 +467,7 @@ static __attribute__((noreturn)) void tshim(struct tstart *t)
 	step = GOVEX_STEP_CAPS;
 	if (t->st->userns && (r = keep_caps()) < 0)
 		goto fail;
-	if ((r = govex__child_stdio(t->io[0], t->io[1], t->dbg >= 0 ? t->dbg : t->io[1], t->ctl,
-				    &ce, &step)) < 0)
-		goto fail;
-	step = GOVEX_STEP_CHDIR;
-	if ((r = govex__neg_errno(chdir("/"))) < 0)
-		goto fail;
-	step = GOVEX_STEP_EXECVE;
-	r = govex__neg_errno(execve(t->exe, t->argv, t->envp));
+	r = texec(t, &ce, &step);
 fail:
 	govex__child_fail(ce, step, r < 0 ? -r : EPERM);
 	_exit(127);
