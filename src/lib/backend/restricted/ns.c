@@ -295,6 +295,21 @@ int rns_empty_netns(int slot)
 	return -EBUSY;
 }
 
+/* Reads a small /proc file into buf (NUL-terminated): its length, or -1 when it cannot
+ * be read or does not fit.  No allocation (the shim, after clone). */
+static ssize_t read_proc(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0 || (size_t)n == size - 1)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 /* /proc/self/net/dev names exactly one interface, lo, lo is down, and no unix socket is
  * in the namespace. */
 static bool netns_empty_here(void)
@@ -303,25 +318,13 @@ static bool netns_empty_here(void)
 	/* no unix socket lives in it (one a host process left there would be listed to the
 	 * run): /proc/self/net/unix holds its header line only (checked before our own
 	 * socket below is made) */
-	int fd = open("/proc/self/net/unix", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc("/proc/self/net/unix", buf, sizeof(buf)) < 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	const char *nl = strchr(buf, '\n');
 	if (!nl || nl[1] != '\0')
 		return false;
-	fd = open("/proc/self/net/dev", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_proc("/proc/self/net/dev", buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || n == (ssize_t)sizeof(buf) - 1)
-		return false;
-	buf[n] = '\0';
 	/* two header lines, then one line per interface */
 	int lines = 0;
 	const char *third = NULL;
