@@ -72,7 +72,37 @@ def _killpg(pid):
         pass
 
 
-class Server:
+class _Process:
+    """What both servers share: the process (self.p, its own process group), its stderr
+    in a file (self.errpath, written through self._err)."""
+
+    def kill(self):
+        _killpg(self.p.pid)
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            self._err.close()
+        except OSError:
+            pass
+
+    def stderr(self):
+        try:
+            with open(self.errpath, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def cleanup(self):
+        self.kill()
+        try:
+            os.unlink(self.errpath)
+        except OSError:
+            pass
+
+
+class Server(_Process):
     """One `govex mcp ARGS` process."""
 
     def __init__(self, args, cwd=None, env=None):
@@ -196,33 +226,8 @@ class Server:
         except subprocess.TimeoutExpired:
             raise Failure("the server did not exit within %.1f s of stdin's end" % timeout)
 
-    def kill(self):
-        _killpg(self.p.pid)
-        try:
-            self.p.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            self._err.close()
-        except OSError:
-            pass
 
-    def stderr(self):
-        try:
-            with open(self.errpath, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def cleanup(self):
-        self.kill()
-        try:
-            os.unlink(self.errpath)
-        except OSError:
-            pass
-
-
-class HttpServer:
+class HttpServer(_Process):
     """One `govex mcp --http ADDR ARGS` process (port 0 unless ADDR names one); its URL
     comes from the line it writes to stderr.  Speaks HTTP with http.client (stdlib)."""
 
@@ -298,31 +303,6 @@ class HttpServer:
             return self.p.wait(timeout)
         except subprocess.TimeoutExpired:
             raise Failure("the server did not exit within %.1f s" % timeout)
-
-    def kill(self):
-        _killpg(self.p.pid)
-        try:
-            self.p.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            self._err.close()
-        except OSError:
-            pass
-
-    def stderr(self):
-        try:
-            with open(self.errpath, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def cleanup(self):
-        self.kill()
-        try:
-            os.unlink(self.errpath)
-        except OSError:
-            pass
 
 
 def parse_body(headers, data):
