@@ -373,7 +373,10 @@ const char cli_usage_mcp[] =
     "  --drain-timeout S     after SIGTERM, how long calls may finish (default 30)\n"
     "\n"
     "Logs go to stderr.  On stdio, stdin's end stops the server and cancels the calls in\n"
-    "flight; over HTTP, SIGTERM or SIGINT drains, then exits 0.\n";
+    "flight; over HTTP, SIGTERM or SIGINT drains, then exits 0.  Runs are forked from\n"
+    "warm templates (an interpreter per policy started inside the sandbox; each run still\n"
+    "gets its own namespaces, identity, cgroups, Landlock, seccomp and limits);\n"
+    "GOVEX_WARM=0 starts every run cold.\n";
 
 void cli_usage_print_run(const char *name, const char *what)
 {
