@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Embeds text into C as a NUL-terminated byte array: embed.py OUTPUT SYMBOL INPUT...
+(--binary first: any bytes, e.g. a shared object, with no check of their content)
 
 The INPUTs are concatenated in the order given (each must end with a newline, so that no
 two of them share a line).  Used for the call-mode worker (src/worker/worker.py) and its
@@ -9,13 +10,18 @@ import sys
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit('usage: embed.py OUTPUT SYMBOL INPUT...')
-    out, sym = sys.argv[1:3]
+    binary = len(sys.argv) > 1 and sys.argv[1] == '--binary'
+    args = sys.argv[2:] if binary else sys.argv[1:]
+    if len(args) < 3:
+        sys.exit('usage: embed.py [--binary] OUTPUT SYMBOL INPUT...')
+    out, sym = args[0:2]
     data = b''
-    for src in sys.argv[3:]:
+    for src in args[2:]:
         with open(src, 'rb') as f:
             part = f.read()
+        if binary:
+            data += part
+            continue
         if b'\0' in part:
             sys.exit('embed.py: %s contains a NUL byte' % src)
         if not part.endswith(b'\n'):

@@ -559,9 +559,40 @@ static int tstart_args(struct tstart *t, const struct govex__launch *l, bool no_
 	return kj ? 0 : -ENOMEM;
 }
 
+extern const unsigned char govex__zyg_so[];
+extern const size_t govex__zyg_so_len;
+
+/* A memfd holding len bytes of data (sealed: nothing can change it once handed over). */
+static int sealed_memfd(const char *name, const void *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? errno : EIO;
+			close(fd);
+			return -e;
+		}
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 /* govex's own worker texts (call mode and inspection, as call.c runs them), for the
  * template to compile once: a run whose code is byte for byte one of them execs the
- * compiled code instead of compiling it again.  Sent as a memfd after READY. */
+ * compiled code instead of compiling it again; and the template's C side (zyg.c, a
+ * shared object the interpreter loads from the memfd).  Sent as two memfds after
+ * READY. */
 static int send_texts(int ctl)
 {
 	size_t a = govex__worker_inspection_py_len, b = govex__worker_py_len;
@@ -578,28 +609,31 @@ static int send_texts(int ctl)
 	json_decref(texts);
 	if (!js)
 		return -ENOMEM;
-	_cleanup_close_ int fd = memfd_create("govex-warm-texts", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t len = strlen(js);
-	if (write(fd, js, len) != (ssize_t)len)
-		return -EIO;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = (void *)"P", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(ctl, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	int fds[2] = {sealed_memfd("govex-warm-texts", js, strlen(js)),
+		      sealed_memfd("govex-zyg", govex__zyg_so, govex__zyg_so_len)};
+	int r = fds[0] < 0 ? fds[0] : fds[1] < 0 ? fds[1] : 0;
+	if (r == 0) {
+		union {
+			char buf[CMSG_SPACE(sizeof(fds))];
+			struct cmsghdr align;
+		} u;
+		memset(&u, 0, sizeof(u));
+		struct iovec iov = {.iov_base = (void *)"P", .iov_len = 1};
+		struct msghdr msg = {.msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = u.buf,
+				     .msg_controllen = CMSG_SPACE(sizeof(fds))};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+		r = sendmsg(ctl, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	}
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
 }
 
 static int template_start(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: a run's spec, the JSON document the template's child reads from a memfd
- * (src/worker/zygote.py, _Run): what the run's own layers need -- its tmpfs mounts, the
- * proc masks, ids, rlimits (as govex__child_rlimits sets them), Landlock rules of its
- * plan, cgroup descriptors' count, the CPU budget, the launch steps' numbers (failures
- * are reported as a cold launch's), its environment, argv and code.  Byte strings go as
- * hex.  The template itself never reads it (template.c).
+ * Warm runs: a run's spec (zyg_spec.h), what the run's init and program read from a memfd
+ * in the template's interpreter (zyg.c): what the run's own layers need -- its tmpfs
+ * mounts, the proc masks, ids, rlimits (as govex__child_rlimits sets them), Landlock
+ * rules of its plan, cgroup descriptors' count, the CPU budget, its environment, argv and
+ * code.  The template itself never reads it (template.c).
  */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "restricted.h"
+#include "zyg_spec.h"
 
 json_t *rwarm_hex(const void *data, size_t len)
 {
@@ -35,22 +35,70 @@ json_t *rwarm_hex(const void *data, size_t len)
 	return j;
 }
 
-static json_t *hexv(char *const *v)
+/* ---- the spec, record by record ----------------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void *sb_room(struct sbuf *b, size_t n)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; a && v && v[i]; i++)
-		json_array_append_new(a, rwarm_hex(v[i], strlen(v[i])));
-	return a;
+	if (b->oom)
+		return NULL;
+	if (b->len + n > b->cap) {
+		size_t nc = b->cap ? b->cap : 4096;
+		while (nc < b->len + n)
+			nc *= 2;
+		char *np = realloc(b->p, nc);
+		if (!np) {
+			b->oom = true;
+			return NULL;
+		}
+		memset(np + b->cap, 0, nc - b->cap);
+		b->p = np;
+		b->cap = nc;
+	}
+	void *at = b->p + b->len;
+	b->len += n;
+	return at;
 }
 
-/* The rlimits govex__child_rlimits (shim.c) sets, as [resource, soft, hard, step]: keep
- * in step with it. */
-static json_t *rlimits_json(const struct govex__limits *l)
+/* One record of parts (each a byte string; strings are given with their NUL). */
+static void rec(struct sbuf *b, uint32_t type, const void *a, size_t na, const void *c, size_t nc)
 {
-	json_t *a = json_array();
-#define RL(res, s, h, step)                                                                        \
-	json_array_append_new(                                                                     \
-	    a, json_pack("[iIIi]", (int)(res), (json_int_t)(s), (json_int_t)(h), (int)(step)))
+	uint32_t h[2] = {type, (uint32_t)(na + nc)};
+	size_t pad = (8 - (na + nc) % 8) % 8;
+	char *at = sb_room(b, sizeof(h) + na + nc + pad);
+	if (!at)
+		return;
+	memcpy(at, h, sizeof(h));
+	if (na)
+		memcpy(at + sizeof(h), a, na);
+	if (nc)
+		memcpy(at + sizeof(h) + na, c, nc);
+}
+
+static void rec_str(struct sbuf *b, uint32_t type, const char *s)
+{
+	rec(b, type, s, strlen(s) + 1, NULL, 0);
+}
+
+static void rec_str2(struct sbuf *b, uint32_t type, const char *s, const void *c, size_t nc)
+{
+	rec(b, type, s, strlen(s) + 1, c, nc);
+}
+
+/* The rlimits govex__child_rlimits (shim.c) sets: keep in step with it. */
+static void rlimits(struct sbuf *b, const struct govex__limits *l)
+{
+#define RL(res, s, h, st)                                                                          \
+	do {                                                                                       \
+		struct zyg_rlimit z = {(int32_t)(res), (int32_t)(st), (uint64_t)(s),               \
+				       (uint64_t)(h)};                                             \
+		rec(b, ZR_RLIMIT, &z, sizeof(z), NULL, 0);                                         \
+	} while (0)
 	RL(RLIMIT_CORE, 1, 1, GOVEX_STEP_RLIMIT_CORE);
 	RL(RLIMIT_SIGPENDING, 256, 256, GOVEX_STEP_RLIMIT_SIGPENDING);
 	if (l->cpu_ms) {
@@ -64,92 +112,6 @@ static json_t *rlimits_json(const struct govex__limits *l)
 	if (l->open_files)
 		RL(RLIMIT_NOFILE, l->open_files, l->open_files, GOVEX_STEP_RLIMIT_NOFILE);
 #undef RL
-	return a;
-}
-
-static json_t *steps_json(void)
-{
-	static const enum govex__step steps[] = {
-	    GOVEX_STEP_SHIM,	  GOVEX_STEP_CLONE,	    GOVEX_STEP_MOUNT_PRIVATE,
-	    GOVEX_STEP_TMPFS,	  GOVEX_STEP_FORK,	    GOVEX_STEP_PROC,
-	    GOVEX_STEP_PROC_MASK, GOVEX_STEP_CGROUP,	    GOVEX_STEP_CGROUPNS,
-	    GOVEX_STEP_SETSID,	  GOVEX_STEP_SECCOMP_GUARD, GOVEX_STEP_STDIO,
-	    GOVEX_STEP_CHDIR,	  GOVEX_STEP_NO_NEW_PRIVS,  GOVEX_STEP_LANDLOCK,
-	    GOVEX_STEP_CAPS,	  GOVEX_STEP_SETGROUPS,	    GOVEX_STEP_SETGID,
-	    GOVEX_STEP_SETUID,	  GOVEX_STEP_SECCOMP,	    GOVEX_STEP_WORKDIR,
-	};
-	json_t *o = json_object();
-	for (size_t i = 0; o && i < ARRAY_SIZE(steps); i++)
-		json_object_set_new(o, govex__step_name(steps[i]), json_integer(steps[i]));
-	return o;
-}
-
-static json_t *landlock_json(const struct rstate *st, const struct rplan *plan)
-{
-	if (st->landlock_abi <= 0)
-		return json_null();
-	uint64_t a[3];
-	size_t size = rlandlock_attr(st->landlock_abi, st->deny_net, a);
-	json_t *rules = json_array();
-	for (size_t i = 0; rules && i < plan->n; i++) {
-		uint64_t acc = plan->m[i].ll_access & a[0];
-		if (acc)
-			json_array_append_new(rules,
-					      json_pack("[sI]", plan->m[i].path, (json_int_t)acc));
-	}
-	return json_pack("{sIsIsIsIsIso}", "fs", (json_int_t)a[0], "net", (json_int_t)a[1],
-			 "scoped", (json_int_t)a[2], "size", (json_int_t)size, "file_rights",
-			 (json_int_t)LL_FILE_RIGHTS, "rules", rules);
-}
-
-/* The places a run writes that are its own: its /tmp and workdir tmpfs (not /dev, which
- * is read-only), and the host-wide proc files to mask where proc has no subset=pid. */
-static void plan_json(const struct rplan *plan, json_t **ret_tmpfs, json_t **ret_masked)
-{
-	json_t *tmpfs = json_array(), *masked = json_array();
-	for (size_t i = 0; tmpfs && masked && i < plan->n; i++) {
-		const struct rmount *m = &plan->m[i];
-		if (m->kind == RM_TMPFS && (m->ll_access & LL_FS_WRITE_FILE))
-			json_array_append_new(tmpfs, json_pack("[ss]", m->path, m->opts));
-		else if (m->kind == RM_PROC_MASK)
-			json_array_append_new(masked, json_string(m->path));
-	}
-	*ret_tmpfs = tmpfs;
-	*ret_masked = masked;
-}
-
-/* The run's identity files (/etc/passwd, /etc/group: rplan_add_identity), bound by the
- * run's first process over the template's placeholders. */
-static json_t *identity_json(const struct rplan *plan)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < plan->n; i++)
-		if (plan->m[i].kind == RM_FILE)
-			json_array_append_new(
-			    a, json_pack("[so]", plan->m[i].path,
-					 rwarm_hex(plan->m[i].opts, strlen(plan->m[i].opts))));
-	return a;
-}
-
-#ifndef SYS_fork
-#define SYS_fork (-1)
-#endif
-#ifndef SYS_vfork
-#define SYS_vfork (-1)
-#endif
-
-/* Denials named as a cold run names them (execonce.c): the guard (built for the
- * runtime's policy) notifies; the run's init answers and counts.  In a warm run the
- * interpreter is running already: every execve is a later one. */
-static json_t *notify_json(const struct rstate *st)
-{
-	if (!st->deny_net && !st->deny_subprocess)
-		return json_null();
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "max",
-			 RDENIALS_ANSWERED_MAX, "socket", (int)SYS_socket, "execve",
-			 (int)SYS_execve, "execveat", (int)SYS_execveat, "clone", (int)SYS_clone,
-			 "fork", (int)SYS_fork, "vfork", (int)SYS_vfork, "eafnosupport",
-			 EAFNOSUPPORT, "eperm", EPERM, "enosys", ENOSYS);
 }
 
 extern const unsigned char govex__worker_py[];
@@ -170,72 +132,93 @@ static int worker_text(const char *code)
 	return -1;
 }
 
-/* argv as hex, but the code (the last) once only: null here, "code" or "text" in the
- * spec. */
-static json_t *argv_json(char *const *argv, size_t argc)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < argc; i++)
-		json_array_append_new(a, i + 1 == argc ? json_null()
-						       : rwarm_hex(argv[i], strlen(argv[i])));
-	return a;
-}
-
-static char *spec_json(const struct rwarm_run *r)
+static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 {
 	const struct rstate *st = r->st;
 	const struct govex__launch *l = r->l;
-	size_t argc = 0, nprocs = 0;
+	const struct rplan *plan = r->plan;
+	size_t argc = 0;
 	while (l->argv[argc])
 		argc++;
-	for (int i = 0; i < RCG_N; i++)
-		nprocs += r->cg->procs_fd[i] >= 0;
-	json_t *tmpfs, *masked;
-	plan_json(r->plan, &tmpfs, &masked);
-	json_t *spec = json_pack(
-	    "{s:o, s:I, s:b, s:b, s:i, s:I, s:i, s:i, s:b, s:o, s:o, s:s, s:b, s:I, s:I, s:i, s:o, "
-	    "s:o, s:o, s:o, s:o}",
-	    "steps", steps_json(), "nprocs", (json_int_t)nprocs, "cpu", r->cg->cpu_fd >= 0, "extra",
-	    l->extra_fd >= 0, "cpu_version", r->cg->cpu_version, "cpu_budget_ns",
-	    (json_int_t)(r->cg->cpu_fd >= 0 && l->limits->cpu_ms
-			     ? (int64_t)l->limits->cpu_ms * 1000000
-			     : -1),
-	    "ncpus", st->ncpus, "report_size", (int)sizeof(struct govex__shim_report), "netns",
-	    st->deny_net, "tmpfs", tmpfs, "proc_masked", masked, "workdir", l->workdir, "setid",
-	    !st->userns, "uid", (json_int_t)r->uid, "gid", (json_int_t)r->gid, "nr_capset",
-	    (int)SYS_capset, "rlimits", rlimits_json(l->limits), "landlock",
-	    landlock_json(st, r->plan), "env", hexv(l->envp), "argv", argv_json(l->argv, argc),
-	    "text", json_integer(worker_text(l->argv[argc - 1])));
-	if (!spec)
+	struct sbuf b = {0};
+	/* the header is written last (the buffer moves as it grows) */
+	struct zyg_hdr hd = {0}, *h = &hd;
+	if (!sb_room(&b, sizeof(hd)))
 		return NULL;
+	h->magic = ZYG_MAGIC;
+	for (int i = 0; i < RCG_N; i++)
+		h->nprocs += r->cg->procs_fd[i] >= 0;
+	h->has_cpu = r->cg->cpu_fd >= 0;
+	h->has_extra = l->extra_fd >= 0;
+	h->cpu_version = r->cg->cpu_version;
+	h->cpu_budget_ns =
+	    r->cg->cpu_fd >= 0 && l->limits->cpu_ms ? (int64_t)l->limits->cpu_ms * 1000000 : -1;
+	h->ncpus = st->ncpus;
+	h->setid = !st->userns;
+	h->uid = (uint32_t)r->uid;
+	h->gid = (uint32_t)r->gid;
+	h->text = worker_text(l->argv[argc - 1]);
+	h->outputs = l->outputs;
+	h->notify = st->deny_net || st->deny_subprocess;
+	h->denials_max = RDENIALS_ANSWERED_MAX;
+	h->report_size = sizeof(struct govex__shim_report);
+	if (st->landlock_abi > 0) {
+		uint64_t a[3];
+		h->ll_size = (uint32_t)rlandlock_attr(st->landlock_abi, st->deny_net, a);
+		h->ll_fs = a[0];
+		h->ll_net = a[1];
+		h->ll_scoped = a[2];
+		h->ll_file_rights = LL_FILE_RIGHTS;
+	}
+	rec_str(&b, ZR_WORKDIR, l->workdir);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct rmount *m = &plan->m[i];
+		/* the run's own writable places: its /tmp and workdir tmpfs (not /dev, which
+		 * is read-only); the host-wide proc files to mask where proc has no
+		 * subset=pid; the identity files (rplan_add_identity), bound over the
+		 * template's placeholders */
+		if (m->kind == RM_TMPFS && (m->ll_access & LL_FS_WRITE_FILE)) {
+			rec_str2(&b, ZR_TMPFS, m->path, m->opts, strlen(m->opts) + 1);
+		} else if (m->kind == RM_PROC_MASK) {
+			rec_str(&b, ZR_MASK, m->path);
+		} else if (m->kind == RM_FILE) {
+			rec_str2(&b, ZR_IDENT, m->path, m->opts, strlen(m->opts));
+		}
+		uint64_t acc = st->landlock_abi > 0 ? m->ll_access & h->ll_fs : 0;
+		if (acc)
+			rec(&b, ZR_LLRULE, &acc, sizeof(acc), m->path, strlen(m->path) + 1);
+	}
+	rlimits(&b, l->limits);
+	for (size_t i = 0; i < l->n_files; i++)
+		rec_str(&b, ZR_FILE, l->files[i].name);
+	for (size_t i = 0; l->envp && l->envp[i]; i++)
+		rec(&b, ZR_ENV, l->envp[i], strlen(l->envp[i]), NULL, 0);
+	for (size_t i = 0; i + 1 < argc; i++)
+		rec(&b, ZR_ARGV, l->argv[i], strlen(l->argv[i]), NULL, 0);
+	rec(&b, ZR_ARGV_CODE, NULL, 0, NULL, 0);
 	/* govex's worker (call mode, inspection, REPL runs): the template has its text and
 	 * its code object; other code is sent */
-	if (json_integer_value(json_object_get(spec, "text")) < 0)
-		json_object_set_new(spec, "code",
-				    rwarm_hex(l->argv[argc - 1], strlen(l->argv[argc - 1])));
-	json_object_set_new(spec, "identity", identity_json(r->plan));
-	/* files in (their names: the bytes are the relay's to write) and outputs */
-	json_t *names = json_array();
-	for (size_t i = 0; names && i < l->n_files; i++)
-		json_array_append_new(names, json_string(l->files[i].name));
-	json_object_set_new(spec, "files", names);
-	json_object_set_new(spec, "outputs", json_boolean(l->outputs));
-	json_object_set_new(spec, "notify", notify_json(st));
-	json_object_set_new(spec, "nr_seccomp", json_integer(SYS_seccomp));
-	char *s = json_dumps(spec, JSON_COMPACT);
-	json_decref(spec);
-	return s;
+	if (h->text < 0)
+		rec(&b, ZR_CODE, l->argv[argc - 1], strlen(l->argv[argc - 1]), NULL, 0);
+	if (b.oom || b.len > ZYG_SPEC_MAX) {
+		free(b.p);
+		return NULL;
+	}
+	h->size = (uint32_t)b.len;
+	memcpy(b.p, h, sizeof(*h));
+	*ret_len = b.len;
+	return b.p;
 }
 
 int rwarm_spec_memfd(const struct rwarm_run *r)
 {
-	_cleanup_free_ char *s = spec_json(r);
+	size_t len = 0, off = 0;
+	_cleanup_free_ char *s = spec_build(r, &len);
 	if (!s)
 		return -ENOMEM;
 	int fd = memfd_create("govex-warm-spec", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	size_t len = strlen(s), off = 0;
 	while (off < len) {
 		ssize_t n = write(fd, s + off, len - off);
 		if (n < 0 && errno == EINTR)
