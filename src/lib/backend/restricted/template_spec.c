@@ -132,7 +132,12 @@ static int worker_text(const char *code)
 	return -1;
 }
 
-static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
+/* What a spec holds (zyg_spec.h): a whole run's, a spare's (every step ahead, no record
+ * of the run's own), or a go's (the run's own records only). */
+enum spec_kind { SPEC_RUN, SPEC_SPARE, SPEC_GO };
+
+static char *spec_build(const struct rwarm_run *r, enum spec_kind kind, const char *remount,
+			size_t *ret_len)
 {
 	const struct rstate *st = r->st;
 	const struct govex__launch *l = r->l;
@@ -146,10 +151,21 @@ static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 	if (!sb_room(&b, sizeof(hd)))
 		return NULL;
 	h->magic = ZYG_MAGIC;
+	h->report_size = sizeof(struct govex__shim_report);
+	h->text = worker_text(l->argv[argc - 1]);
+	if (kind == SPEC_GO) {
+		/* the run's own: its environment, argv, code and files, in its spare */
+		h->outputs = l->outputs;
+		h->has_extra = l->extra_fd >= 0;
+		if (remount)
+			rec_str2(&b, ZR_REMOUNT, l->workdir, remount, strlen(remount) + 1);
+		goto own;
+	}
+	h->deferred = kind == SPEC_SPARE;
 	for (int i = 0; i < RCG_N; i++)
 		h->nprocs += r->cg->procs_fd[i] >= 0;
 	h->has_cpu = r->cg->cpu_fd >= 0;
-	h->has_extra = l->extra_fd >= 0;
+	h->has_extra = kind == SPEC_RUN && l->extra_fd >= 0;
 	h->cpu_version = r->cg->cpu_version;
 	h->cpu_budget_ns =
 	    r->cg->cpu_fd >= 0 && l->limits->cpu_ms ? (int64_t)l->limits->cpu_ms * 1000000 : -1;
@@ -157,8 +173,7 @@ static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 	h->setid = !st->userns;
 	h->uid = (uint32_t)r->uid;
 	h->gid = (uint32_t)r->gid;
-	h->text = worker_text(l->argv[argc - 1]);
-	h->outputs = l->outputs;
+	h->outputs = kind == SPEC_RUN && l->outputs;
 	h->notify = st->deny_net || st->deny_subprocess;
 	h->denials_max = RDENIALS_ANSWERED_MAX;
 	h->report_size = sizeof(struct govex__shim_report);
@@ -189,6 +204,9 @@ static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 			rec(&b, ZR_LLRULE, &acc, sizeof(acc), m->path, strlen(m->path) + 1);
 	}
 	rlimits(&b, l->limits);
+	if (kind == SPEC_SPARE)
+		goto done;
+own:
 	for (size_t i = 0; i < l->n_files; i++)
 		rec_str(&b, ZR_FILE, l->files[i].name);
 	for (size_t i = 0; l->envp && l->envp[i]; i++)
@@ -200,6 +218,7 @@ static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 	 * its code object; other code is sent */
 	if (h->text < 0)
 		rec(&b, ZR_CODE, l->argv[argc - 1], strlen(l->argv[argc - 1]), NULL, 0);
+done:
 	if (b.oom || b.len > ZYG_SPEC_MAX) {
 		free(b.p);
 		return NULL;
@@ -210,10 +229,10 @@ static char *spec_build(const struct rwarm_run *r, size_t *ret_len)
 	return b.p;
 }
 
-int rwarm_spec_memfd(const struct rwarm_run *r)
+static int spec_memfd(const struct rwarm_run *r, enum spec_kind kind, const char *remount)
 {
 	size_t len = 0, off = 0;
-	_cleanup_free_ char *s = spec_build(r, &len);
+	_cleanup_free_ char *s = spec_build(r, kind, remount, &len);
 	if (!s)
 		return -ENOMEM;
 	int fd = memfd_create("govex-warm-spec", MFD_CLOEXEC);
@@ -231,4 +250,19 @@ int rwarm_spec_memfd(const struct rwarm_run *r)
 		off += (size_t)n;
 	}
 	return fd;
+}
+
+int rwarm_spec_memfd(const struct rwarm_run *r)
+{
+	return spec_memfd(r, SPEC_RUN, NULL);
+}
+
+int rwarm_spare_spec_memfd(const struct rwarm_run *r)
+{
+	return spec_memfd(r, SPEC_SPARE, NULL);
+}
+
+int rwarm_go_spec_memfd(const struct rwarm_run *r, const char *remount)
+{
+	return spec_memfd(r, SPEC_GO, remount);
 }

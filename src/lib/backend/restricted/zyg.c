@@ -692,6 +692,119 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 	_exit(0);
 }
 
+/* Files in or the output directory (s: the run's records), and a go's remount. */
+static void run_files(const struct spec *s, const char *wd, int watch, int fce)
+{
+	struct recd rc;
+	int k;
+	bool any = false;
+	SPEC_EACH(s, ZR_REMOUNT, rc, k)
+	{
+		ssize_t pl = rec_str(&rc, 0);
+		if (pl < 0 || rec_str(&rc, (uint32_t)pl + 1) < 0)
+			fail(fce, GOVEX_STEP_TMPFS, EINVAL);
+		int e = mnt(NULL, rc.data, NULL, MS_REMOUNT | MNT_FL, rc.data + pl + 1);
+		if (e < 0)
+			fail(fce, GOVEX_STEP_TMPFS, -e);
+	}
+	SPEC_EACH(s, ZR_FILE, rc, k)
+	{
+		any = true;
+		break;
+	}
+	if (watch < 0)
+		return;
+	if (any)
+		files_in(s, wd, watch, fce);
+	else if (s->h->outputs)
+		output_dir(s, wd, watch, fce);
+}
+
+static void close_mine(struct init *b)
+{
+	int mine[] = {b->f.in, b->f.out, b->f.err, b->f.ce, b->f.extra};
+	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
+		if (mine[i] >= 0)
+			close(mine[i]);
+	for (int i = 0; i < b->s.h->nprocs; i++)
+		close(b->f.fds[b->f.procs0 + i]);
+}
+
+/* Every process of the namespace killed and reaped (a spare the host let go). */
+static __attribute__((noreturn)) void init_drop(void)
+{
+	if (getpid() == 1)
+		for (;;) {
+			kill(-1, SIGKILL);
+			if (waitpid(-1, NULL, WALL) < 0 && errno != EINTR)
+				break;
+		}
+	_exit(0);
+}
+
+/*
+ * A spare's init (deferred), its places made and P on its way through its steps: waits
+ * for the host's go on the watch socket (its end closed: the spare is let go), takes
+ * P's guard listener meanwhile (P sends it during its steps), makes the run's files (or
+ * output directory) and forwards the go to P.  If P ends before the go (a step failed:
+ * the error pipe says which), so does this process.  Returns the go's pair end state in
+ * b->lsock (the listener may still be to come).
+ */
+static void init_wait_go(struct init *b, int pair, const char *wd)
+{
+	int fce = b->f.ce;
+	for (;;) {
+		struct pollfd p[3] = {{.fd = b->f.watch, .events = POLLIN},
+				      {.fd = b->sfd, .events = POLLIN},
+				      {.fd = b->lsock, .events = POLLIN}};
+		int n = poll(p, 3, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			init_drop();
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+			int st;
+			bool got = false;
+			if (reap(b, &st, &got))
+				init_drop(); /* P failed a step (its error is written) */
+		}
+		if (b->lsock >= 0 && p[2].revents) {
+			take_listener(b); /* (closes lsock: pair is kept apart) */
+		}
+		if (!p[0].revents)
+			continue;
+		char tag = 0;
+		int fds[2] = {-1, -1};
+		size_t nf = 0;
+		ssize_t r = recv_fds(b->f.watch, &tag, fds, 2, &nf, 0);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0 || tag != 'g' || nf < 1) {
+			for (size_t i = 0; i < nf; i++)
+				close(fds[i]);
+			init_drop(); /* the host let the spare go */
+		}
+		/* the go's spec, read here and forwarded to P with call mode's fd 3 */
+		int fwd[2] = {fcntl(fds[0], F_DUPFD_CLOEXEC, 3), nf > 1 ? fds[1] : -1};
+		struct spec gs;
+		int e = spec_map(fds[0], &gs); /* (closes fds[0]) */
+		if (e < 0 || fwd[0] < 0)
+			fail(fce, GOVEX_STEP_SHIM, e < 0 ? -e : errno);
+		run_files(&gs, wd, b->f.watch, fce);
+		e = send_fds(pair, 'g', fwd, fwd[1] >= 0 ? 2 : 1);
+		close(fwd[0]);
+		if (fwd[1] >= 0)
+			close(fwd[1]);
+		if (e < 0)
+			fail(fce, GOVEX_STEP_FORK, -e);
+		munmap((void *)gs.base, gs.size);
+		return;
+	}
+}
+
 /* B, once a run's descriptors came: hands them to P, makes the run's places, lets P go
  * on and supervises the run.  failed: a failure while the namespaces were made, reported
  * as this run's.  Never returns. */
@@ -714,20 +827,9 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 		fail(fce, GOVEX_STEP_SHIM, EINVAL);
 	identity_files(&b->s, wd, fce);
 	tmpfs_places(&b->s, fce);
-	if (b->f.watch >= 0) {
-		struct recd rc;
-		int k;
-		bool any = false;
-		SPEC_EACH(&b->s, ZR_FILE, rc, k)
-		{
-			any = true;
-			break;
-		}
-		if (any)
-			files_in(&b->s, wd, b->f.watch, fce);
-		else if (b->s.h->outputs)
-			output_dir(&b->s, wd, b->f.watch, fce);
-	}
+	bool deferred = b->s.h->deferred;
+	if (!deferred)
+		run_files(&b->s, wd, b->f.watch, fce);
 	proc_mount(&b->s, fce);
 	if (full_write(pair, "G", 1) < 0) /* P goes on: its places are there */
 		fail(fce, GOVEX_STEP_FORK, errno ? errno : EPIPE);
@@ -740,15 +842,20 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 			close(pfd);
 		}
 	}
-	b->lsock = b->s.h->notify ? pair : -1;
-	if (!b->s.h->notify)
+	if (deferred) {
+		/* P's guard listener comes on a duplicate of pair (lsock, closed once it came,
+		 * else kept for the supervision), pair itself carries the go */
+		b->lsock = b->s.h->notify ? fcntl(pair, F_DUPFD_CLOEXEC, 3) : -1;
+		if (b->s.h->notify && b->lsock < 0)
+			fail(fce, GOVEX_STEP_FORK, errno);
+		init_wait_go(b, pair, wd);
 		close(pair);
-	int mine[] = {b->f.in, b->f.out, b->f.err, b->f.ce, b->f.extra};
-	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
-		if (mine[i] >= 0)
-			close(mine[i]);
-	for (int i = 0; i < b->s.h->nprocs; i++)
-		close(b->f.fds[b->f.procs0 + i]);
+	} else {
+		b->lsock = b->s.h->notify ? pair : -1;
+		if (!b->s.h->notify)
+			close(pair);
+	}
+	close_mine(b);
 	init_supervise(b);
 }
 
@@ -833,7 +940,7 @@ static void identity(const struct spec *s, int fce)
 /* stdio: everything above 10 first, then 0..2 (and 3 in call mode); nothing else
  * survives but the error pipe (close-on-exec, closed right before the code runs).
  * Returns the error pipe's new number. */
-static int stdio(struct runfds *f, int fce)
+static int stdio(struct runfds *f, int fce, int keep)
 {
 	int ce = fcntl(fce, F_DUPFD_CLOEXEC, 10);
 	if (ce < 0)
@@ -850,10 +957,40 @@ static int stdio(struct runfds *f, int fce)
 	for (int i = 0; i < n; i++)
 		if (dup2(src[i], i) < 0)
 			fail(ce, GOVEX_STEP_STDIO, errno);
-	if (ce > n)
-		syscall(SYS_close_range, (unsigned)n, (unsigned)ce - 1, 0);
-	syscall(SYS_close_range, (unsigned)ce + 1, ~0U, 0);
+	for (int fd = n; fd < ce; fd++)
+		if (fd != keep)
+			close(fd);
+	if (keep > ce)
+		syscall(SYS_close_range, (unsigned)ce + 1, (unsigned)keep - 1, 0);
+	syscall(SYS_close_range, (unsigned)(keep > ce ? keep : ce) + 1, ~0U, 0);
 	return ce;
+}
+
+/* A spare's program, every step taken: waits for the go its init forwards (the run's
+ * records, and call mode's descriptor as fd 3); s becomes the go's spec. */
+static void program_go(struct spec *s, int csock, int fce)
+{
+	char tag = 0;
+	int fds[2] = {-1, -1};
+	size_t n = 0;
+	ssize_t r;
+	do
+		r = recv_fds(csock, &tag, fds, 2, &n, 0);
+	while (r == -EINTR);
+	close(csock);
+	if (r <= 0 || tag != 'g' || n < 1)
+		_exit(0); /* the init let the spare go, or failed (and said so) */
+	munmap((void *)s->base, s->size);
+	int e = spec_map(fds[0], s);
+	if (e < 0)
+		fail(fce, GOVEX_STEP_SHIM, -e);
+	if (s->h->has_extra) {
+		if (n < 2 || dup2(fds[1], 3) != 3)
+			fail(fce, GOVEX_STEP_STDIO, n < 2 ? EBADF : errno);
+		close(fds[1]);
+	} else if (n > 1) {
+		close(fds[1]);
+	}
 }
 
 static void program(const struct zyg_params *p, struct spec *s, struct runfds *f, int csock,
@@ -876,18 +1013,22 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 				fail(fce, GOVEX_STEP_SECCOMP_GUARD, errno);
 			int e = send_fds(csock, 'L', &lfd, 1);
 			close(lfd);
-			closep(&csock);
+			if (!s->h->deferred)
+				closep(&csock);
 			if (e < 0)
 				fail(fce, GOVEX_STEP_SECCOMP_GUARD, -e);
 		} else if (seccomp_load(p->guards[i], false) < 0) {
 			fail(fce, GOVEX_STEP_SECCOMP_GUARD, errno);
 		}
 	}
-	if (csock >= 0)
-		close(csock);
+	if (csock >= 0 && !s->h->deferred)
+		closep(&csock);
 	for (int i = 0; i < s->h->nprocs; i++)
 		close(f->fds[f->procs0 + i]);
-	fce = stdio(f, fce);
+	/* (a spare keeps csock, which carries the go: moved above the descriptors kept) */
+	if (csock >= 0 && (csock = fcntl(csock, F_DUPFD_CLOEXEC, 10)) < 0)
+		fail(fce, GOVEX_STEP_STDIO, errno);
+	fce = stdio(f, fce, csock);
 	struct recd rc;
 	int r;
 	const char *wd = spec_workdir(s);
@@ -911,6 +1052,8 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 		fail(fce, GOVEX_STEP_SHIM, EINVAL);
 	if (seccomp_load(p->filter, false) < 0)
 		fail(fce, GOVEX_STEP_SECCOMP, errno);
+	if (s->h->deferred)
+		program_go(s, csock, fce);
 	out->spec = s->base;
 	out->size = s->size;
 	out->first = sizeof(struct zyg_hdr);
@@ -958,7 +1101,7 @@ static int program_main(const struct zyg_params *p, int pair, const sigset_t *ma
 	if (read1(pair, &go) != 1 || go != 'G')
 		_exit(0); /* B reported the failure on the error pipe */
 	int csock = pair;
-	if (!s.h->notify) {
+	if (!s.h->notify && !s.h->deferred) {
 		close(pair);
 		csock = -1;
 	}
@@ -1215,8 +1358,14 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 		return -errno;
 	struct pollfd *pf = NULL;
 	size_t cap_pf = 0;
+	/* A taken spare is replaced once a run ended, or at once when none is left: making
+	 * one (a clone of this interpreter) on the CPU a run that just started needs would
+	 * be paid by that run's latency. */
+	bool refill = true;
 	for (;;) {
-		while (t.spares < (size_t)p->spares) {
+		if (t.spares == 0)
+			refill = true;
+		while (refill && t.spares < (size_t)p->spares) {
 			int r = spare_make(&t, out);
 			if (r == 1)
 				return 0; /* P: the run's code is next */
@@ -1226,6 +1375,8 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 				break;
 			}
 		}
+		if (t.spares >= (size_t)p->spares)
+			refill = false;
 		if (!grow((void **)&pf, &cap_pf, 2 * t.n + 1, sizeof(*pf)))
 			_exit(1);
 		size_t np = 0;
@@ -1234,7 +1385,7 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 			pf[np++] = (struct pollfd){.fd = t.kids[i].spare ? t.kids[i].taken : -1,
 						   .events = POLLIN};
 		}
-		int n = poll(pf, np, t.spares < (size_t)p->spares ? 10 : -1);
+		int n = poll(pf, np, refill && t.spares < (size_t)p->spares ? 10 : -1);
 		if (n < 0 && errno != EINTR)
 			_exit(1);
 		if (n <= 0)
@@ -1250,8 +1401,10 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 				t.spares--;
 				closep(&k->taken);
 			}
-			if (pf[2 * i].revents)
+			if (pf[2 * i].revents) {
 				kid_end(&t, i);
+				refill = true;
+			}
 		}
 	}
 }

@@ -36,6 +36,12 @@ struct zyg_hdr {
 	uint64_t ll_fs, ll_net, ll_scoped, ll_file_rights;
 	uint32_t ll_size;
 	uint32_t report_size;
+	/* a spare (template_spare.c): every step taken ahead, up to the seccomp allowlist;
+	 * then the run's init waits for the host's go ('g' on the watch socket: a second
+	 * spec with the run's own records -- ENV, ARGV, ARGV_CODE, CODE, FILE, REMOUNT --
+	 * its text, outputs and has_extra, and the call-mode descriptor when has_extra) */
+	int32_t deferred;
+	int32_t pad;
 };
 
 enum zyg_record {
@@ -50,6 +56,8 @@ enum zyg_record {
 	ZR_ARGV,	/* one argv entry's bytes; the code's own entry is ZR_ARGV_CODE */
 	ZR_ARGV_CODE,	/* (empty): sys.orig_argv's entry that is the code */
 	ZR_CODE,	/* the code's bytes (when text is -1) */
+	ZR_REMOUNT,	/* path, options: a go's tmpfs remounted (the workdir's size with the
+			 * files in) */
 };
 
 struct zyg_rlimit {
