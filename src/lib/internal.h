@@ -567,11 +567,22 @@ int govex__launch_failed(const struct govex__launch *l, struct govex__outcome *o
  * need; the run is supervised to its end (stdin fed, output drained and bounded, the
  * deadline and cancellation kept, the shim's report collected), amend(ctx, report)
  * (may be NULL) adds the backend's accounting, and the report is interpreted.
+ *
+ * A backend whose shim already exists (a warm run's init, made by its template) sets
+ * launch instead of shim: no process is made on the host; launch(ctx, deadline,
+ * cancel_fd, &step) hands the run to it from the calling thread, with the pipes open,
+ * never waiting past deadline (CLOCK_MONOTONIC ns, the run's wall deadline) and
+ * returning early when cancel_fd (may be -1) is readable; 0 when the run is handed
+ * over (whatever happens next is supervised and reported as from a shim), or -errno
+ * with *step when nothing of it exists (a launch failure).  Supervision is the same;
+ * where it would SIGKILL the shim as its last resort it calls last_resort(ctx).
  */
 struct govex__shim_ops {
 	int clone_flags;	    /* namespaces for the shim; 0: a plain child */
 	enum govex__step fork_step; /* what a failed clone is called (fork, clone) */
 	__attribute__((noreturn)) void (*shim)(void *ctx);
+	int (*launch)(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__step *ret_step);
+	void (*last_resort)(void *ctx);
 	void (*after_fork)(void *ctx);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
 };

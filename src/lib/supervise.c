@@ -198,7 +198,10 @@ struct supervise {
 	int frame_fd;	    /* call mode: read end of the response descriptor, or -1 */
 	uint64_t frame_max; /* largest payload accepted from frame_fd */
 	int cancel_fd;	    /* borrowed */
-	pid_t shim_pid;
+	pid_t shim_pid;	    /* 0: none (the backend's launch hook) */
+	/* the backend's last resort in place of SIGKILL to the shim (NULL: that) */
+	void (*last_resort)(void *ctx);
+	void *ctx;
 	uint64_t wall_ms;
 	uint64_t stdout_max, stderr_max;
 	const char *stdin_data;
@@ -315,8 +318,11 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 	}
 	if (s->killed && remaining_ns(s->kill_deadline) == 0) {
 		/* The shim did not report in time.  Last resort: kill the shim (its tree goes
-		 * with it for the restricted backend's PID namespace). */
-		if (s->shim_pid > 0)
+		 * with it for the restricted backend's PID namespace), or what the backend
+		 * has in place of one. */
+		if (s->last_resort)
+			s->last_resort(s->ctx);
+		else if (s->shim_pid > 0)
 			kill(s->shim_pid, SIGKILL);
 		return false;
 	}
@@ -532,6 +538,8 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	    .frame_max = l->frame_max,
 	    .cancel_fd = l->cancel_fd,
 	    .shim_pid = shim,
+	    .last_resort = ops->last_resort,
+	    .ctx = ctx,
 	    .wall_ms = l->limits->wall_ms,
 	    .stdout_max = l->limits->stdout_bytes,
 	    .stderr_max = l->limits->stderr_bytes,
@@ -567,13 +575,21 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PIPE, -r, NULL);
 	}
 	uint64_t start = govex__now_ns();
-	pid_t pid = govex__clone(ops->clone_flags);
-	if (pid == 0)
-		ops->shim(ctx);
-	if ((r = govex__neg_errno(pid)) < 0) {
+	pid_t pid = 0;
+	enum govex__step step = ops->fork_step;
+	if (ops->launch) {
+		/* no shim process: the backend hands the run over from this thread */
+		r = ops->launch(ctx, start + l->limits->wall_ms * 1000000ULL, l->cancel_fd, &step);
+	} else {
+		pid = govex__clone(ops->clone_flags);
+		if (pid == 0)
+			ops->shim(ctx);
+		r = govex__neg_errno(pid);
+	}
+	if (r < 0) {
 		govex__pipes_close(pipes);
 		free(scratch);
-		return govex__launch_failed(l, o, err, ops->fork_step, -r, NULL);
+		return govex__launch_failed(l, o, err, step, -r, NULL);
 	}
 	if (ops->after_fork)
 		ops->after_fork(ctx);
