@@ -1972,8 +1972,8 @@ if MODE == "dir":
 
 
 def test_outputs_collected_by_the_relay(t):
-    """Warm runs' outputs are collected by the host's relay (outside the run's mount
-    namespace): symlinks to host files, a hard link, a FIFO, and the output directory
+    """Warm runs' outputs are collected by the host (outside the run's mount namespace,
+    from the workdir's descriptor the run's init sent): symlinks to host files, a hard link, a FIFO, and the output directory
     replaced by a symlink to /etc give back exactly what a cold run gives back (its own
     regular file, nothing of the host) and never hang."""
     pol = strict_doc()
@@ -2036,6 +2036,404 @@ def test_cancel_timeout_stop(t):
         bad.append("the run after: %s %r" % (d["status"], d["stdout"]))
     g.check(not bad, "\n  ".join(bad))
 
+
+
+# ---- no host process per warm run: the host's thread hands the run to its init ----
+
+def host_children(pid):
+    """The children (live or not yet reaped) of every thread of process PID."""
+    kids = set()
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                kids.update(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return kids
+
+
+def fd_count():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def run_inits(plain_only=False):
+    """The run inits the templates below this process made ahead (comm govex-init);
+    PLAIN_ONLY: those of the plain runs' template (its parameters, the last argument of
+    the command line it shares with its template, say "worker": false)."""
+    out = []
+    for pid, (_pp, comm) in descendants().items():
+        if comm != "govex-init":
+            continue
+        if plain_only:
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    params = json.loads(f.read().split(b"\0")[-2])
+                if params.get("worker") is not False:
+                    continue
+            except (OSError, ValueError, IndexError, AttributeError):
+                continue
+        out.append(pid)
+    return out
+
+
+def settled_inits():
+    """run_inits() once the templates have made their spare inits (two each, the plain
+    runs' template included) and nothing changed for 0.3 s (an init made after a run
+    took one has its name only once it is ready)."""
+    last, since, end = None, time.monotonic(), time.monotonic() + 10
+    while time.monotonic() < end:
+        cur = sorted(run_inits())
+        if cur != last:
+            last, since = cur, time.monotonic()
+        elif time.monotonic() - since >= 0.3 and len(run_inits(plain_only=True)) >= 2:
+            break
+        time.sleep(0.02)
+    return last
+
+
+def signal_all(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+NO_RELAY_CODE = r"""
+import os, sys, time
+od = os.environ.get("GOVEX_OUTPUT_DIR")
+got = open("in.txt").read() if os.path.exists("in.txt") else "-"
+if od:
+    open(os.path.join(od, "out.txt"), "w").write(got + " out")
+time.sleep(1.0)
+print("ran", got, sys.stdin.read())
+"""
+
+
+def test_no_host_process_per_warm_run(t):
+    """A warm run makes no process on the host (the host's thread hands the run to the
+    template's init, places its files and collects its outputs): while warm runs with
+    files in and outputs, outputs only, and neither go on (in a library host, and in the
+    govex CLI with GOVEX_WARM=1), the host has no child but the ones it had before (its
+    templates' shims, each in a PID namespace of its own); afterwards no child, zombie or
+    descriptor more than before, and each run got its files and outputs."""
+    rt = with_runtime(t, strict_doc())
+    e.eq(rt.run("print('up')\n")["stdout"], "up\n", "first run")
+    me = os.getpid()
+    before, fds = host_children(me), fd_count()
+    g.check(before, "no template process: is the runtime warm?")
+    extra, stop = {}, threading.Event()
+
+    def sample(pid, base):
+        while not stop.is_set():
+            for c in host_children(pid) - base:
+                if c not in extra:
+                    try:
+                        with open("/proc/%d/cmdline" % c, "rb") as f:
+                            extra[c] = f.read().replace(b"\0", b" ")[:120]
+                    except OSError:
+                        extra[c] = b"?"
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, args=(me, before), daemon=True)
+    sampler.start()
+    n0 = warm_runs(rt)
+    kinds = [dict(files=[("in.txt", "f%d" % i)], outputs=True) for i in range(2)] + \
+        [dict(outputs=True), dict()]
+    try:
+        docs = parallel([lambda kw=kw, i=i: rt.run(NO_RELAY_CODE, stdin="s%d" % i, **kw)
+                         for i, kw in enumerate(kinds)])
+    finally:
+        stop.set()
+        sampler.join(5)
+    expect_warm(rt, n0, len(kinds), "runs with files and outputs")
+    bad = []
+    for i, (kw, d) in enumerate(zip(kinds, docs)):
+        f = kw.get("files", [("", "-")])[0][1]
+        if (d["status"], d["stdout"]) != ("success", "ran %s s%d\n" % (f, i)):
+            bad.append("run %d: %s %r %r" % (i, d["status"], d["stdout"], d["stderr"][-300:]))
+        names = sorted(x["name"] for x in d.get("files") or [])
+        if names != (["out.txt"] if kw.get("outputs") else []):
+            bad.append("run %d: files %r" % (i, d.get("files")))
+    if extra:
+        bad.append("children of the host during warm runs besides its templates: %r" %
+                   extra)
+    time.sleep(0.1)
+    if host_children(me) != before:
+        bad.append("children after the runs: %r, before %r" % (host_children(me), before))
+    if fd_count() != fds:
+        bad.append("descriptors: %d before the runs, %d after" % (fds, fd_count()))
+
+    # the CLI: while the run goes on (until govex copies its output file out) every child
+    # of govex is in a PID namespace of its own (a template's shim, a probe's); a relay
+    # process would be a plain child, in govex's own (at exit, ASan's leak checker may
+    # clone one: not watched)
+    pol = t.write_json("nr.json", strict_doc())
+    inp = t.write("in.txt", "cli-in")
+    outd = t.path("out")
+    os.mkdir(outd)
+    seen = {}
+
+    def watch_cli(p):
+        try:
+            own = os.readlink("/proc/%d/ns/pid" % p.pid)
+        except OSError:
+            return
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not os.path.exists(os.path.join(outd, "out.txt")):
+            try:
+                with open("/proc/%d/stat" % p.pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        return
+            except OSError:
+                return
+            for c in host_children(p.pid):
+                try:
+                    ns = os.readlink("/proc/%d/ns/pid" % c)
+                except OSError:
+                    continue
+                if ns == own and c not in seen:
+                    try:
+                        with open("/proc/%d/cmdline" % c, "rb") as f:
+                            seen[c] = f.read().replace(b"\0", b" ")[:200]
+                    except OSError:
+                        seen[c] = b"?"
+                else:
+                    seen.setdefault(c, None)
+            time.sleep(0.005)
+
+    _, doc = cli(t, NO_RELAY_CODE, pol, True, args=["--file", "in.txt=" + inp,
+                                                    "--output-dir", outd],
+                 during=watch_cli)
+    if (doc["status"], doc["stdout"]) != ("success", "ran cli-in \n"):
+        bad.append("CLI run: %s %r %r" % (doc["status"], doc["stdout"], doc["stderr"][-300:]))
+    try:
+        got = open(os.path.join(outd, "out.txt")).read()
+    except OSError as x:
+        got = repr(x)
+    if got != "cli-in out":
+        bad.append("CLI output file: %r" % got)
+    if not seen:
+        bad.append("the CLI had no child at all: GOVEX_WARM=1 should start templates")
+    plain = sorted((c, v) for c, v in seen.items() if v is not None)
+    if plain:
+        bad.append("children of govex in its own PID namespace during a warm run (a relay "
+                   "process per run): %r" % plain)
+    g.check(not bad, "\n  ".join(bad))
+
+
+def test_init_dies_mid_handshake(t):
+    """The run's init killed after it took the run and before the run's code could end
+    (the host waiting for the workdir to place the files in, placing them, or the run
+    under way): the run ends promptly (not at its wall deadline) as execution_failed
+    (launch_failed), with none of its output, and the next run succeeds; the run's
+    descriptors handed to a template that dies before any init took them (every init
+    stopped): the same.  Nothing is left: no child, zombie or descriptor more than
+    before, no cgroup of the run."""
+    fds = fd_count()
+    rt = with_runtime(t, strict_doc(limits={"wall_ms": 20000}))
+    e.eq(rt.run("print('up')\n")["stdout"], "up\n", "first run")
+    me = os.getpid()
+    code = "import time\ntime.sleep(5)\nprint('late')\n"
+    files = [("in.txt", "x" * (8 << 20))]  # (the host takes a while to place it)
+    bad = []
+
+    def in_flight():
+        box = {}
+
+        def go():
+            box["t0"] = time.monotonic()
+            box["doc"] = rt.run(code, files=files, outputs=True)
+            box["t1"] = time.monotonic()
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        return th, box
+
+    def ended(th, box, what, killed_at):
+        th.join(15)
+        if th.is_alive():
+            bad.append("%s: the run did not end 15 s after its init died" % what)
+            return
+        d, took = box["doc"], box["t1"] - killed_at
+        if (d["status"], d["termination"], d["stdout"]) != \
+                ("execution_failed", "launch_failed", ""):
+            bad.append("%s: %s/%s %r %r" % (what, d["status"], d["termination"],
+                                            d["stdout"], d.get("diagnostics")))
+        if took > 3:
+            bad.append("%s: the run ended %.1f s after its init died" % (what, took))
+        after = rt.run("print('next')\n")
+        if (after["status"], after["stdout"]) != ("success", "next\n"):
+            bad.append("%s: the run after: %s %r" % (what, after["status"], after["stdout"]))
+
+    for attempt in range(3):
+        # every init stopped, the run handed over (nobody takes it yet), then one init of
+        # the plain template let go and killed as soon as it took the run (it holds the
+        # run's descriptors: its count of them jumps)
+        inits = settled_inits()
+        signal_all(inits, signal.SIGSTOP)
+        th, box = in_flight()
+        time.sleep(0.3)
+        plain = [p for p in run_inits(plain_only=True) if p in inits]
+        count = {}
+        for p in plain:
+            try:
+                count[p] = len(os.listdir("/proc/%d/fd" % p))
+            except OSError:
+                count[p] = 0
+        signal_all(plain, signal.SIGCONT)
+        victim, end = None, time.monotonic() + 5
+        while victim is None and time.monotonic() < end:
+            for p in plain:
+                try:
+                    if len(os.listdir("/proc/%d/fd" % p)) > count[p] + 4:
+                        victim = p
+                except OSError:
+                    pass
+        # (not seen: it is one of those let go, the others were stopped)
+        killed_at = time.monotonic()
+        signal_all([victim] if victim else plain, signal.SIGKILL)
+        signal_all(inits, signal.SIGCONT)
+        ended(th, box, "attempt %d (init killed)" % attempt, killed_at)
+
+    # the run's descriptors queued at a template that dies with every init stopped
+    inits = settled_inits()
+    signal_all(inits, signal.SIGSTOP)
+    tree = descendants()
+    shims = set()
+    for p in inits:  # the templates' shims: this process's children above the inits
+        while p in tree and tree[p][0] != me:
+            p = tree[p][0]
+        if p in tree:
+            shims.add(p)
+    th, box = in_flight()
+    time.sleep(0.5)
+    if not th.is_alive():
+        bad.append("the run ended with every init stopped: %r" % box.get("doc"))
+    killed_at = time.monotonic()
+    signal_all(shims, signal.SIGKILL)
+    ended(th, box, "template killed", killed_at)
+
+    rt.close()
+    if not e.wait_until(lambda: not descendants(zombies=True), 5.0):
+        bad.append("processes left after runtime free: %r" % descendants(zombies=True))
+    if fd_count() != fds:
+        bad.append("descriptors: %d before the runtime, %d after it was freed"
+                   % (fds, fd_count()))
+    left = e.leftover_run_cgroups()
+    if left:
+        bad.append("cgroups left: %r" % left)
+    g.check(not bad, "\n  ".join(bad))
+
+
+SLOT_CODE = r"""
+import os, sys, time
+print(os.getuid(), flush=True)
+open(os.path.join(os.environ["GOVEX_OUTPUT_DIR"], "o.txt"), "w").write(open("in.txt").read())
+time.sleep(30)
+"""
+
+
+def slot_free(uid):
+    """Whether the run slot of a run that had UID (as root: the slot's, base + N) is
+    free at some moment within 5 s (a concurrent run may take a freed slot again at
+    once; one that is never released never is).  None: not a slot's uid."""
+    import fcntl
+    n = uid - 0x7f000000
+    if os.geteuid() != 0 or not 0 <= n < 65536:
+        return None
+    path = "/run/govex/slots/%d.lock" % n
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            time.sleep(0.02)
+        finally:
+            os.close(fd)
+    return False
+
+
+def test_cancel_timeout_release_the_slot(t):
+    """A warm run with files in and outputs, cancelled or past wall_ms, ends as the cold
+    one does (status, termination, the output file it wrote), promptly, and its slot is
+    released; the same when the cancellation or the deadline comes while the host waits
+    for the run's init (every init stopped: the files not placed yet); no cgroup of a
+    run is left."""
+    pol = strict_doc(limits={"wall_ms": 1500})
+    cold, warm = WarmRuntime(pol, warm=False), with_runtime(t, pol)
+    t.defer(cold.close)
+    lib = warm.lib
+    files = [("in.txt", "in")]
+    bad = []
+
+    def cancelled_run(rt, after, during=None):
+        tok = ctypes.c_void_p()
+        if lib.govex_cancel_new(ctypes.byref(tok)) < 0:
+            raise g.Failure("govex_cancel_new failed")
+        threading.Timer(after, lambda: lib.govex_cancel(tok)).start()
+        if during:
+            threading.Timer(after + 0.3, during).start()
+        try:
+            return rt.run(SLOT_CODE, files=files, outputs=True, cancel=tok)
+        finally:
+            lib.govex_cancel_free(tok)
+
+    def summary(d):
+        return (d["status"], d["termination"],
+                sorted((f["name"], f["sha256"]) for f in d.get("files") or []))
+
+    for what, fn, limit in (("cancel", lambda rt: cancelled_run(rt, 0.5), 3.5),
+                            ("timeout", lambda rt: rt.run(SLOT_CODE, files=files,
+                                                          outputs=True), 4.5)):
+        c = fn(cold)
+        t0 = time.monotonic()
+        w = fn(warm)
+        took = time.monotonic() - t0
+        if summary(c) != summary(w) or not w.get("files"):
+            bad.append("%s: cold %r, warm %r" % (what, summary(c), summary(w)))
+        if took > limit:
+            bad.append("%s: the warm run took %.1f s" % (what, took))
+        try:
+            uid = int((w["stdout"] or "").split()[0])
+        except (ValueError, IndexError):
+            bad.append("%s: no uid printed: %r" % (what, w["stdout"]))
+            continue
+        if slot_free(uid) is False:
+            bad.append("%s: the slot of uid %d is not released" % (what, uid))
+
+    # while the host waits for the init to place the files: every init stopped
+    for what, fn, want in (
+            ("cancel while the host waits for the init",
+             lambda cont: cancelled_run(warm, 0.3, cont), "cancelled"),
+            ("deadline while the host waits for the init",
+             lambda cont: (threading.Timer(1.8, cont).start(),
+                           warm.run(SLOT_CODE, files=files, outputs=True))[1], "timeout")):
+        inits = settled_inits()
+        signal_all(inits, signal.SIGSTOP)
+        t0 = time.monotonic()
+        w = fn(lambda: signal_all(inits, signal.SIGCONT))
+        took = time.monotonic() - t0
+        signal_all(inits, signal.SIGCONT)
+        if (w["status"], w["termination"], w["stdout"]) != (want, want, ""):
+            bad.append("%s: %s/%s %r" % (what, w["status"], w["termination"], w["stdout"]))
+        if took > 4.5:
+            bad.append("%s: took %.1f s" % (what, took))
+    d = warm.run("import os\nprint(os.listdir('.'))\n")
+    if (d["status"], d["stdout"]) != ("success", "[]\n"):
+        bad.append("the run after: %s %r" % (d["status"], d["stdout"]))
+    left = e.leftover_run_cgroups()
+    if left:
+        bad.append("cgroups left: %r" % left)
+    g.check(not bad, "\n  ".join(bad))
 
 def test_concurrent_denial_counts(t):
     """Four concurrent warm runs each refused k times (k = 1..4): each result counts its
@@ -2258,7 +2656,7 @@ emit(out)
 
 
 def test_files_in_warm_as_cold(t):
-    """Files handed to a warm run (placed by the host's relay): what the run can do to
+    """Files handed to a warm run (placed by the host): what the run can do to
     them (read, append, chmod, rename, hard link, unlink) is what a cold run can do."""
     pol = strict_doc()
     cold, warm = WarmRuntime(pol, warm=False), with_runtime(t, pol)
@@ -2411,6 +2809,11 @@ TESTS = [
     ("govex mcp snippets: nothing left, concurrent calls apart", test_mcp_snippets),
     ("govex mcp module tool: each call imports afresh, nothing left", test_mcp_module_tool),
     ("cancel, wall timeout, SIGSTOP: warm as cold", test_cancel_timeout_stop),
+    ("a warm run makes no process on the host", test_no_host_process_per_warm_run),
+    ("the run's init dies mid-handshake: the run ends at once, nothing left",
+     test_init_dies_mid_handshake),
+    ("cancel, wall timeout (also before the files are placed): the slot is released",
+     test_cancel_timeout_release_the_slot),
     ("concurrent runs' denial counts are their own", test_concurrent_denial_counts),
     ("templates recycled under load: every run ends well", test_recycling_under_load),
     ("random streams not shared; hash seed re-randomized", test_randomness_and_recycling),

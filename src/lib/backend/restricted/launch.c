@@ -560,7 +560,7 @@ static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
 }
 
 /* Files out, once every process of the run is gone: into the host's memfd (the cold
- * shim's and the warm relay's). */
+ * shim's, and the host's thread's for a warm run: template_relay.c). */
 void rfiles_out(const struct govex__launch *l, int wdfd)
 {
 	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
@@ -571,6 +571,7 @@ void rfiles_out(const struct govex__launch *l, int wdfd)
 		return;
 	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
 			     l->limits->files_out_bytes, scratch);
+	munmap(scratch, GOVEX__COLLECT_SCRATCH);
 }
 
 static __attribute__((noreturn)) void shim(void *ctx)

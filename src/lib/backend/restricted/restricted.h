@@ -31,11 +31,12 @@
  * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
  * mount namespace (with every mount of the run) goes with its last process.
  *
- * Warm runs (govex_runtime_warm, template.c): the same preparation in the host, then a
- * relay hands the run's descriptors to a template interpreter that was started once in
- * the outer layers (the shim's namespaces and root); its fork enters the run's own
- * mount, PID, IPC and UTS namespaces, and the program child takes the program child's
- * steps above (src/worker/zygote.py) before the code runs.
+ * Warm runs (govex_runtime_warm, template.c): the same preparation in the host, then the
+ * host's thread (no process of its own) hands the run's descriptors to a template
+ * interpreter that was started once in the outer layers (the shim's namespaces and
+ * root); its fork enters the run's own mount, PID, IPC and UTS namespaces, and the
+ * program child takes the program child's steps above (src/worker/zygote.py) before the
+ * code runs.
  */
 #ifndef GOVEX_RESTRICTED_H
 #define GOVEX_RESTRICTED_H
@@ -362,12 +363,12 @@ void rwarm_count_cold(struct rwarm *w, const char *reason);
 /* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
 void rwarm_stats(struct rwarm *w, json_t *warm);
 /* Files out of a finished run (every process of it gone): what it left in its workdir's
- * output directory (wdfd) collected into l->out_fd, bounded (launch.c; the cold shim's
- * and the warm relay's). */
+ * output directory (wdfd) collected into l->out_fd, bounded (launch.c; the cold shim's,
+ * and the host's for a warm run). */
 void rfiles_out(const struct govex__launch *l, int wdfd);
 
-/* template_relay.c: the run through a relay that hands its descriptors (and spec, a
- * memfd) to the template on ctl; as govex__run_shim. */
+/* template_relay.c: the run handed (its descriptors and spec, a memfd) to the template
+ * on ctl by the calling thread, no process made on the host; as govex__run_shim. */
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err);
 /* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and

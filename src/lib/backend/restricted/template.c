@@ -18,16 +18,17 @@
  * imports and has the worker's texts compiled.
  *
  * Per run the host does what a cold run does (slot, plan, identity files, cgroups, pipes)
- * and clones a relay instead of a shim (template_relay.c): the relay hands the run's
- * descriptors (its pipes, its cgroup files, a memfd with the run's spec) over a
- * SOCK_SEQPACKET socket to one of the run inits the template made ahead (each waits in
- * namespaces of its own: zygote.py, _zyg_prefork), places the run's files, watches the
- * init and collects the outputs.  The init reads the spec (the template itself never
- * reads a run's data), mounts the run's own places, forks the program, which takes the
- * cold program child's steps (seccomp guard with a listener the init answers: denials
- * refused and counted as cold), and writes the shim report to the run's report pipe like
- * a cold shim.  Supervision (deadline, output bounds, cancellation, the kill request) is
- * supervise.c's, unchanged.
+ * but makes no process: in place of a shim's clone the host's thread (template_relay.c,
+ * the relay) hands the run's descriptors (its pipes, its cgroup files, a memfd with the
+ * run's spec) over a SOCK_SEQPACKET socket to one of the run inits the template made
+ * ahead (each waits in namespaces of its own: zygote.py, _zyg_prefork), places the run's
+ * files, and after the run collects the outputs.  The init reads the spec (the template
+ * itself never reads a run's data), mounts the run's own places, forks the program,
+ * which takes the cold program child's steps (seccomp guard with a listener the init
+ * answers: denials refused and counted as cold), and writes the shim report to the
+ * run's report pipe like a cold shim.  Supervision (deadline, output bounds,
+ * cancellation, the kill request) is supervise.c's, unchanged; its last resort SIGKILLs
+ * the init through the pidfd the init sent (ending the run's PID namespace).
  *
  * Shared by the runs of one template, by construction: the address-space layout of what
  * the template mapped, and the str/bytes hash seed.  A template is retired after

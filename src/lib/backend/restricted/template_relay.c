@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: the relay (template.c).  The host clones it instead of a cold run's shim;
- * it hands the run's descriptors to the template over its control socket (SCM_RIGHTS),
- * places the run's files in its workdir and collects its outputs (files.c, the cold
- * shim's functions, on the workdir's descriptor the run's init sends back; a run with
- * outputs and no file in has its output directory made by its init), and watches the
- * run's init.  Async-signal-safe after the clone, like the cold shim.
+ * Warm runs: the relay (template.c), done by the host's thread that runs the warm run:
+ * no process is made on the host per warm run (a relay process cloned per run, its page
+ * tables copied, the copy-on-write faults after it and its exit, was about half of the
+ * host's CPU per warm run: 1.5 ms against 0.75 ms measured without it).  In place of
+ * a shim's clone (govex__shim_ops.launch) the thread hands the run's descriptors to the
+ * template over its control socket (SCM_RIGHTS), places the run's files in the workdir
+ * whose descriptor the run's init sends back (files.c, the cold shim's functions) and
+ * lets the init go on; then supervise.c supervises the run as a cold one, and once the
+ * init reported (every process of the run killed and reaped) the outputs are collected
+ * from the workdir (a run with outputs and no file in has its output directory made by
+ * its init, which sends the workdir one-way).  Nothing here waits past the run's wall
+ * deadline; the messages and their order are the relay process's (zygote.py reads
+ * them).
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -13,33 +20,33 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "files.h"
 #include "restricted.h"
 
-/* ---- the relay: hands the run's descriptors to the template (async-signal-safe) ------ */
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+/* The last resort (supervise.c: the run's init has not reported KILL_GRACE after the
+ * kill request): the init SIGKILLed through its pidfd, which ends the run's whole PID
+ * namespace; waited for (its pidfd readable once the namespace's processes are gone)
+ * this long at most before the run's cgroups are removed. */
+#define LAST_RESORT_WAIT_MS 2000
 
 struct relay {
 	int ctl, spec;
 	struct govex__pipes *f;
 	const struct rwarm_run *r;
+	/* the host's end of the watch socket (the init's end went with the "R" message),
+	 * the workdir and the init's pidfd once the init sent them, or -1 */
+	int watch, wdfd, pidfd;
+	bool reported; /* the init's report came (amend): every process of the run is gone */
 };
 
-/*
- * After the hand-over the relay watches the run's init (B, PID 1 of the run's PID
- * namespace), whose pidfd comes back on sock: it exits when B does.  When the host asks
- * for the end (the kill pipe closes) and B has not ended RELAY_GRACE_MS later, the relay
- * SIGKILLs it -- which ends the run's whole PID namespace -- as the supervisor's last
- * resort (kill the shim, KILL_GRACE_NS later) does for a cold run; that one reaches only
- * this relay.  Holds nothing else of the host.
- */
-#define RELAY_GRACE_MS 5000
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-/* Receives one message with at most one descriptor on sock: the descriptor (or -1), the
- * byte in *ret_b (0 at EOF). */
+/* Receives one message with at most one descriptor on sock, without waiting: the
+ * descriptor (or -1), the byte in *ret_b (0 at EOF or when there is none yet). */
 static int recv_fd(int sock, char *ret_b)
 {
 	union {
@@ -55,7 +62,7 @@ static int recv_fd(int sock, char *ret_b)
 			     .msg_controllen = sizeof(u.buf)};
 	ssize_t n;
 	do
-		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
 	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
@@ -66,85 +73,112 @@ static int recv_fd(int sock, char *ret_b)
 	return fd;
 }
 
-/*
- * Files in: the run's first process (A, in the run's mount namespace, its workdir tmpfs
- * mounted and nothing of the run started) sends the workdir's descriptor; the files are
- * written there (and the output directory made for the run's ids) as the cold shim does,
- * then A is told to go on (it binds each file read-only onto itself).  A failure is the
- * launch's (step workdir), as cold.  Returns the workdir's descriptor.
- */
-static int relay_files_in(const struct relay *rl, int sock, int ce)
+/* Waits until sock is readable (or at its end), the deadline passes or cancel_fd is
+ * readable: 1 readable (even past the deadline, when it already is), 0 not (deadline or
+ * cancellation), -errno. */
+static int wait_watch(int sock, uint64_t deadline_ns, int cancel_fd)
 {
-	const struct govex__launch *l = rl->r->l;
-	char b;
-	int wdfd = recv_fd(sock, &b);
-	if (wdfd < 0 || b != 'W')
-		_exit(0); /* the run failed before (its error pipe says so) */
-	int r = govex__files_place(wdfd, NULL, l->files, l->n_files, l->outputs, rl->r->uid,
-				   rl->r->gid, false);
-	if (r < 0)
-		govex__shim_fail(ce, GOVEX_STEP_WORKDIR, r);
-	ssize_t w;
-	do
-		w = send(sock, "G", 1, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	return wdfd;
-}
-
-static __attribute__((noreturn)) void relay_watch(const struct relay *rl, int sock)
-{
-	const struct govex__launch *l = rl->r->l;
-	int kill_fd = rl->f->kill[0], ce = rl->f->ce[1];
-	bool files = l->n_files;
-	int keep[] = {sock, kill_fd, files ? ce : -1, l->outputs ? l->out_fd : -1};
-	govex__close_fds_except(3, keep, ARRAY_SIZE(keep));
-	int wdfd = -1;
-	char b;
-	if (files) {
-		wdfd = relay_files_in(rl, sock, ce);
-		close(ce);
-	} else if (l->outputs) {
-		/* outputs only: the run's init made the output directory (zygote.py,
-		 * _Run.output_dir) and sends the workdir one-way */
-		wdfd = recv_fd(sock, &b);
-		if (wdfd < 0 || b != 'O')
-			_exit(0); /* the run failed before (its error pipe says so) */
-	}
-	int pidfd = recv_fd(sock, &b);
-	if (pidfd < 0)
-		_exit(0); /* no init (the run failed before it; the error pipe says so) */
-	/* the init's end of sock closes once its report is written (every process of the
-	 * run killed and reaped): the run is over without waiting for the init's own exit
-	 * (the teardown of the run's namespaces); or the init is gone */
-	struct pollfd p[3] = {{.fd = pidfd, .events = POLLIN},
-			      {.fd = sock, .events = POLLIN},
-			      {.fd = kill_fd, .events = POLLIN}};
-	bool asked = false;
+	struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
 	for (;;) {
-		int r = poll(p, asked ? 2 : 3, asked ? RELAY_GRACE_MS : -1);
-		if (r < 0 && errno == EINTR)
+		uint64_t now = govex__now_ns();
+		uint64_t left = now >= deadline_ns ? 0 : deadline_ns - now;
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ULL),
+				      .tv_nsec = (long)(left % 1000000000ULL)};
+		int n = ppoll(p, cancel_fd >= 0 ? 2 : 1, &ts, NULL);
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || (r > 0 && (p[0].revents || p[1].revents)))
-			break;
-		if (r == 0) {
-			/* asked for the end RELAY_GRACE_MS ago: the last resort */
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			asked = false;
-			p[2].fd = -1;
-			continue;
-		}
-		if (p[2].revents) {
-			/* the end is asked for (or the host closed its end) */
-			asked = true;
-			p[2].fd = -1;
-		}
+		if (n < 0)
+			return -errno;
+		if (p[0].revents)
+			return 1;
+		if (n > 0 || left == 0)
+			return 0;
 	}
-	/* the run's init is gone: it killed and reaped every process of the run first */
-	rfiles_out(rl->r->l, wdfd);
-	_exit(0);
 }
 
-static __attribute__((noreturn)) void relay(void *ctx)
+/* Takes what the init sent that was not waited for (an outputs-only run's 'O' with the
+ * workdir, the 'p' with its pidfd), without waiting; anything else is dropped. */
+static void relay_take(struct relay *rl)
+{
+	const struct govex__launch *l = rl->r->l;
+	for (;;) {
+		char b;
+		int fd = recv_fd(rl->watch, &b);
+		if (b == 0)
+			return; /* nothing (more) yet, or the init's end is closed */
+		if (fd >= 0 && b == 'O' && l->outputs && !l->n_files && rl->wdfd < 0)
+			rl->wdfd = fd;
+		else if (fd >= 0 && b == 'p' && rl->pidfd < 0)
+			rl->pidfd = fd;
+		else if (fd >= 0)
+			close(fd);
+	}
+}
+
+/*
+ * Files in: the run's init (in the run's mount namespace, its workdir tmpfs mounted
+ * and nothing of the run started) sends the workdir's descriptor ('W'); the files are
+ * written there (and the output directory made for the run's ids) as the cold shim
+ * does, then the init is told to go on ('G'; it binds each file read-only onto itself).
+ * A failure is the launch's (step workdir, on the run's error pipe, as cold).  The
+ * init's end at EOF: it failed (its error pipe says so).  Past the deadline or
+ * cancelled: supervise.c ends the run.  Every way but 'G' the init is told the end
+ * (EOF on the watch socket: it exits without starting anything of the run).
+ */
+static void relay_files_in(struct relay *rl, uint64_t deadline_ns, int cancel_fd)
+{
+	const struct govex__launch *l = rl->r->l;
+	char b = 0;
+	int fd = -1;
+	if (wait_watch(rl->watch, deadline_ns, cancel_fd) > 0)
+		fd = recv_fd(rl->watch, &b);
+	if (fd >= 0 && b == 'W') {
+		rl->wdfd = fd;
+		int r = govex__files_place(fd, NULL, l->files, l->n_files, l->outputs, rl->r->uid,
+					   rl->r->gid, false);
+		if (r < 0) {
+			govex__child_fail(rl->f->ce[1], GOVEX_STEP_WORKDIR, -r);
+		} else {
+			ssize_t w;
+			do
+				w = send(rl->watch, "G", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			while (w < 0 && errno == EINTR);
+			if (w == 1)
+				return;
+		}
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	shutdown(rl->watch, SHUT_WR);
+}
+
+/* Sends the "R" message on ctl, waiting for room until the deadline at most: 0 or
+ * -errno. */
+static int send_run(int ctl, const struct msghdr *msg, uint64_t deadline_ns)
+{
+	for (;;) {
+		ssize_t w = sendmsg(ctl, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		uint64_t now = govex__now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		uint64_t left = deadline_ns - now;
+		struct pollfd p = {.fd = ctl, .events = POLLOUT};
+		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ULL),
+				      .tv_nsec = (long)(left % 1000000000ULL)};
+		if (ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* The launch (govex__shim_ops.launch): the run's descriptors to one of the template's
+ * run inits, then the files-in handshake. */
+static int relay_launch(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__step *step)
 {
 	struct relay *rl = ctx;
 	const struct govex__pipes *f = rl->f;
@@ -160,10 +194,13 @@ static __attribute__((noreturn)) void relay(void *ctx)
 		fds[n++] = rl->r->cg->cpu_fd;
 	if (rl->r->l->extra_fd >= 0)
 		fds[n++] = rl->r->l->extra_fd;
-	/* last: the run's init sends its pidfd back on this (relay_watch) */
+	/* last: the watch socket's other end; the run's init sends the workdir and its
+	 * pidfd back on it and closes it once it reported */
 	int bp[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp) < 0)
-		govex__shim_fail(f->ce[1], GOVEX_STEP_SOCKETPAIR, -errno);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp) < 0) {
+		*step = GOVEX_STEP_SOCKETPAIR;
+		return -errno;
+	}
 	fds[n++] = bp[1];
 	union {
 		char buf[CMSG_SPACE(sizeof(fds))];
@@ -180,14 +217,36 @@ static __attribute__((noreturn)) void relay(void *ctx)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	ssize_t w;
-	do
-		w = sendmsg(rl->ctl, &msg, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		govex__shim_fail(f->ce[1], GOVEX_STEP_SHIM, -errno);
+	int r = send_run(rl->ctl, &msg, deadline_ns);
 	close(bp[1]);
-	relay_watch(rl, bp[0]);
+	if (r < 0) {
+		close(bp[0]);
+		*step = GOVEX_STEP_SHIM;
+		return r;
+	}
+	rl->watch = bp[0];
+	if (rl->r->l->n_files)
+		relay_files_in(rl, deadline_ns, cancel_fd);
+	/* (an outputs-only run's workdir and the init's pidfd are taken when needed:
+	 * relay_take) */
+	return 0;
+}
+
+/* The last resort (govex__shim_ops.last_resort), in place of SIGKILL to a shim. */
+static void relay_last_resort(void *ctx)
+{
+	struct relay *rl = ctx;
+	if (rl->watch < 0)
+		return;
+	relay_take(rl);
+	shutdown(rl->watch, SHUT_WR); /* (an init still waiting for 'G' ends) */
+	if (rl->pidfd < 0)
+		return;
+	if (syscall(SYS_pidfd_send_signal, rl->pidfd, SIGKILL, NULL, 0) == 0) {
+		struct pollfd p = {.fd = rl->pidfd, .events = POLLIN};
+		while (poll(&p, 1, LAST_RESORT_WAIT_MS) < 0 && errno == EINTR)
+			;
+	}
 }
 
 /* the launch's own hooks, through the relay's context */
@@ -200,7 +259,8 @@ static void relay_after_fork(void *ctx)
 
 static void relay_amend(void *ctx, struct govex__shim_report *rep)
 {
-	const struct relay *rl = ctx;
+	struct relay *rl = ctx;
+	rl->reported = true;
 	if (rl->r->amend)
 		rl->r->amend(rl->r->ctx, rep);
 }
@@ -208,13 +268,25 @@ static void relay_amend(void *ctx, struct govex__shim_report *rep)
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err)
 {
-	struct relay rl = {.ctl = ctl, .spec = spec, .f = f, .r = r};
+	struct relay rl = {
+	    .ctl = ctl, .spec = spec, .f = f, .r = r, .watch = -1, .wdfd = -1, .pidfd = -1};
 	const struct govex__shim_ops ops = {
-	    .clone_flags = 0,
-	    .fork_step = GOVEX_STEP_FORK,
-	    .shim = relay,
+	    .launch = relay_launch,
+	    .last_resort = relay_last_resort,
 	    .after_fork = relay_after_fork,
 	    .amend = relay_amend,
 	};
-	return govex__run_shim(r->l, f, &ops, &rl, o, err);
+	int ret = govex__run_shim(r->l, f, &ops, &rl, o, err);
+	/* outputs once the init reported: it killed and reaped every process of the run
+	 * first (no report, no outputs: as a cold shim that did not report) */
+	if (rl.reported && r->l->outputs) {
+		if (rl.wdfd < 0)
+			relay_take(&rl);
+		rfiles_out(r->l, rl.wdfd);
+	}
+	int *fds[] = {&rl.watch, &rl.wdfd, &rl.pidfd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	return ret;
 }
