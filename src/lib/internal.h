@@ -585,6 +585,7 @@ struct govex__shim_ops {
 	void (*last_resort)(void *ctx);
 	void (*after_fork)(void *ctx);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
+	bool pipes_open; /* the pipes are open already (a warm spare's, made ahead) */
 };
 /* Runs one launch through its shim.  pipes is where the pipes are opened (part of ctx,
  * for the shim to see); the host's ends are closed when this returns.  Returns 0 with the

@@ -569,7 +569,7 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 	char *scratch = malloc(SCRATCH);
 	if (!scratch)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SUPERVISOR, ENOMEM, NULL);
-	int r = govex__pipes_open(pipes);
+	int r = ops->pipes_open ? 0 : govex__pipes_open(pipes);
 	if (r < 0) {
 		free(scratch);
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PIPE, -r, NULL);

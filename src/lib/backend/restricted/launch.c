@@ -152,8 +152,7 @@ static const char *restricted_private_workdir(const void *state)
  * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
  * 0700.
  */
-static void workdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf,
-			 size_t cap)
+void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap)
 {
 	const struct govex__limits *l = la->limits;
 	uint64_t size = 64ULL << 20;
@@ -689,27 +688,33 @@ static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
 	pthread_mutex_unlock(&mst->cg_lock);
 }
 
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts,
+	      struct rslot *slot, uid_t *uid, gid_t *gid, char *why, size_t why_len)
+{
+	bool any_cg = false;
+	for (int i = 0; i < RCG_N; i++)
+		any_cg |= st->cg.p[i].version != 0;
+	int r = rslot_acquire(opts ? opts->probe_cache_dir : NULL,
+			      st->userns ? ID_COUNT : st->id_count, slot, why, why_len);
+	if (r < 0 && (!st->userns || any_cg))
+		return r;
+	if (st->userns) {
+		*uid = st->uid;
+		*gid = st->gid;
+	} else {
+		*uid = (uid_t)(st->id_base + (uint32_t)slot->n);
+		*gid = (gid_t)(st->gid_base + (uint32_t)slot->n);
+	}
+	return 0;
+}
+
 /* The run's slot: its identity as root, the name of its cgroups.  Unprivileged and
  * without any cgroup, a slot names nothing: a run goes on without one. */
 static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
 {
-	const struct rstate *st = c->st;
-	const struct govex__launch *l = c->l;
-	bool any_cg = false;
-	for (int i = 0; i < RCG_N; i++)
-		any_cg |= st->cg.p[i].version != 0;
-	int r =
-	    rslot_acquire(l->opts ? l->opts->probe_cache_dir : NULL,
-			  st->userns ? ID_COUNT : st->id_count, &c->slot, c->why, sizeof(c->why));
-	if (r < 0 && (!st->userns || any_cg))
-		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, -r, c->why);
-	if (st->userns) {
-		c->uid = st->uid;
-		c->gid = st->gid;
-	} else {
-		c->uid = (uid_t)(st->id_base + (uint32_t)c->slot.n);
-		c->gid = (gid_t)(st->gid_base + (uint32_t)c->slot.n);
-	}
+	int r = rrun_slot(c->st, c->l->opts, &c->slot, &c->uid, &c->gid, c->why, sizeof(c->why));
+	if (r < 0)
+		return govex__launch_failed(c->l, o, err, GOVEX_STEP_SLOT, -r, c->why);
 	return 0;
 }
 
@@ -727,7 +732,7 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
 			strcmp(l->workdir, WORKDIR_PATH) == 0;
 	char wd_opts[128];
-	workdir_opts(c->uid, c->gid, l, wd_opts, sizeof(wd_opts));
+	rworkdir_opts(c->uid, c->gid, l, wd_opts, sizeof(wd_opts));
 	c->wd_tmpfs = wd_tmpfs;
 	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
 			       l->extra_ro, &c->plan)) < 0 ||
@@ -836,6 +841,13 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	};
 	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
 	c.warm = warm_wanted(st, l, w);
+	/* a spare made ahead for runs shaped like this one (template_spare.c): its slot,
+	 * cgroups and every step of its own taken already */
+	if (c.warm) {
+		int sr = rwarm_spare_run(w, st, l, o, err);
+		if (sr != 1)
+			return sr;
+	}
 	int r = run_prepare(&c, o, err);
 	if (r >= 0 && c.warm)
 		r = warm_run(&c, w, o, err);

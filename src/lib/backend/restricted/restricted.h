@@ -333,7 +333,16 @@ void rwarm_free(struct rwarm *w);
 /* Why a launch cannot be forked from a template (a short reason, counted in the
  * runtime's stats), or NULL when it can: `python -I [-S] -c CODE` (fd 3 may be handed
  * in), no extra read-only files, the run's own tmpfs workdir, no files in or out. */
+struct rstate;
 const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs);
+/* A run on a spare of the runtime's template (template_spare.c): 0 with the outcome, < 0
+ * a launch failure, 1 when no spare fits it (the run goes on as a warm run made now). */
+int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
+		    struct govex__outcome *o, struct govex_error *err);
+/* launch.c, for spares: a run's slot and its ids; a fresh workdir's tmpfs options. */
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts,
+	      struct rslot *slot, uid_t *uid, gid_t *gid, char *why, size_t why_len);
+void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
 /* What a warm run takes from the cold path's preparation (launch.c). */
 struct rwarm_run {
 	const struct rstate *st;
@@ -369,6 +378,10 @@ void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* template_relay.c: the run handed (its descriptors and spec, a memfd) to the template
  * on ctl by the calling thread, no process made on the host; as govex__run_shim. */
+/* A spare's run: the go (memfd) on the spare's watch socket, then as rwarm_relay_run;
+ * watch and pidfd (the spare's init's) are closed. */
+int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, struct govex__pipes *f,
+		   struct govex__outcome *o, struct govex_error *err);
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err);
 /* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and

@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "restricted.h"
+#include "template_int.h"
 
 extern const unsigned char govex__zygote_py[];
 extern const unsigned char govex__worker_py[];
@@ -93,44 +94,6 @@ static unsigned recycle_runs(void)
 #define TEMPLATE_WORKDIR_OPTS "size=4k,nr_inodes=4,mode=0700"
 
 _Static_assert(sizeof(struct govex__shim_report) == 40, "zygote.py packs a 40-byte report");
-
-struct rtemplate {
-	pid_t pid;
-	int ctl; /* host end of the control socket */
-	unsigned runs, inflight;
-	bool no_site;
-	char *locale; /* the run environment's locale entries it was started with */
-	struct rtemplate *next;
-};
-
-struct rwarm {
-	pthread_mutex_t lock;
-	/* the current template of each kind: plain runs, and runs of govex's worker (call
-	 * mode, inspection: fd 3 handed in), whose template also preloads what the worker
-	 * imports (a bigger template: its forks cost more, so plain runs do not pay it) */
-	struct rtemplate *cur[2];
-	struct rtemplate *retired;
-	bool broken; /* a template could not be started: runs go cold */
-	/* the host's mount table (poll: POLLPRI when it changed): a template's root holds
-	 * the binds it captured when it started, so a change retires the templates */
-	int mounts_fd;
-	bool armed;
-	/* what the plan's binds were (device, inode) when the templates started: a path
-	 * the host replaced (renamed away, another put there) retires them too, as a cold
-	 * run binds what is at the path now */
-	struct {
-		dev_t dev;
-		ino_t ino;
-	} * roots;
-	size_t n_roots;
-	char why[256];
-	/* stats: runs forked, runs that went cold and why (a few short names) */
-	unsigned long warm_runs;
-	struct {
-		const char *why;
-		unsigned long n;
-	} cold[12];
-};
 
 /* Whether the host's mount table changed since the last look (reads it to the end:
  * that re-arms the event).  Unknown (no /proc): false. */
@@ -192,6 +155,8 @@ int rwarm_new(struct rwarm **ret)
 	if (!w)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->spare_cond, NULL);
+	pthread_cond_init(&w->spare_ready, NULL);
 	w->mounts_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	mounts_changed(w);
 	*ret = w;
@@ -208,6 +173,8 @@ static void template_stop(struct rtemplate *t)
 		while (waitpid(t->pid, NULL, __WALL) < 0 && errno == EINTR)
 			;
 	}
+	/* its spares' processes went with it: their slots and cgroups are free now */
+	rspares_release(t);
 	free(t->locale);
 	free(t);
 }
@@ -216,6 +183,7 @@ void rwarm_free(struct rwarm *w)
 {
 	if (!w)
 		return;
+	rspares_stop(w);
 	for (int k = 0; k < 2; k++)
 		if (w->cur[k])
 			template_stop(w->cur[k]);
@@ -227,6 +195,10 @@ void rwarm_free(struct rwarm *w)
 	if (w->mounts_fd >= 0)
 		close(w->mounts_fd);
 	free(w->roots);
+	for (int k = 0; k < 2; k++)
+		rshape_free(w->shape[k]);
+	pthread_cond_destroy(&w->spare_cond);
+	pthread_cond_destroy(&w->spare_ready);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
@@ -248,7 +220,7 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs)
 }
 
 /* Under w->lock. */
-static void count_cold(struct rwarm *w, const char *why)
+void rwarm_count_cold_locked(struct rwarm *w, const char *why)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(w->cold); i++)
 		if (!w->cold[i].why || strcmp(w->cold[i].why, why) == 0) {
@@ -259,7 +231,7 @@ static void count_cold(struct rwarm *w, const char *why)
 }
 
 /* The run environment's entries that decide the interpreter's startup locale. */
-static char *locale_key(char *const *envp)
+char *rwarm_locale_key(char *const *envp)
 {
 	static const char *const names[] = {"LC_ALL=", "LC_CTYPE=", "LANG="};
 	size_t len = 1;
@@ -700,7 +672,7 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 		snprintf(w->why, sizeof(w->why), "template: worker texts: %s", strerror(-r));
 	} else {
 		struct rtemplate *tp = calloc(1, sizeof(*tp));
-		char *key = locale_key(l->envp);
+		char *key = rwarm_locale_key(l->envp);
 		if (tp && key) {
 			tp->pid = pid;
 			tp->ctl = sp[0];
@@ -744,7 +716,7 @@ static bool template_alive(struct rtemplate *t)
 }
 
 /* Stops the retired templates no run uses any more. */
-static void reap_retired(struct rwarm *w)
+void rwarm_reap_retired(struct rwarm *w)
 {
 	struct rtemplate **pp = &w->retired;
 	while (*pp) {
@@ -760,9 +732,8 @@ static void reap_retired(struct rwarm *w)
 
 /* The template for this run, counted in flight; NULL: the run goes cold (*why says
  * why: a static short name).  Under w->lock. */
-static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
-				      const struct govex__launch *l, const char *key,
-				      const char **why)
+struct rtemplate *rwarm_template_get(struct rwarm *w, const struct rstate *st,
+				     const struct govex__launch *l, const char *key, const char **why)
 {
 	bool no_site = l->argv[2] && strcmp(l->argv[2], "-S") == 0;
 	int kind = l->extra_fd >= 0;
@@ -781,7 +752,7 @@ static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
 			*c = NULL;
 		}
 	}
-	reap_retired(w);
+	rwarm_reap_retired(w);
 	struct rtemplate **cur = &w->cur[kind];
 	if (!*cur && !w->cur[!kind])
 		roots_changed(w, st, true); /* what the templates started now will hold */
@@ -806,7 +777,7 @@ static struct rtemplate *template_get(struct rwarm *w, const struct rstate *st,
 
 /* GOVEX_WARM_LOG=FILE: one line per run a warm runtime was asked for, "warm" or "cold
  * <why>" (diagnostics: which runs of a test suite really were forked). */
-static void warm_log(const char *what, const char *why)
+void rwarm_log(const char *what, const char *why)
 {
 	const char *p = secure_getenv("GOVEX_WARM_LOG");
 	if (!p || !*p)
@@ -821,19 +792,19 @@ static void warm_log(const char *what, const char *why)
 int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes *f,
 		 struct govex__outcome *o, struct govex_error *err)
 {
-	char *key = locale_key(r->l->envp);
+	char *key = rwarm_locale_key(r->l->envp);
 	const char *why = "out_of_memory";
 	struct rtemplate *t = NULL;
 	pthread_mutex_lock(&w->lock);
 	if (key)
-		t = template_get(w, r->st, r->l, key, &why);
+		t = rwarm_template_get(w, r->st, r->l, key, &why);
 	if (t)
 		w->warm_runs++;
 	else
-		count_cold(w, why);
+		rwarm_count_cold_locked(w, why);
 	pthread_mutex_unlock(&w->lock);
 	free(key);
-	warm_log(t ? "warm" : "cold", t ? NULL : why);
+	rwarm_log(t ? "warm" : "cold", t ? NULL : why);
 	if (!t)
 		return 1;
 	int r_ = 0;
@@ -858,7 +829,7 @@ int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes
 				w->retired = t;
 				w->cur[k] = NULL;
 			}
-	reap_retired(w);
+	rwarm_reap_retired(w);
 	pthread_mutex_unlock(&w->lock);
 	return r_;
 }
@@ -866,15 +837,15 @@ int rwarm_launch(struct rwarm *w, const struct rwarm_run *r, struct govex__pipes
 void rwarm_count_cold(struct rwarm *w, const char *reason)
 {
 	pthread_mutex_lock(&w->lock);
-	count_cold(w, reason);
+	rwarm_count_cold_locked(w, reason);
 	pthread_mutex_unlock(&w->lock);
-	warm_log("cold", reason);
+	rwarm_log("cold", reason);
 }
 
 int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__launch *proto,
 		struct govex_error *err)
 {
-	char *key = locale_key(proto->envp);
+	char *key = rwarm_locale_key(proto->envp);
 	if (!key)
 		return govex__err(err, ENOMEM, ENOMEM, "warm runs: out of memory");
 	const char *why = "no template";
@@ -884,7 +855,7 @@ int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__la
 	for (int kind = 0; kind < 2 && ready; kind++) {
 		struct govex__launch l = *proto;
 		l.extra_fd = kind ? 3 : -1; /* (only its kind is read) */
-		struct rtemplate *t = template_get(w, st, &l, key, &why);
+		struct rtemplate *t = rwarm_template_get(w, st, &l, key, &why);
 		if (t) {
 			/* not a run: undo the count */
 			t->runs--;
@@ -919,6 +890,13 @@ void rwarm_stats(struct rwarm *w, json_t *warm)
 	json_object_set_new(warm, "ready", json_boolean(ready && !w->broken));
 	json_object_set_new(warm, "templates", json_integer(n));
 	json_object_set_new(warm, "warm_runs", json_integer((json_int_t)w->warm_runs));
+	json_t *slots = json_array();
+	for (int k = 0; k < 2; k++)
+		if (w->cur[k])
+			rspares_slots(w->cur[k], slots);
+	json_object_set_new(warm, "spares", json_integer((json_int_t)json_array_size(slots)));
+	json_object_set_new(warm, "spare_slots", slots);
+	json_object_set_new(warm, "spare_runs", json_integer((json_int_t)w->spare_runs));
 	json_object_set_new(warm, "cold_reasons", reasons);
 	if (w->broken)
 		json_object_set_new(warm, "why", json_string(w->why));
@@ -940,6 +918,9 @@ int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_er
 		else
 			rwarm_free(nw); /* another thread's won (w is it) */
 	}
+	pthread_mutex_lock(&w->lock);
+	w->st = st;
+	pthread_mutex_unlock(&w->lock);
 	return proto ? rwarm_start(w, st, proto, err) : 0;
 }
 

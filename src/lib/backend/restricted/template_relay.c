@@ -36,7 +36,7 @@
 #define LAST_RESORT_WAIT_MS 2000
 
 struct relay {
-	int ctl, spec;
+	int ctl, spec; /* (a spare's run: no ctl; spec is the go's) */
 	struct govex__pipes *f;
 	const struct rwarm_run *r;
 	/* the host's end of the watch socket (the init's end went with the "R" message),
@@ -279,6 +279,63 @@ int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__
 	int ret = govex__run_shim(r->l, f, &ops, &rl, o, err);
 	/* outputs once the init reported: it killed and reaped every process of the run
 	 * first (no report, no outputs: as a cold shim that did not report) */
+	if (rl.reported && r->l->outputs) {
+		if (rl.wdfd < 0)
+			relay_take(&rl);
+		rfiles_out(r->l, rl.wdfd);
+	}
+	int *fds[] = {&rl.watch, &rl.wdfd, &rl.pidfd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	return ret;
+}
+
+/* A spare's launch: the go ('g', the run's own spec and call mode's descriptor) on the
+ * spare's watch socket, then the files-in handshake, as relay_launch's. */
+static int relay_go(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__step *step)
+{
+	struct relay *rl = ctx;
+	int fds[2] = {rl->spec, rl->r->l->extra_fd};
+	size_t n = fds[1] >= 0 ? 2 : 1;
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = (void *)"g", .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = CMSG_SPACE(n * sizeof(int))};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	int r = send_run(rl->watch, &msg, deadline_ns);
+	if (r < 0) {
+		*step = GOVEX_STEP_SHIM;
+		return r;
+	}
+	if (rl->r->l->n_files)
+		relay_files_in(rl, deadline_ns, cancel_fd);
+	return 0;
+}
+
+int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, struct govex__pipes *f,
+		   struct govex__outcome *o, struct govex_error *err)
+{
+	struct relay rl = {
+	    .ctl = -1, .spec = go, .f = f, .r = r, .watch = watch, .wdfd = -1, .pidfd = pidfd};
+	const struct govex__shim_ops ops = {
+	    .launch = relay_go,
+	    .last_resort = relay_last_resort,
+	    .after_fork = relay_after_fork,
+	    .amend = relay_amend,
+	    .pipes_open = true,
+	};
+	int ret = govex__run_shim(r->l, f, &ops, &rl, o, err);
 	if (rl.reported && r->l->outputs) {
 		if (rl.wdfd < 0)
 			relay_take(&rl);

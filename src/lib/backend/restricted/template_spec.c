@@ -157,6 +157,9 @@ static char *spec_build(const struct rwarm_run *r, enum spec_kind kind, const ch
 		/* the run's own: its environment, argv, code and files, in its spare */
 		h->outputs = l->outputs;
 		h->has_extra = l->extra_fd >= 0;
+		h->setid = !st->userns;
+		h->uid = (uint32_t)r->uid; /* (the output directory's owner) */
+		h->gid = (uint32_t)r->gid;
 		if (remount)
 			rec_str2(&b, ZR_REMOUNT, l->workdir, remount, strlen(remount) + 1);
 		goto own;
