@@ -688,8 +688,8 @@ static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
 	pthread_mutex_unlock(&mst->cg_lock);
 }
 
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts,
-	      struct rslot *slot, uid_t *uid, gid_t *gid, char *why, size_t why_len)
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
+	      uid_t *uid, gid_t *gid, char *why, size_t why_len)
 {
 	bool any_cg = false;
 	for (int i = 0; i < RCG_N; i++)

@@ -340,8 +340,8 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs);
 int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
 		    struct govex__outcome *o, struct govex_error *err);
 /* launch.c, for spares: a run's slot and its ids; a fresh workdir's tmpfs options. */
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts,
-	      struct rslot *slot, uid_t *uid, gid_t *gid, char *why, size_t why_len);
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
+	      uid_t *uid, gid_t *gid, char *why, size_t why_len);
 void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
 /* What a warm run takes from the cold path's preparation (launch.c). */
 struct rwarm_run {

@@ -82,7 +82,7 @@ extern const size_t govex__zygote_py_len;
 #define RECYCLE_RUNS 512
 /* GOVEX_WARM_RECYCLE=N (tests): retire templates after N runs; it can only lower
  * RECYCLE_RUNS */
-static unsigned recycle_runs(void)
+unsigned rwarm_recycle_runs(void)
 {
 	const char *e = secure_getenv("GOVEX_WARM_RECYCLE");
 	unsigned long v = e ? strtoul(e, NULL, 10) : 0;
@@ -163,7 +163,7 @@ int rwarm_new(struct rwarm **ret)
 	return 0;
 }
 
-static void template_stop(struct rtemplate *t)
+void rwarm_template_stop(struct rtemplate *t)
 {
 	if (t->ctl >= 0)
 		close(t->ctl);
@@ -184,12 +184,15 @@ void rwarm_free(struct rwarm *w)
 	if (!w)
 		return;
 	rspares_stop(w);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		if (w->cur[k])
-			template_stop(w->cur[k]);
+			rwarm_template_stop(w->cur[k]);
+		if (w->succ[k])
+			rwarm_template_stop(w->succ[k]);
+	}
 	while (w->retired) {
 		struct rtemplate *n = w->retired->next;
-		template_stop(w->retired);
+		rwarm_template_stop(w->retired);
 		w->retired = n;
 	}
 	if (w->mounts_fd >= 0)
@@ -609,8 +612,8 @@ static int send_texts(int ctl)
 	return r;
 }
 
-static int template_start(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
-			  bool no_site, int kind, struct rtemplate **ret)
+int rwarm_template_start(char why[256], const struct rstate *st, const struct govex__launch *l,
+			 bool no_site, int kind, struct rtemplate **ret)
 {
 	struct tstart t = {
 	    .st = st, .ctl = -1, .io = {-1, -1}, .ce = {-1, -1}, .dbg = -1, .go = {-1, -1}};
@@ -624,12 +627,13 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 	if ((r = tstart_args(&t, l, no_site, kind, &st->guard)) < 0 ||
 	    (r = rplan_for_run(&st->plan, l->workdir, TEMPLATE_WORKDIR_OPTS, l->argv[0], NULL,
 			       &t.plan)) < 0 ||
-	    (r = rplan_add_identity(&t.plan, 65534, 65534, l->workdir, l->policy->shell)) < 0 ||
+	    (r = rplan_add_identity(&t.plan, 65534, 65534, l->workdir,
+				    l->policy && l->policy->shell)) < 0 ||
 	    (r = rscratch_alloc(&t.scr, t.plan.n)) < 0 ||
 	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp))) < 0 ||
 	    (r = govex__pipe(t.io, 0)) < 0 || (r = govex__pipe(t.ce, 0)) < 0 ||
 	    (!st->userns && (r = govex__pipe(t.go, 0)) < 0)) {
-		snprintf(w->why, sizeof(w->why), "template: setup: %s", strerror(-r));
+		snprintf(why, 256, "template: setup: %s", strerror(-r));
 		goto out;
 	}
 	t.ctl = sp[1];
@@ -639,7 +643,7 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 		tshim(&t);
 	if (pid < 0) {
 		r = -errno;
-		snprintf(w->why, sizeof(w->why), "template: clone: %s", strerror(-r));
+		snprintf(why, 256, "template: clone: %s", strerror(-r));
 		goto out;
 	}
 	close(t.ce[1]);
@@ -648,7 +652,7 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 	close(t.ctl);
 	t.ctl = -1;
 	if (!st->userns && (r = map_identity(pid, t.go[1])) < 0)
-		snprintf(w->why, sizeof(w->why), "template: identity maps: %s", strerror(-r));
+		snprintf(why, 256, "template: identity maps: %s", strerror(-r));
 	if (t.go[1] >= 0) {
 		close(t.go[1]); /* (a shim still waiting reads EOF and fails) */
 		t.go[1] = -1;
@@ -662,14 +666,14 @@ static int template_start(struct rwarm *w, const struct rstate *st, const struct
 		/* the maps could not be written: why says so */
 	} else if (n == (ssize_t)sizeof(ce)) {
 		r = -(ce.err ? ce.err : EPERM);
-		snprintf(w->why, sizeof(w->why), "template: %s: %s",
-			 govex__step_name((enum govex__step)ce.step), strerror(-r));
+		snprintf(why, 256, "template: %s: %s", govex__step_name((enum govex__step)ce.step),
+			 strerror(-r));
 	} else if (wait_readable(sp[0], READY_TIMEOUT_MS) <= 0 ||
 		   recv(sp[0], ready, sizeof(ready), 0) != 5 || memcmp(ready, "READY", 5) != 0) {
 		r = -ECHILD;
-		snprintf(w->why, sizeof(w->why), "template: the interpreter did not start");
+		snprintf(why, 256, "template: the interpreter did not start");
 	} else if ((r = send_texts(sp[0])) < 0) {
-		snprintf(w->why, sizeof(w->why), "template: worker texts: %s", strerror(-r));
+		snprintf(why, 256, "template: worker texts: %s", strerror(-r));
 	} else {
 		struct rtemplate *tp = calloc(1, sizeof(*tp));
 		char *key = rwarm_locale_key(l->envp);
@@ -723,7 +727,7 @@ void rwarm_reap_retired(struct rwarm *w)
 		struct rtemplate *t = *pp;
 		if (t->inflight == 0) {
 			*pp = t->next;
-			template_stop(t);
+			rwarm_template_stop(t);
 		} else {
 			pp = &t->next;
 		}
@@ -733,7 +737,8 @@ void rwarm_reap_retired(struct rwarm *w)
 /* The template for this run, counted in flight; NULL: the run goes cold (*why says
  * why: a static short name).  Under w->lock. */
 struct rtemplate *rwarm_template_get(struct rwarm *w, const struct rstate *st,
-				     const struct govex__launch *l, const char *key, const char **why)
+				     const struct govex__launch *l, const char *key,
+				     const char **why)
 {
 	bool no_site = l->argv[2] && strcmp(l->argv[2], "-S") == 0;
 	int kind = l->extra_fd >= 0;
@@ -745,18 +750,31 @@ struct rtemplate *rwarm_template_get(struct rwarm *w, const struct rstate *st,
 		remount = roots_changed(w, st, false);
 	for (int k = 0; k < 2; k++) {
 		struct rtemplate **c = &w->cur[k];
-		if (*c && (remount || (k == kind && (*c)->runs >= recycle_runs()) ||
+		if (*c && (remount || (k == kind && (*c)->runs >= rwarm_recycle_runs()) ||
 			   !template_alive(*c))) {
 			(*c)->next = w->retired;
 			w->retired = *c;
 			*c = NULL;
 		}
+		/* a successor started ahead (template_spare.c) holds the same root */
+		struct rtemplate **n = &w->succ[k];
+		if (*n && (remount || !template_alive(*n))) {
+			(*n)->next = w->retired;
+			w->retired = *n;
+			*n = NULL;
+		}
 	}
 	rwarm_reap_retired(w);
 	struct rtemplate **cur = &w->cur[kind];
+	if (!*cur && w->succ[kind] && w->succ[kind]->no_site == no_site &&
+	    strcmp(w->succ[kind]->locale, key) == 0) {
+		/* the one started ahead takes over: no run waits for a template's start */
+		*cur = w->succ[kind];
+		w->succ[kind] = NULL;
+	}
 	if (!*cur && !w->cur[!kind])
 		roots_changed(w, st, true); /* what the templates started now will hold */
-	if (!*cur && !w->broken && template_start(w, st, l, no_site, kind, cur) < 0)
+	if (!*cur && !w->broken && rwarm_template_start(w->why, st, l, no_site, kind, cur) < 0)
 		w->broken = true;
 	if (!*cur) {
 		*why = "template_failed";
@@ -882,6 +900,8 @@ void rwarm_stats(struct rwarm *w, json_t *warm)
 	}
 	for (struct rtemplate *t = w->retired; t; t = t->next)
 		n++;
+	for (int k = 0; k < 2; k++)
+		n += w->succ[k] != NULL;
 	json_t *reasons = json_object();
 	for (size_t i = 0; i < ARRAY_SIZE(w->cold) && w->cold[i].why; i++)
 		json_object_set_new(reasons, w->cold[i].why,

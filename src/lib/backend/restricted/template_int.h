@@ -30,6 +30,9 @@ struct rwarm {
 	 * mode, inspection: fd 3 handed in), whose template also preloads what the worker
 	 * imports (a bigger template: its forks cost more, so plain runs do not pay it) */
 	struct rtemplate *cur[2];
+	/* each kind's successor, started ahead by the spare thread when the current one
+	 * nears its recycling (template_spare.c), so that no run waits for a start */
+	struct rtemplate *succ[2];
 	struct rtemplate *retired;
 	bool broken; /* a template could not be started: runs go cold */
 	/* the host's mount table (poll: POLLPRI when it changed): a template's root holds
@@ -61,12 +64,19 @@ struct rwarm {
 	unsigned long spare_runs;
 };
 
-
 /* template.c, under w->lock unless said otherwise */
 struct rtemplate *rwarm_template_get(struct rwarm *w, const struct rstate *st,
-				     const struct govex__launch *l, const char *key, const char **why);
+				     const struct govex__launch *l, const char *key,
+				     const char **why);
 void rwarm_reap_retired(struct rwarm *w);
 void rwarm_count_cold_locked(struct rwarm *w, const char *why);
+/* Starts a template (*ret) for runs like l; 0 or -errno (why says why).  No lock
+ * needed. */
+int rwarm_template_start(char why[256], const struct rstate *st, const struct govex__launch *l,
+			 bool no_site, int kind, struct rtemplate **ret);
+unsigned rwarm_recycle_runs(void);
+/* Stops a template (its processes killed) and releases its spares. */
+void rwarm_template_stop(struct rtemplate *t);
 /* (no lock) */
 void rwarm_log(const char *what, const char *why);
 char *rwarm_locale_key(char *const *envp);

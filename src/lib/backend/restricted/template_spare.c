@@ -23,8 +23,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -46,6 +46,7 @@ struct rshape {
 	size_t argc;
 	bool shell;
 	const struct govex_runtime_options *opts;
+	char **envp; /* the run environment's locale entries (a successor template's) */
 };
 
 struct rspare {
@@ -69,6 +70,9 @@ void rshape_free(struct rshape *sh)
 	for (size_t i = 0; sh->argv && i < sh->argc; i++)
 		free(sh->argv[i]);
 	free(sh->argv);
+	for (size_t i = 0; sh->envp && sh->envp[i]; i++)
+		free(sh->envp[i]);
+	free(sh->envp);
 	free(sh->workdir);
 	free(sh);
 }
@@ -92,6 +96,19 @@ static struct rshape *shape_new(const struct govex__launch *l, const struct rsha
 	bool ok = sh->workdir && sh->argv && n >= 2;
 	for (size_t i = 0; ok && i < n; i++)
 		ok = (sh->argv[i] = strdup(i + 1 == n ? "" : argv[i])) != NULL;
+	/* the locale entries only (what a template is started with) */
+	static const char *const loc[] = {"LC_ALL=", "LC_CTYPE=", "LANG="};
+	char *const *envp = from ? from->envp : l->envp;
+	size_t ne = 0, k = 0;
+	for (size_t i = 0; envp && envp[i]; i++)
+		ne++;
+	ok = ok && (sh->envp = calloc(ne + 1, sizeof(char *))) != NULL;
+	for (size_t i = 0; ok && envp && envp[i]; i++)
+		for (size_t j = 0; j < ARRAY_SIZE(loc); j++)
+			if (strncmp(envp[i], loc[j], strlen(loc[j])) == 0) {
+				ok = (sh->envp[k++] = strdup(envp[i])) != NULL;
+				break;
+			}
 	if (!ok) {
 		rshape_free(sh);
 		return NULL;
@@ -184,8 +201,8 @@ static int send_spare(int ctl, int spec, const struct rspare *s, int watch)
 {
 	int fds[16];
 	size_t n = 0;
-	int fixed[] = {spec, s->f.in[0], s->f.out[1], s->f.err[1], s->f.ce[1], s->f.rep[1],
-		       s->f.kill[0]};
+	int fixed[] = {spec,	   s->f.in[0],	s->f.out[1], s->f.err[1],
+		       s->f.ce[1], s->f.rep[1], s->f.kill[0]};
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
 		fds[n++] = fixed[i];
 	for (int i = 0; i < RCG_N; i++)
@@ -265,8 +282,8 @@ static void close_fdp(int *fd)
 
 /* Makes a spare of template t for runs shaped sh (taken); NULL when it could not be
  * made (why: the step and errno in *why). */
-static struct rspare *spare_make(const struct rstate *st, struct rtemplate *t,
-				 struct rshape *sh, char *why, size_t why_len)
+static struct rspare *spare_make(const struct rstate *st, struct rtemplate *t, struct rshape *sh,
+				 char *why, size_t why_len)
 {
 	struct rspare *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -318,8 +335,8 @@ static struct rspare *spare_make(const struct rstate *st, struct rtemplate *t,
 	/* what only the spare's processes need: theirs now (or nobody's) */
 	close_fdp(&spec);
 	close_fdp(&bp[1]);
-	int *child[] = {&s->f.in[0], &s->f.out[1], &s->f.err[1], &s->f.ce[1], &s->f.rep[1],
-			&s->f.kill[0]};
+	int *child[] = {&s->f.in[0], &s->f.out[1], &s->f.err[1],
+			&s->f.ce[1], &s->f.rep[1], &s->f.kill[0]};
 	for (size_t i = 0; i < ARRAY_SIZE(child); i++)
 		close_fdp(child[i]);
 	for (int i = 0; i < RCG_N; i++)
@@ -347,6 +364,44 @@ static bool spare_dead(const struct rspare *s)
 }
 
 /* ---- the runtime's spares ------------------------------------------------------------ */
+
+/* Under w->lock (released meanwhile): a successor for each template that nears its
+ * recycling, started now so that no run waits for a template's start (one is ~50 ms of
+ * an interpreter's start and warm-up, paid by the run that found the template spent). */
+static void successors(struct rwarm *w)
+{
+	unsigned recycle = rwarm_recycle_runs();
+	for (int k = 0; k < 2 && !w->spare_stop; k++) {
+		struct rtemplate *t = w->cur[k];
+		if (!t || w->succ[k] || !w->shape[k] || w->broken || !w->st ||
+		    t->runs < recycle - recycle / 4)
+			continue;
+		struct rshape *sh = shape_new(NULL, w->shape[k]);
+		if (!sh)
+			continue;
+		const struct rstate *st = w->st;
+		bool no_site = sh->argc > 2 && strcmp(sh->argv[2], "-S") == 0;
+		pthread_mutex_unlock(&w->lock);
+		struct govex__launch l = shape_launch(sh);
+		l.envp = sh->envp;
+		char why[256];
+		struct rtemplate *nt = NULL;
+		int r = rwarm_template_start(why, st, &l, no_site, k, &nt);
+		if (r < 0)
+			rwarm_log("successor", why);
+		pthread_mutex_lock(&w->lock);
+		if (nt && !w->succ[k] && !w->spare_stop && w->cur[k]) {
+			w->succ[k] = nt;
+			nt = NULL;
+		}
+		if (nt) {
+			pthread_mutex_unlock(&w->lock);
+			rwarm_template_stop(nt);
+			pthread_mutex_lock(&w->lock);
+		}
+		rshape_free(sh);
+	}
+}
 
 /* The thread: makes the current templates' spares for their shapes. */
 static void *spare_main(void *arg)
@@ -390,10 +445,12 @@ static void *spare_main(void *arg)
 					pthread_mutex_unlock(&w->lock);
 					spare_free(s, false);
 					pthread_mutex_lock(&w->lock);
-					break; /* (failed, or the shape moved on: asked again later) */
+					break; /* (failed, or the shape moved on: asked again later)
+						*/
 				}
 			}
 		}
+		successors(w);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
