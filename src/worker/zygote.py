@@ -121,7 +121,7 @@ def _fresh_main():
 def _zyg_warm():
     # the standard library a snippet most often imports, and the compiler
     # The standard library a snippet most often imports.  Kept small on purpose: every
-    # page the template holds is copied into each of a run's three processes' page
+    # page the template holds is copied into each of a run's two processes' page
     # tables (fork), so a bigger template costs every run (measured: 12 MB of resident
     # template forks ~3x cheaper than 24 MB); what a run imports beyond this it imports
     # itself, from the same read-only files a cold run would.

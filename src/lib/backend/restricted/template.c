@@ -18,24 +18,37 @@
  * imports and has the worker's texts compiled.
  *
  * Per run the host does what a cold run does (slot, plan, identity files, cgroups, pipes)
- * but makes no process: in place of a shim's clone the host's thread (template_relay.c,
- * the relay) hands the run's descriptors (its pipes, its cgroup files, a memfd with the
- * run's spec) over a SOCK_SEQPACKET socket to one of the run inits the template made
- * ahead (each waits in namespaces of its own: zygote.py, _zyg_prefork), places the run's
- * files, and after the run collects the outputs.  The init reads the spec (the template
- * itself never reads a run's data), mounts the run's own places, forks the program,
- * which takes the cold program child's steps (seccomp guard with a listener the init
- * answers: denials refused and counted as cold), and writes the shim report to the
- * run's report pipe like a cold shim.  Supervision (deadline, output bounds,
+ * but makes no process: in place of a shim's clone the host's thread (template_relay.c)
+ * hands the run's descriptors (its pipes, its cgroup files, a memfd with the run's spec,
+ * zyg_spec.h) over a SOCK_SEQPACKET socket to one of the run inits the template made
+ * ahead, places the run's files, and after the run collects the outputs.  The template's
+ * side is C (zyg.c, a libc-only shared object embedded here and loaded by the
+ * interpreter from a memfd): its inits are clone3s of the interpreter into mount, PID,
+ * IPC and UTS namespaces of their own (and a network namespace from a pool, one run at
+ * a time, kept only while it holds no socket), each with its program child forked and
+ * waiting.  The init reads the spec (the template itself never reads a run's data),
+ * mounts the run's own places; the program takes the cold program child's steps
+ * (seccomp guard with a listener the init answers: denials refused and counted as cold)
+ * and returns to the interpreter, which runs the code; the init writes the shim report
+ * to the run's report pipe like a cold shim.  Supervision (deadline, output bounds,
  * cancellation, the kill request) is supervise.c's, unchanged; its last resort SIGKILLs
  * the init through the pidfd the init sent (ending the run's PID namespace).
+ *
+ * Spares (template_spare.c): a thread of the runtime makes runs ahead of their requests,
+ * shaped like the last run of each kind: a slot with its cgroups, pipes, and an init and
+ * program child that took every step of their own up to the allowlist (a deferred spec:
+ * nothing of any request in it) and wait for the go, which carries the run's own
+ * environment, argv, code, files and call mode's descriptor.  The thread also starts a
+ * template's successor before the template is recycled.
  *
  * Shared by the runs of one template, by construction: the address-space layout of what
  * the template mapped, and the str/bytes hash seed.  A template is retired after
  * RECYCLE_RUNS runs (re-randomizing both) and when its interpreter flags or locale do
  * not match a run's (that run goes cold).  Under network: deny every run has a network
- * namespace of its own, made ahead with its other namespaces (in the template's one,
- * concurrent runs would see each other's unix sockets in /proc/self/net/unix).
+ * namespace of its own while it runs (in the template's one, concurrent runs would see
+ * each other's unix sockets in /proc/self/net/unix); one is reused by a later run only
+ * when the run before it left no socket at all (/proc/net/sockstat, /proc/net/unix) and
+ * its loopback down.
  *
  * A template that cannot be started is reported once (the reason kept) and the runtime
  * goes on cold: warm runs are a speed-up, never a different sandbox.

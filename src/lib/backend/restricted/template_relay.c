@@ -11,7 +11,7 @@
  * init reported (every process of the run killed and reaped) the outputs are collected
  * from the workdir (a run with outputs and no file in has its output directory made by
  * its init, which sends the workdir one-way).  Nothing here waits past the run's wall
- * deadline; the messages and their order are the relay process's (zygote.py reads
+ * deadline; the messages and their order are the relay process's (zyg.c reads
  * them).
  */
 #define _GNU_SOURCE

@@ -235,24 +235,24 @@ done:
 static int spec_memfd(const struct rwarm_run *r, enum spec_kind kind, const char *remount)
 {
 	size_t len = 0, off = 0;
-	_cleanup_free_ char *s = spec_build(r, kind, remount, &len);
+	char *s = spec_build(r, kind, remount, &len);
 	if (!s)
 		return -ENOMEM;
 	int fd = memfd_create("govex-warm-spec", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
+	int e = fd < 0 ? errno : 0;
+	while (!e && off < len) {
 		ssize_t n = write(fd, s + off, len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			int e = n < 0 ? errno : EIO;
-			close(fd);
-			return -e;
-		}
-		off += (size_t)n;
+		if (n <= 0)
+			e = n < 0 ? errno : EIO;
+		else
+			off += (size_t)n;
 	}
-	return fd;
+	free(s);
+	if (e && fd >= 0)
+		close(fd);
+	return e ? -e : fd;
 }
 
 int rwarm_spec_memfd(const struct rwarm_run *r)

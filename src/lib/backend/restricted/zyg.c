@@ -1367,8 +1367,13 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 			refill = true;
 		while (refill && t.spares < (size_t)p->spares) {
 			int r = spare_make(&t, out);
-			if (r == 1)
-				return 0; /* P: the run's code is next */
+			if (r == 1) {
+				/* P: the run's code is next (T's tables are nothing of its own) */
+				free(pf);
+				free(t.kids);
+				free(t.free_net);
+				return 0;
+			}
 			if (r < 0) {
 				struct timespec ts = {0, 10000000}; /* out of processes for now */
 				nanosleep(&ts, NULL);
