@@ -2179,14 +2179,13 @@ def test_no_host_process_per_warm_run(t):
     time.sleep(0.1)
     if host_children(me) != before:
         bad.append("children after the runs: %r, before %r" % (host_children(me), before))
-    if SPARE:
-        # the runtime holds its spares' descriptors (pipes, watch socket, pidfd): after
-        # the same runs again (their spares replaced), the count is what it was
-        settle(rt)
-        fds = fd_count()
-        parallel([lambda kw=kw, i=i: rt.run(NO_RELAY_CODE, stdin="s%d" % i, **kw)
-                  for i, kw in enumerate(kinds)])
-        settle(rt)
+    # the runtime holds its spares' descriptors (pipes, watch socket, pidfd): after the
+    # same runs again (their spares replaced), the count is what it was
+    settle(rt)
+    fds = fd_count()
+    parallel([lambda kw=kw, i=i: rt.run(NO_RELAY_CODE, stdin="s%d" % i, **kw)
+              for i, kw in enumerate(kinds)])
+    settle(rt)
     if fd_count() != fds:
         bad.append("descriptors: %d before the runs, %d after" % (fds, fd_count()))
 
@@ -2307,7 +2306,9 @@ def test_init_dies_mid_handshake(t):
             except OSError:
                 count[p] = 0
         signal_all(plain, signal.SIGCONT)
-        victim, end = None, time.monotonic() + 5
+        # (a run on a spare: its init had its descriptors before the run, and takes only
+        # the go: every init of the plain template is killed, the run's among them)
+        victim, end = None, time.monotonic() + (0 if SPARE else 5)
         while victim is None and time.monotonic() < end:
             for p in plain:
                 try:
@@ -2790,19 +2791,17 @@ def test_burst_leaves_nothing(t):
             rt.run(codes[i])
             rt.run(codes[i], repl=True)
         time.sleep(1.0)
-        if SPARE:
-            settle(rt)
+        settle(rt)
         first = descendants(zombies=True)
         statuses = [s for lst in parallel([lambda i=i: worker(i) for i in range(6)])
                     for s in lst]
         g.check(statuses.count("success") >= 12, "statuses: %r" % statuses)
         time.sleep(1.0)
-        if SPARE:
-            settle(rt)
+        settle(rt)
         kept = descendants(zombies=True)
-        # (with spares: each template's own two run inits ahead, made again once a run
-        # ended, may be short of one at either look: an init and its program)
-        slack = 2 if SPARE else 0
+        # (the runtime's spares, and each template's own two run inits ahead, made again
+        # once a run ended, may be short of one at either look: an init and its program)
+        slack = 2
         g.check(len(kept) <= max(len(first), 1) + slack and
                 not any(c.startswith("zombie:") for _, c in kept.values()),
                 "idle after 10 runs the runtime kept %d processes, after 60 more %d: %r"

@@ -38,6 +38,7 @@ FILES = [
 # host's / (a host workdir), a test's policy naming the controlled backend, a test's
 # interpreter that is not one (the runtime cannot probe it: no template), govex exec
 COLD_BY_DESIGN = ("host_workdir", "the policy binds the host's /",
+                  "overlaps interpreter files: the policy's runs are refused",
                   "need the restricted backend", "probe failed", "probe killed",
                   "extra_files", "argv")
 # the spares' pass: the same files, and the red team's attacks on warm runs

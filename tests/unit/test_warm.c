@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -502,17 +503,27 @@ START_TEST(test_burst_leaves_nothing)
 END_TEST
 
 /* this process's children (the templates: nothing else is made by it here) */
+/* This process's children: every thread's (the runtime's spare thread starts the
+ * successors of templates nearing their recycling). */
 static size_t children(pid_t *ret, size_t cap)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-	FILE *f = fopen(path, "re");
+	char path[320], buf[512];
 	size_t n = 0;
-	if (!f)
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
 		return 0;
-	while (n < cap && fscanf(f, "%511s", buf) == 1)
-		ret[n++] = (pid_t)atoi(buf);
-	fclose(f);
+	for (struct dirent *e; (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (n < cap && fscanf(f, "%511s", buf) == 1)
+			ret[n++] = (pid_t)atoi(buf);
+		fclose(f);
+	}
+	closedir(d);
 	return n;
 }
 
@@ -542,8 +553,8 @@ START_TEST(test_recycled_and_restarted)
 	{
 		/* two templates: plain runs and govex's worker runs (both started by
 		 * govex_runtime_warm) */
-		pid_t shim[2], tpl[2];
-		ck_assert_int_eq(children(shim, 2), 2);
+		pid_t shim[4], tpl[2];
+		ck_assert_int_ge(children(shim, 4), 2);
 		char path[96], host_ns[64] = "", shim_ns[64] = "", tpl_ns[64] = "";
 		ck_assert_int_gt(readlink("/proc/self/ns/user", host_ns, sizeof(host_ns) - 1), 0);
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)shim[0]);
@@ -564,7 +575,8 @@ START_TEST(test_recycled_and_restarted)
 	 * another, and nothing of the dead one is left */
 	pid_t kids[8];
 	size_t n = children(kids, 8);
-	ck_assert_msg(n == 2, "%zu children (templates) after recycling", n);
+	/* (two templates, and maybe successors started ahead: two more at most) */
+	ck_assert_msg(n >= 2 && n <= 4, "%zu children (templates) after recycling", n);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(kill(kids[i], SIGKILL), 0);
 		siginfo_t si;
@@ -574,7 +586,7 @@ START_TEST(test_recycled_and_restarted)
 	ck_assert_str_eq(json_string_value(json_object_get(d, "stdout")), "again\n");
 	json_decref(d);
 	n = children(kids, 8);
-	ck_assert_msg(n == 1, "%zu children after a restart", n);
+	ck_assert_msg(n >= 1 && n <= 2, "%zu children after a restart", n);
 }
 END_TEST
 
