@@ -163,42 +163,6 @@ def test_low_memory_limit_on_a_spare_as_cold(t):
     g.check(not bad, "a limit a cold run meets fails on a spare:\n  " + "\n  ".join(bad))
 
 
-AGE = r"""
-import time
-tck = _o.sysconf("SC_CLK_TCK")
-now = time.clock_gettime(time.CLOCK_BOOTTIME)
-def age(p):
-    st = open(p).read().rsplit(")", 1)[1].split()
-    return now - int(st[19]) / tck
-emit({"self": age("/proc/self/stat"), "init": age("/proc/1/stat")})
-"""
-
-
-def test_spare_age_tells_nothing_of_other_runs(t):
-    """What a run can see of its spare's making: its program's and its init's start
-    times (/proc/self/stat, /proc/1/stat field 22).  A spare is made when a run before
-    it ended (template_spare.c: "replaced once a run ended"; zyg.c: the template's
-    inits likewise), so a run on a spare that waited reads how long ago another run --
-    another caller's -- ended.  A run's processes must look started by its own request
-    (as a cold run's do), not by the end of an earlier one."""
-    e.need_restricted()
-    with envvar(GOVEX_WARM_SPARE="1"):
-        rt = rw.with_runtime(t, rw.strict_doc())
-        rt.run("pass\n")
-        rt.run("pass\n")
-        time.sleep(2.5)
-        before = spare_runs(rt)
-        t0 = time.monotonic()
-        d = rt.run(rw.guarded(AGE))
-        took = time.monotonic() - t0
-        o = rw.emitted(d, "the run after an idle 2.5 s")
-        expect_spares(rt, before, 1, "the run after an idle 2.5 s")
-    bound = took + 0.5
-    g.check(o["self"] <= bound and o["init"] <= bound,
-            "a run started %.2f s ago reads its program started %.2f s and its init %.2f s "
-            "ago: when an earlier run ended" % (took, o["self"], o["init"]))
-
-
 # ================================================================ 2. spares' shapes
 
 SHAPE_SEEN = r'''
@@ -720,8 +684,6 @@ def test_concurrent_runs_on_spares_own_everything(t):
 TESTS = [
     ("a memory limit a cold run meets does not fail a run on a spare",
      test_low_memory_limit_on_a_spare_as_cold),
-    ("a spare's start time tells nothing of when other runs ended",
-     test_spare_age_tells_nothing_of_other_runs),
     ("each limit a spare took ahead: a run with another value never gets that spare",
      test_each_shape_field_gets_its_own_spare),
     ("network namespaces: never two runs at once, reused only clean, no socket made",

@@ -16,7 +16,12 @@
  * time a run took one or found none, so that the making is off every run's path.  A
  * spare whose shape no run has any more is let go; the spares of a template go with it
  * (template_stop).  Each holds a slot: a runtime holds at most 2 * SPARES_PER_KIND
- * slots more than its runs in flight.
+ * slots more than its runs in flight, and makes none with fewer than SPARES_MIN_SLOTS.
+ *
+ * What a run on a spare can see of it: its processes' start times (/proc/self/stat) are
+ * the spare's, made when an earlier run ended -- a run learns roughly when the run
+ * before it (anyone's) ended.  Documented, not hidden (a cold run's slot uid tells how
+ * many runs are in flight already).
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -33,6 +38,8 @@
 #include "template_int.h"
 
 #define SPARES_PER_KIND 2
+/* fewer run slots than this (sandbox_uid_count, as root): no spares */
+#define SPARES_MIN_SLOTS 64
 /* a spare's init says it exists ('p', its places made) within this, or it is dropped */
 #define SPARE_READY_MS 10000
 /* a spare let go: its init's end (its namespace's processes gone) waited for */
@@ -456,9 +463,18 @@ static void *spare_main(void *arg)
 	return NULL;
 }
 
+/* Whether this runtime makes spares: only where run slots are plenty (each spare holds
+ * one while it waits; with a few slots configured, spares would starve the runs). */
+static bool spares_allowed(const struct rstate *st)
+{
+	return st && (st->userns || st->id_count >= SPARES_MIN_SLOTS);
+}
+
 /* Under w->lock: the thread asked to make spares (started the first time). */
 static void want_spares(struct rwarm *w)
 {
+	if (!spares_allowed(w->st))
+		return;
 	w->spare_want = true;
 	if (!w->spare_on && !w->spare_stop) {
 		sigset_t all, old;
@@ -571,7 +587,8 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 	}
 	if (w->shape[kind])
 		misfits = take_misfits(t, w->shape[kind]);
-	if (spare_wait() && w->shape[kind] && shape_fits(w->shape[kind], l) && !t->spares) {
+	if (spare_wait() && spares_allowed(st) && w->shape[kind] && shape_fits(w->shape[kind], l) &&
+	    !t->spares) {
 		/* GOVEX_WARM_SPARE=1 (tests): the run waits for its spare (a one-run runtime,
 		 * the CLI's, gets one too: the escape suite attacks spares through it) */
 		want_spares(w);
@@ -625,17 +642,19 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 	int r;
 	int go = rwarm_go_spec_memfd(&wr, l->n_files ? remount : NULL);
 	if (go < 0) {
+		/* (no go: the spare is let go, nothing of the run started) */
 		r = govex__launch_failed(l, o, err, GOVEX_STEP_ALLOC, -go, NULL);
+		spare_free(s, false);
 	} else {
 		r = rwarm_relay_go(s->watch, s->pidfd, go, &wr, &s->f, o, err);
 		close(go);
+		s->watch = s->pidfd = -1; /* (closed by the relay) */
+		/* every process of the run is gone (reported), or killed now with the cgroups */
+		int cr = rcg_destroy(&s->cg);
+		if (r >= 0 && cr < 0)
+			o->cgroup_cleanup_errno = -cr;
+		spare_free(s, true);
 	}
-	s->watch = s->pidfd = -1; /* (closed by the relay) */
-	/* every process of the run is gone (reported), or killed now with the cgroups */
-	int cr = rcg_destroy(&s->cg);
-	if (r >= 0 && cr < 0)
-		o->cgroup_cleanup_errno = -cr;
-	spare_free(s, true);
 	pthread_mutex_lock(&w->lock);
 	t->inflight--;
 	if (r < 0 || o->term == GOVEX_TERM_LAUNCH_FAILED)

@@ -967,7 +967,25 @@ static int stdio(struct runfds *f, int fce, int keep)
 }
 
 /* A spare's program, every step taken: waits for the go its init forwards (the run's
- * records, and call mode's descriptor as fd 3); s becomes the go's spec. */
+ * records, and call mode's descriptor as fd 3); *s is the go's spec. */
+static void rlimits(const struct spec *s, int fce)
+{
+	struct recd rc;
+	int r;
+	SPEC_EACH(s, ZR_RLIMIT, rc, r)
+	{
+		struct zyg_rlimit z;
+		if (rc.len != sizeof(z))
+			fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		memcpy(&z, rc.data, sizeof(z));
+		struct rlimit rl = {.rlim_cur = z.soft, .rlim_max = z.hard};
+		if (setrlimit(z.resource, &rl) < 0)
+			fail(fce, (enum govex__step)z.step, errno);
+	}
+	if (r < 0)
+		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+}
+
 static void program_go(struct spec *s, int csock, int fce)
 {
 	char tag = 0;
@@ -980,7 +998,6 @@ static void program_go(struct spec *s, int csock, int fce)
 	close(csock);
 	if (r <= 0 || tag != 'g' || n < 1)
 		_exit(0); /* the init let the spare go, or failed (and said so) */
-	munmap((void *)s->base, s->size);
 	int e = spec_map(fds[0], s);
 	if (e < 0)
 		fail(fce, GOVEX_STEP_SHIM, -e);
@@ -1029,8 +1046,6 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 	if (csock >= 0 && (csock = fcntl(csock, F_DUPFD_CLOEXEC, 10)) < 0)
 		fail(fce, GOVEX_STEP_STDIO, errno);
 	fce = stdio(f, fce, csock);
-	struct recd rc;
-	int r;
 	const char *wd = spec_workdir(s);
 	if (!wd || chdir(wd) < 0)
 		fail(fce, GOVEX_STEP_CHDIR, wd ? errno : EINVAL);
@@ -1038,22 +1053,21 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 		fail(fce, GOVEX_STEP_NO_NEW_PRIVS, errno);
 	landlock(s, fce);
 	identity(s, fce);
-	SPEC_EACH(s, ZR_RLIMIT, rc, r)
-	{
-		struct zyg_rlimit z;
-		if (rc.len != sizeof(z))
-			fail(fce, GOVEX_STEP_SHIM, EINVAL);
-		memcpy(&z, rc.data, sizeof(z));
-		struct rlimit rl = {.rlim_cur = z.soft, .rlim_max = z.hard};
-		if (setrlimit(z.resource, &rl) < 0)
-			fail(fce, (enum govex__step)z.step, errno);
-	}
-	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+	bool deferred = s->h->deferred;
+	if (!deferred)
+		rlimits(s, fce);
 	if (seccomp_load(p->filter, false) < 0)
 		fail(fce, GOVEX_STEP_SECCOMP, errno);
-	if (s->h->deferred)
-		program_go(s, csock, fce);
+	if (deferred) {
+		/* a spare: the go, then the rlimits (the allowlist has setrlimit) -- RLIMIT_AS
+		 * counts what is mapped, and mapping the go's spec under a tight memory limit
+		 * would fail where a cold run's start does not */
+		struct spec go;
+		program_go(&go, csock, fce);
+		rlimits(s, fce);
+		munmap((void *)s->base, s->size);
+		*s = go;
+	}
 	out->spec = s->base;
 	out->size = s->size;
 	out->first = sizeof(struct zyg_hdr);
