@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Warm runs, the template's side in C: what zyg.c (the template's loop), zyg_init.c (a
+ * run's init), zyg_prog.c (a run's program) and zyg_io.c (descriptors, the spec) share.
+ * Built into one libc-only shared object (meson.build: govex-zyg); see zyg.c.
+ */
+#ifndef GOVEX_ZYG_INT_H
+#define GOVEX_ZYG_INT_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "files.h"
+#include "internal.h"
+#include "zyg_spec.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* What zygote.py passes (ctypes): keep in step with its _Params. */
+struct zyg_params {
+	int ctl;    /* the control socket (the host's runs come on it) */
+	int spares; /* run inits made ahead */
+	int netns;  /* network: deny: each run a network namespace of its own */
+	int n_guards;
+	const struct sock_fprog *const *guards; /* loaded first, with a listener under notify */
+	const struct sock_fprog *filter;	/* the allowlist, loaded last */
+	void (*after_fork_child)(void);		/* PyOS_AfterFork_Child */
+	const char *comm;			/* the program's name (the interpreter's) */
+};
+
+/* What a run's program gets back (in P only). */
+struct zyg_out {
+	const char *spec; /* the run's spec, mapped read-only */
+	uint32_t size;
+	uint32_t first; /* offset of the first record */
+	int fce;	/* the error pipe (close-on-exec), closed by zygote.py right before the
+			 * code runs */
+	int text;	/* which worker text, or -1: the ZR_CODE record */
+};
+
+__attribute__((visibility("default"))) int govex_zyg_serve(const struct zyg_params *p,
+							   struct zyg_out *out);
+
+#define MAX_FDS 64
+#define WALL	0x40000000
+#define MNT_FL	(MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+struct spec {
+	const char *base;
+	uint32_t size;
+	const struct zyg_hdr *h;
+};
+
+struct recd {
+	uint32_t type, len;
+	const char *data;
+};
+
+/* Iterates the records of one type: SPEC_EACH(s, type, rc, r) { ... }; r < 0 after the
+ * loop when the spec is malformed. */
+#define SPEC_EACH(s, t, rc, r)                                                                     \
+	for (uint32_t _off = sizeof(struct zyg_hdr); ((r) = spec_next((s), &_off, &(rc))) > 0;)    \
+		if ((rc).type == (t))
+
+/* The host's "R" message: spec, stdin, stdout, stderr, error pipe, report, kill request,
+ * the cgroup.procs descriptors, the CPU accounting descriptor, call mode's descriptor,
+ * and last the watch socket (template_relay.c).  Indices into fds[]. */
+struct runfds {
+	int fds[MAX_FDS];
+	size_t n;
+	int spec, in, out, err, ce, rep, kill, procs0, cpu, extra, watch;
+};
+
+/* A run's init (zyg_init.c): its spec, descriptors, program child, the program's guard
+ * listener (and the socket it comes on) and the denials it answered. */
+struct init {
+	struct spec s;
+	struct runfds f;
+	pid_t child;
+	int lsock, listener, sfd;
+	uint32_t net_denied, exec_denied;
+};
+
+/* zyg_io.c: -errno of a failed call (0 otherwise); close and forget; close every
+ * descriptor from 3 up but keep[]; a launch failure on the error pipe and _exit(127); a
+ * write of all of buf; one byte; one message with descriptors (1-byte tag); the spec
+ * mapped and its records; the "R" message's descriptors by role (h NULL: the fixed
+ * ones only); the spec's workdir. */
+int neg(long r);
+void closep(int *fd);
+void close_except(int *keep, size_t n);
+__attribute__((noreturn)) void fail(int fce, enum govex__step step, int err);
+ssize_t full_write(int fd, const void *buf, size_t len);
+ssize_t read1(int fd, char *b);
+ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags);
+int send_fds(int sock, char tag, const int *fds, size_t n);
+int spec_map(int fd, struct spec *s);
+int spec_next(const struct spec *s, uint32_t *off, struct recd *rc);
+ssize_t rec_str(const struct recd *rc, uint32_t at);
+int runfds_index(struct runfds *f, const struct zyg_hdr *h);
+const char *spec_workdir(const struct spec *s);
+/* zyg_init.c: reaps what is there (true once the program child is); mount(2) as
+ * -errno; a read-only bind; a run's init made by the template (returns only in its
+ * program, 0). */
+bool reap(struct init *b, int *st, bool *got);
+int mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data);
+int bind_ro(const char *src, const char *dst);
+int init_main(const struct zyg_params *p, int taken, int netfd, struct zyg_out *out);
+/* zyg_prog.c: the program child, made by its init: returns 0 with out filled once its
+ * layers are entered (the code is next). */
+int program_main(const struct zyg_params *p, int pair, const sigset_t *mask, struct zyg_out *out);
+
+#endif
