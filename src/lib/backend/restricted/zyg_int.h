@@ -74,6 +74,9 @@ struct zyg_out {
 	int text;	/* which worker text, or -1: the ZR_CODE record */
 };
 
+/* A spare's program, returned from govex_zyg_serve with out->spec NULL (every step
+ * taken, the interpreter warmed up meanwhile): waits for the go and fills out. */
+__attribute__((visibility("default"))) int govex_zyg_go(struct zyg_out *out);
 __attribute__((visibility("default"))) int govex_zyg_serve(const struct zyg_params *p,
 							   struct zyg_out *out);
 

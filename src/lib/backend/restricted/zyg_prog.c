@@ -132,6 +132,10 @@ static void rlimits(const struct spec *s, int fce)
 		fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
+/* a spare's program between its steps and its go (P's own memory) */
+static struct spec spare;
+static int spare_csock = -1;
+
 static void program_go(struct spec *s, int csock, int fce)
 {
 	char tag = 0;
@@ -204,21 +208,38 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 		rlimits(s, fce);
 	if (seccomp_load(p->filter, false) < 0)
 		fail(fce, GOVEX_STEP_SECCOMP, errno);
+	out->fce = fce;
 	if (deferred) {
-		/* a spare: the go, then the rlimits (the allowlist has setrlimit) -- RLIMIT_AS
-		 * counts what is mapped, and mapping the go's spec under a tight memory limit
-		 * would fail where a cold run's start does not */
-		struct spec go;
-		program_go(&go, csock, fce);
-		rlimits(s, fce);
-		munmap((void *)s->base, s->size);
-		*s = go;
+		/* a spare: back to the interpreter without a spec (out->spec NULL), which
+		 * warms itself up and calls govex_zyg_go for the go */
+		spare = *s;
+		spare_csock = csock;
+		out->spec = NULL;
+		return;
 	}
 	out->spec = s->base;
 	out->size = s->size;
 	out->first = sizeof(struct zyg_hdr);
-	out->fce = fce;
 	out->text = s->h->text;
+}
+
+int govex_zyg_go(struct zyg_out *out)
+{
+	/* the go, then the rlimits (the allowlist has setrlimit): RLIMIT_AS counts what is
+	 * mapped, and mapping the go's spec under a tight memory limit would fail where a
+	 * cold run's start does not */
+	if (spare_csock < 0)
+		fail(out->fce, GOVEX_STEP_SHIM, EINVAL);
+	struct spec go;
+	program_go(&go, spare_csock, out->fce);
+	spare_csock = -1;
+	rlimits(&spare, out->fce);
+	munmap((void *)spare.base, spare.size);
+	out->spec = go.base;
+	out->size = go.size;
+	out->first = sizeof(struct zyg_hdr);
+	out->text = go.h->text;
+	return 0;
 }
 
 /* P, made ahead: waits for the run's descriptors from B, then for B's go, takes the
