@@ -574,6 +574,12 @@ struct govex__shim_ops {
 	__attribute__((noreturn)) void (*shim)(void *ctx);
 	void (*after_fork)(void *ctx);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
+	/* The shim's report says the run is over: every process of the run killed and
+	 * reaped, nothing left for the shim to do but exit.  The host then returns the
+	 * outcome without waiting for that exit (a namespaced shim's exit tears its
+	 * namespaces down: a third of a millisecond); the shim is reaped later
+	 * (govex__reap_pending).  Without a full report the host waits as ever. */
+	bool reap_after_report;
 };
 /* Runs one launch through its shim.  pipes is where the pipes are opened (part of ctx,
  * for the shim to see); the host's ends are closed when this returns.  Returns 0 with the
@@ -582,6 +588,15 @@ struct govex__shim_ops {
 int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
 		    struct govex_error *err);
+
+/* Shims that reported and were left to exit (reap_after_report): reaped through their
+ * pidfds, never by pid (a pid someone else reaped may be another process by then).
+ * block: wait for every one; else only those already gone.  govex__run_shim reaps the
+ * gone ones, govex_runtime_free waits for all. */
+void govex__reap_pending(bool block);
+/* For a process about to exit (the CLI): forgets the shims still exiting; whoever
+ * inherits them (init, a subreaper) reaps them. */
+void govex__reap_leave_to_exit(void);
 
 /* Fills the outcome's termination, exit code, signal and usage from a shim report (the
  * kill reason and launch failures set by the supervisor take precedence). */

@@ -377,6 +377,24 @@ static void wipe_args_env(void)
 		memset(*e, 0, strlen(*e));
 }
 
+/* /dev/null on each of fds 0..2 that is not one of keep[] (a host started with closed
+ * stdio has the run's pipes there). */
+static void shim_stdio_null(const int *keep, size_t n)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return;
+	for (int fd = 0; fd <= 2; fd++) {
+		bool kept = fd == null;
+		for (size_t i = 0; i < n; i++)
+			kept |= keep[i] == fd;
+		if (!kept)
+			dup2(null, fd);
+	}
+	if (null > 2)
+		close(null);
+}
+
 /* The shim's work in the new namespaces before the program child exists: identity
  * maps, its own privacy, the hostname, the new root.  Returns a signalfd for SIGCHLD or
  * -errno with *step set. */
@@ -405,6 +423,9 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 		if (l->outputs && l->out_fd >= 0) /* the outputs' memfd (files.c) */
 			keep[n++] = l->out_fd;
 		govex__close_fds_except(3, keep, (size_t)n);
+		/* nor the host's stdio: the shim, left to exit once it has reported, would hold
+		 * a caller's pipe open until its namespaces are torn down */
+		shim_stdio_null(keep, (size_t)n);
 	}
 	*step = GOVEX_STEP_SHIM;
 	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, step)) < 0)
@@ -846,6 +867,8 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .shim = shim,
 	    .after_fork = after_fork,
 	    .amend = amend_report,
+	    /* its report comes once the PID namespace holds nothing but the shim */
+	    .reap_after_report = true,
 	};
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0 && !c.warm)
