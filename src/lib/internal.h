@@ -574,12 +574,14 @@ struct govex__shim_ops {
 	__attribute__((noreturn)) void (*shim)(void *ctx);
 	void (*after_fork)(void *ctx);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
-	/* The shim's report says the run is over: every process of the run killed and
-	 * reaped, nothing left for the shim to do but exit.  The host then returns the
-	 * outcome without waiting for that exit (a namespaced shim's exit tears its
+	/* The shim's report is final: written once every process of the run is killed and
+	 * reaped (the child's setup error, if any, written before), with nothing left for
+	 * the shim to do but exit.  The host then reads the setup-error pipe once, at the
+	 * end, instead of waking when the program's execve closes it, and returns the
+	 * outcome without waiting for the shim's exit (a namespaced shim's exit tears its
 	 * namespaces down: a third of a millisecond); the shim is reaped later
 	 * (govex__reap_pending).  Without a full report the host waits as ever. */
-	bool reap_after_report;
+	bool report_final;
 };
 /* Runs one launch through its shim.  pipes is where the pipes are opened (part of ctx,
  * for the shim to see); the host's ends are closed when this returns.  Returns 0 with the
@@ -589,7 +591,7 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
 		    struct govex_error *err);
 
-/* Shims that reported and were left to exit (reap_after_report): reaped through their
+/* Shims that reported and were left to exit (report_final): reaped through their
  * pidfds, never by pid (a pid someone else reaped may be another process by then).
  * block: wait for every one; else only those already gone.  govex__run_shim reaps the
  * gone ones, govex_runtime_free waits for all. */

@@ -277,7 +277,7 @@ struct supervise {
 	uint64_t frame_max; /* largest payload accepted from frame_fd */
 	int cancel_fd;	    /* borrowed */
 	pid_t shim_pid;
-	bool reap_after_report; /* govex__shim_ops */
+	bool report_final; /* govex__shim_ops */
 	uint64_t wall_ms;
 	uint64_t stdout_max, stderr_max;
 	const char *stdin_data;
@@ -367,7 +367,7 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 	    [P_OUT] = {s->stdout_fd, POLLIN},
 	    [P_ERR] = {s->stderr_fd, POLLIN},
 	    [P_REP] = {s->report_fd, POLLIN},
-	    [P_CE] = {s->err_fd, POLLIN},
+	    [P_CE] = {s->report_final ? -1 : s->err_fd, POLLIN},
 	    [P_CANCEL] = {s->killed ? -1 : s->cancel_fd, POLLIN},
 	};
 	for (int i = 0; i < P_N; i++) {
@@ -448,13 +448,22 @@ static void supervise(struct supervise *s, struct govex__outcome *o,
 		if (*fds[i] >= 0)
 			set_nonblock(*fds[i]);
 
-	/* Done when the shim has reported (report pipe at EOF, or, reap_after_report, the
-	 * whole report read) and both output pipes are at EOF: every writer is dead by then,
-	 * since the shim reaps the whole tree before it reports. */
-	while ((s->report_fd >= 0 && !(s->reap_after_report && s->rep_len >= sizeof(s->rep))) ||
-	       s->stdout_fd >= 0 || s->stderr_fd >= 0 || s->err_fd >= 0 || s->frame_fd >= 0)
+	/* Done when the shim has reported (report pipe at EOF, or, report_final, the whole
+	 * report read) and both output pipes are at EOF: every writer is dead by then, since
+	 * the shim reaps the whole tree before it reports. */
+	while ((s->report_fd >= 0 && !(s->report_final && s->rep_len >= sizeof(s->rep))) ||
+	       s->stdout_fd >= 0 || s->stderr_fd >= 0 || (s->err_fd >= 0 && !s->report_final) ||
+	       s->frame_fd >= 0)
 		if (!supervise_turn(s, o))
 			break;
+	/* report_final: what the setup-error pipe holds is all there is by now (written
+	 * before the writer's end, which came before the report) */
+	while (s->report_final && s->err_fd >= 0) {
+		size_t had = s->ce_len;
+		read_child_error(s);
+		if (s->err_fd >= 0 && s->ce_len == had && errno != EINTR)
+			break;
+	}
 
 	/* Discard a SIGPIPE that our own stdin write raised, then restore the mask. */
 	if (!sigpipe_was_pending) {
@@ -473,7 +482,7 @@ static void supervise(struct supervise *s, struct govex__outcome *o,
 	/* A shim that reported is left to exit; any other is waited for: its end (and, for
 	 * a namespaced one, its PID namespace's) is the run's end. */
 	if (s->shim_pid > 0 &&
-	    !(s->reap_after_report && s->rep_len >= sizeof(s->rep) && reap_later(s->shim_pid))) {
+	    !(s->report_final && s->rep_len >= sizeof(s->rep) && reap_later(s->shim_pid))) {
 		int st;
 		while (waitpid(s->shim_pid, &st, __WALL) < 0 && errno == EINTR)
 			;
@@ -614,7 +623,7 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	    .frame_max = l->frame_max,
 	    .cancel_fd = l->cancel_fd,
 	    .shim_pid = shim,
-	    .reap_after_report = ops->reap_after_report,
+	    .report_final = ops->report_final,
 	    .wall_ms = l->limits->wall_ms,
 	    .stdout_max = l->limits->stdout_bytes,
 	    .stderr_max = l->limits->stderr_bytes,

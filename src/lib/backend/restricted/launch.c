@@ -868,7 +868,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .after_fork = after_fork,
 	    .amend = amend_report,
 	    /* its report comes once the PID namespace holds nothing but the shim */
-	    .reap_after_report = true,
+	    .report_final = true,
 	};
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0 && !c.warm)
