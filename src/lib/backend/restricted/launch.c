@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,7 +31,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -48,11 +46,6 @@
  * 16-bit ids of old file systems' owners). */
 #define ID_BASE	 0x7f000000u
 #define ID_COUNT 65536u
-/* The shim reads the cgroup's CPU time at most this far apart when a CPU budget is
- * set, and sooner as the budget runs out: min(CPU_POLL_MAX, remaining / CPUs), so the
- * whole run overshoots the budget by about one poll (or a scheduler tick) per CPU. */
-#define CPU_POLL_MAX_NS (20 * 1000 * 1000LL)
-#define CPU_POLL_MIN_NS (200 * 1000LL)
 
 /* ---- prepare ------------------------------------------------------------------------ */
 
@@ -438,119 +431,6 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	return rns_shim_enter(&c->plan, &c->scr, step);
 }
 
-/* The shim's view of the run while the program lives. */
-struct shim_wait {
-	pid_t child;
-	int sfd;
-	/* subprocess: deny: the child's execve listener arrives on xsock, then its
-	 * notifications on listener */
-	int xsock, listener;
-	bool exec_once;
-	struct rdenials den;		    /* what the listener answered and refused */
-	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
-	bool done;
-	int status;
-};
-
-/* How long the shim may sleep: forever, or until the CPU budget needs a look (every CPU
- * may burn the rest of the budget in parallel). */
-static struct timespec *cpu_poll_timeout(const struct shim_wait *w, int ncpus, struct timespec *ts)
-{
-	if (w->cpu_budget_ns < 0)
-		return NULL;
-	int64_t wait = (w->cpu_budget_ns - w->cpu_used_ns) / ncpus;
-	if (wait > CPU_POLL_MAX_NS)
-		wait = CPU_POLL_MAX_NS;
-	if (wait < CPU_POLL_MIN_NS)
-		wait = CPU_POLL_MIN_NS;
-	ts->tv_sec = (time_t)(wait / 1000000000);
-	ts->tv_nsec = (long)(wait % 1000000000);
-	return ts;
-}
-
-/* The execve listener's traffic: its arrival, a notification, or its end.  Returns
- * false when an execve cannot be answered (the run ends there). */
-static bool shim_exec_events(struct shim_wait *w, short xrev, short lrev)
-{
-	if (xrev) {
-		/* the listener, or the child closed its end (it failed before) */
-		int lfd = rexec_receive(w->xsock);
-		if (lfd >= 0)
-			w->listener = lfd;
-		close(w->xsock);
-		w->xsock = -1;
-	}
-	if (lrev & POLLIN) {
-		int r = rexec_answer(w->listener, w->exec_once, &w->den);
-		if (r < 0)
-			return false;
-		if (r > 0) {
-			/* enough refusals counted: the kernel refuses the rest (ENOSYS) */
-			close(w->listener);
-			w->listener = -1;
-		}
-	} else if (lrev) {
-		close(w->listener); /* no task left under the filter */
-		w->listener = -1;
-	}
-	return true;
-}
-
-/* Waits for the program's end, the host's kill request, or the end of the CPU budget;
- * reaps orphans meanwhile. */
-static void shim_wait(const struct run_ctx *c, struct shim_wait *w, struct govex__shim_report *rep)
-{
-	while (!w->done) {
-		struct pollfd p[4] = {{.fd = c->f.kill[0], .events = POLLIN},
-				      {.fd = w->sfd, .events = POLLIN},
-				      {.fd = w->xsock, .events = POLLIN},
-				      {.fd = w->listener, .events = POLLIN}};
-		struct timespec ts;
-		int n = ppoll(p, 4, cpu_poll_timeout(w, c->st->ncpus, &ts), NULL);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			rep->killed = 1; /* the host asked (or died) */
-			break;
-		}
-		if (n > 0 && !shim_exec_events(w, p[2].revents, p[3].revents))
-			break;
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			while (read(w->sfd, &si, sizeof(si)) > 0)
-				;
-		}
-		int wst;
-		pid_t got;
-		while ((got = waitpid(-1, &wst, WNOHANG | __WALL)) > 0)
-			if (got == w->child) {
-				w->status = wst;
-				w->done = true;
-			}
-		if (!w->done && w->cpu_budget_ns >= 0 &&
-		    (w->cpu_used_ns = rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version)) >=
-			w->cpu_budget_ns)
-			break; /* the whole run's CPU budget is spent: killed below */
-	}
-}
-
-/* Kills everything in the PID namespace (all but us), reaps, repeats until none is left:
- * a process forked during a round is caught by the next. */
-static void shim_kill_all(struct shim_wait *w)
-{
-	for (;;) {
-		int wst;
-		kill(-1, SIGKILL);
-		pid_t got = waitpid(-1, &wst, __WALL);
-		if (got == w->child && !w->done) {
-			w->status = wst;
-			w->done = true;
-		}
-		if (got < 0 && errno != EINTR)
-			break;
-	}
-}
-
 /*
  * Files in, in the new root before the program exists: written into the run's tmpfs and
  * each bound read-only onto itself (files.c), and the output directory made for the
@@ -625,17 +505,21 @@ static __attribute__((noreturn)) void shim(void *ctx)
 			close(c->cg.procs_fd[i]);
 	if (c->xsock[1] >= 0)
 		close(c->xsock[1]);
-	struct shim_wait w = {
+	struct rshim_wait w = {
 	    .child = child,
 	    .sfd = sfd,
+	    .kill_fd = f->kill[0],
 	    .xsock = c->xsock[0],
 	    .listener = -1,
+	    .exec_once = c->st->deny_subprocess,
+	    .ncpus = c->st->ncpus,
+	    .cpu_fd = c->cg.cpu_fd,
+	    .cpu_version = c->cg.cpu_version,
 	    .cpu_budget_ns =
 		c->cg.cpu_fd >= 0 && l->limits->cpu_ms ? (int64_t)l->limits->cpu_ms * 1000000 : -1,
 	};
-	w.exec_once = c->st->deny_subprocess;
-	shim_wait(c, &w, &rep);
-	shim_kill_all(&w);
+	rshim_wait(&w, &rep);
+	rshim_kill_all(&w);
 	rfiles_out(c->l, wdfd);
 	rep.wait_status = w.status;
 	rep.net_denied = w.den.net_denied;

@@ -232,6 +232,31 @@ struct rdenials {
  * listener should close (the counts are full), 0 to go on, -errno. */
 int rexec_answer(int listener, bool exec_once, struct rdenials *d);
 
+/* ---- the cold shim's wait (shim_wait.c), async-signal-safe -------------------------- */
+
+/* The shim's view of the run while the program lives. */
+struct rshim_wait {
+	pid_t child;
+	int sfd;     /* SIGCHLD (signalfd) */
+	int kill_fd; /* the host's kill request: readable or closed */
+	/* subprocess: deny: the child's execve listener arrives on xsock, then its
+	 * notifications on listener */
+	int xsock, listener;
+	bool exec_once;
+	struct rdenials den; /* what the listener answered and refused */
+	int ncpus;
+	int cpu_fd, cpu_version;	    /* the run's CPU accounting (cgroup.c), or -1 */
+	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
+	bool done;
+	int status;
+};
+/* Waits for the program's end, the host's kill request, or the end of the CPU budget;
+ * reaps orphans meanwhile. */
+void rshim_wait(struct rshim_wait *w, struct govex__shim_report *rep);
+/* Kills everything in the PID namespace (all but us), reaps, repeats until none is left:
+ * a process forked during a round is caught by the next. */
+void rshim_kill_all(struct rshim_wait *w);
+
 /* ---- cgroups (cgroup.c) ------------------------------------------------------------- */
 
 enum { RCG_MEM, RCG_PIDS, RCG_CPU, RCG_N };
