@@ -573,6 +573,10 @@ struct govex__shim_ops {
 	enum govex__step fork_step; /* what a failed clone is called (fork, clone) */
 	__attribute__((noreturn)) void (*shim)(void *ctx);
 	void (*after_fork)(void *ctx);
+	/* (may be NULL) then, in the host while the shim sets up: what the shim needs only
+	 * later.  < 0 fails the launch (outcome and err filled: govex__launch_failed); the
+	 * shim is then killed and reaped. */
+	int (*after_clone)(void *ctx, struct govex__outcome *o, struct govex_error *err);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
 	/* The shim's report is final: written once every process of the run is killed and
 	 * reaped (the child's setup error, if any, written before), with nothing left for

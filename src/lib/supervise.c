@@ -670,6 +670,14 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 	}
 	if (ops->after_fork)
 		ops->after_fork(ctx);
+	if (ops->after_clone && (r = ops->after_clone(ctx, o, err)) < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		govex__pipes_close(pipes);
+		free(scratch);
+		return r;
+	}
 	/* supervise_run takes (closes) every host end */
 	supervise_run(l, pipes, pid, start, scratch, o, ops, ctx);
 	free(scratch);

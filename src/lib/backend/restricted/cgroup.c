@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -494,6 +495,105 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 	}
 	*ret = r;
 	rcg_run_init(&r); /* taken */
+	return 0;
+}
+
+/* ---- the hand-over to the shim ----------------------------------------------------------
+ *
+ * One message: which descriptors follow (a byte per procs fd, one for the CPU fd, and the
+ * CPU file's version), and those descriptors (SCM_RIGHTS), in that order.
+ */
+struct cg_wire {
+	unsigned char procs[RCG_N], cpu, cpu_version;
+};
+
+int rcg_send(int sock, const struct rcg_run *r)
+{
+	struct cg_wire wire = {.cpu = r->cpu_fd >= 0, .cpu_version = (unsigned char)r->cpu_version};
+	int fds[RCG_N + 1];
+	size_t n = 0;
+	for (int i = 0; i < RCG_N; i++)
+		if ((wire.procs[i] = r->procs_fd[i] >= 0))
+			fds[n++] = r->procs_fd[i];
+	if (wire.cpu)
+		fds[n++] = r->cpu_fd;
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &wire, .iov_len = sizeof(wire)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (n) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	}
+	ssize_t w;
+	do
+		w = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	return w == (ssize_t)sizeof(wire) ? 0 : (w < 0 ? -errno : -EIO);
+}
+
+int rcg_receive(int sock, struct rcg_run *ret)
+{
+	for (int i = 0; i < RCG_N; i++) {
+		ret->dir[i] = NULL;
+		ret->owner[i] = false;
+		ret->procs_fd[i] = -1;
+	}
+	ret->cpu_fd = -1;
+	ret->cpu_version = 0;
+	struct cg_wire wire;
+	union {
+		char buf[CMSG_SPACE((RCG_N + 1) * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &wire, .iov_len = sizeof(wire)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t got;
+	do
+		got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	int fds[RCG_N + 1];
+	size_t n = 0;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (n > RCG_N + 1)
+			n = RCG_N + 1;
+		memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	}
+	size_t want = 0;
+	if (got == (ssize_t)sizeof(wire) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (int i = 0; i < RCG_N; i++)
+			want += wire.procs[i] != 0;
+		want += wire.cpu != 0;
+	}
+	if (got != (ssize_t)sizeof(wire) || want != n) {
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		return got == 0 ? -EPIPE : -EPROTO;
+	}
+	size_t k = 0;
+	for (int i = 0; i < RCG_N; i++)
+		if (wire.procs[i])
+			ret->procs_fd[i] = fds[k++];
+	if (wire.cpu) {
+		ret->cpu_fd = fds[k];
+		ret->cpu_version = wire.cpu_version;
+	}
 	return 0;
 }
 

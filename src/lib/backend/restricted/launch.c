@@ -175,6 +175,9 @@ struct run_ctx {
 	/* subprocess: deny: the program child hands its execve listener to the shim over
 	 * this socketpair ([0] the shim's end, [1] the child's), or -1 */
 	int xsock[2];
+	/* a cold run's cgroups are made by the host once the shim exists, and handed to it
+	 * over this socketpair ([0] the host's end, [1] the shim's: rcg_send), or -1 */
+	int cgsock[2];
 	struct rslot slot;
 	char why[PATH_MAX + 80]; /* why no slot could be taken */
 	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
@@ -409,7 +412,7 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	  f->ce[1],
 			      f->rep[1],	 f->kill[0],	    l->extra_fd,  c->cg.procs_fd[0],
 			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd, c->xsock[0],
-			      c->xsock[1]};
+			      c->xsock[1],	 c->cgsock[1]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
@@ -489,6 +492,12 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	int fr = shim_files_in(c, &wdfd);
 	if (fr < 0)
 		govex__shim_fail(f->ce[1], GOVEX_STEP_WORKDIR, fr);
+	if (c->cgsock[1] >= 0) { /* the run's cgroups, made by the host meanwhile */
+		int cr = rcg_receive(c->cgsock[1], &c->cg);
+		close(c->cgsock[1]);
+		if (cr < 0)
+			govex__shim_fail(f->ce[1], GOVEX_STEP_CGROUP, cr);
+	}
 	pid_t child = govex__clone(0);
 	if (child < 0)
 		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
@@ -563,14 +572,17 @@ static void after_fork(void *ctx)
 	for (int i = 0; i < 2; i++)
 		close_fdp(&c->xsock[i]);
 	close_fdp(&c->netns_fd);
+	close_fdp(&c->cgsock[1]);
 }
 
 /* Everything a run holds on the host, released in reverse order; 0, or -errno when
  * its cgroups could not be removed. */
 static int run_release(struct run_ctx *c)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		close_fdp(&c->xsock[i]);
+		close_fdp(&c->cgsock[i]);
+	}
 	close_fdp(&c->netns_fd);
 	int r = rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
@@ -617,9 +629,35 @@ static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_e
 	return 0;
 }
 
+/* The run's cgroups, named by its slot (none without one). */
+static int run_cgroups(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
+{
+	if (c->slot.n < 0)
+		return 0;
+	struct govex_error cgerr;
+	int r = rcg_create(&c->st->cg, c->slot.id, c->l->limits, c->l->aggregate, &c->cg, &cgerr);
+	return r < 0 ? govex__launch_failed(c->l, o, err, GOVEX_STEP_CGROUP, -r, cgerr.message) : 0;
+}
+
+/* In the host while a cold run's shim builds the sandbox (a third of a millisecond
+ * and more): the run's cgroups, handed to the shim, which waits for them before it
+ * starts the program.  Were they not sent, the shim fails at its cgroup step. */
+static int after_clone(void *ctx, struct govex__outcome *o, struct govex_error *err)
+{
+	struct run_ctx *c = ctx;
+	int r = run_cgroups(c, o, err);
+	if (r >= 0)
+		rcg_send(c->cgsock[0], &c->cg); /* (refused: the shim failed; it says why) */
+	for (int i = 0; i < RCG_N; i++)
+		close_fdp(&c->cg.procs_fd[i]);
+	close_fdp(&c->cgsock[0]);
+	return r;
+}
+
 /* Everything the run needs before its shim exists: the slot, the mount plan with the
- * workdir, the workdir's owner, the cgroups, the execve socketpair.  0, or the launch
- * failure (outcome and err filled); what it made is released by run_release(). */
+ * workdir, the workdir's owner, a warm run's cgroups (a cold run's socketpair for
+ * them), the execve socketpair.  0, or the launch failure (outcome and err filled); what
+ * it made is released by run_release(). */
 static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
 {
 	const struct rstate *st = c->st;
@@ -653,15 +691,13 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 		    fchownat(wdfd, GOVEX__OUTPUT_DIR, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, errno, NULL);
 	}
-	if (c->slot.n >= 0) {
-		struct govex_error cgerr;
-		r = rcg_create(&st->cg, c->slot.id, l->limits, l->aggregate, &c->cg, &cgerr);
-		if (r < 0)
-			return govex__launch_failed(l, o, err, GOVEX_STEP_CGROUP, -r,
-						    cgerr.message);
-	} else if (l->aggregate) {
+	if (c->slot.n < 0 && l->aggregate)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
-	}
+	if (c->warm && (r = run_cgroups(c, o, err)) < 0) /* the template needs them now */
+		return r;
+	if (!c->warm && (r = govex__neg_errno(
+			     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->cgsock))) < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
 	/* (a warm run's program hands its listener to its own init: template.c) */
 	if ((st->deny_subprocess || st->deny_net) && !c->warm &&
 	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
@@ -728,16 +764,18 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PREPARE, EINVAL,
 					    "restricted: not prepared");
-	discover_cgroups(state, l); /* the one mutable part of the state */
-
 	struct run_ctx c = {
 	    .st = st,
 	    .l = l,
 	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
 	    .xsock = {-1, -1},
+	    .cgsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
 	    .netns_fd = -1,
 	};
+	/* the one mutable part of the state; before any shim exists: reading the mount table
+	 * would wait for the shim's mounts (one lock for every mount namespace) */
+	discover_cgroups(state, l);
 	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
 	c.warm = warm_wanted(st, l, w);
 	int r = run_prepare(&c, o, err);
@@ -750,6 +788,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .fork_step = GOVEX_STEP_CLONE,
 	    .shim = shim,
 	    .after_fork = after_fork,
+	    .after_clone = c.cgsock[0] >= 0 ? after_clone : NULL,
 	    .amend = amend_report,
 	    /* its report comes once the PID namespace holds nothing but the shim */
 	    .report_final = true,

@@ -304,6 +304,12 @@ int64_t rcg_cpu_ns(int fd, int version);
 /* Removes the cgroup dir, killing what runs there first (a dead run's leftovers, or a
  * run's survivors).  Returns 0 once it is gone, or -errno. */
 int rcg_remove(const char *dir);
+/* A cold run's cgroups are made by the host while its shim builds the sandbox: their
+ * procs fds and CPU fd go to the shim over sock (SCM_RIGHTS).  0 or -errno. */
+int rcg_send(int sock, const struct rcg_run *r);
+/* The shim's side (async-signal-safe): fills ret's fds (dirs NULL); 0, -EPIPE when the
+ * host closed sock instead, or -errno. */
+int rcg_receive(int sock, struct rcg_run *ret);
 
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
