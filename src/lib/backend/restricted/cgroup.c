@@ -310,12 +310,12 @@ void rcg_setup_free(struct rcg_setup *s)
 
 /* ---- per run ------------------------------------------------------------------------- */
 
-static void rcg_run_init(struct rcg_run *r)
+void rcg_run_init(struct rcg_run *r)
 {
 	memset(r, 0, sizeof(*r));
 	for (int i = 0; i < RCG_N; i++)
 		r->procs_fd[i] = -1;
-	r->cpu_fd = -1;
+	r->cpu_fd = r->peak_fd = r->oom_fd = -1;
 }
 
 static int kill_listed(const char *dir);
@@ -456,6 +456,17 @@ static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__l
 	}
 	if (i == RCG_MEM && p->version == 2)
 		write_str(r->dir[i], "memory.oom.group", "1");
+	if (i == RCG_MEM && w >= 0) {
+		/* the accounting read at the end, opened now (off the run's end) */
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
+			 p->version == 1 ? "memory.max_usage_in_bytes" : "memory.peak");
+		r->peak_fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
+			 p->version == 1 ? "memory.oom_control" : "memory.events");
+		r->oom_fd = open(path, O_RDONLY | O_CLOEXEC);
+		r->mem_version = p->version;
+	}
 	return w;
 }
 
@@ -547,8 +558,8 @@ int rcg_receive(int sock, struct rcg_run *ret)
 		ret->owner[i] = false;
 		ret->procs_fd[i] = -1;
 	}
-	ret->cpu_fd = -1;
-	ret->cpu_version = 0;
+	ret->cpu_fd = ret->peak_fd = ret->oom_fd = -1;
+	ret->cpu_version = ret->mem_version = 0;
 	struct cg_wire wire;
 	union {
 		char buf[CMSG_SPACE((RCG_N + 1) * sizeof(int))];
@@ -652,7 +663,18 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 		if (ns >= 0)
 			*ret_cpu_us = ns / 1000;
 	}
-	if (r->dir[RCG_MEM]) {
+	if (r->peak_fd >= 0 && r->oom_fd >= 0) {
+		ssize_t n = pread(r->peak_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			*ret_peak = strtoll(buf, NULL, 10);
+		}
+		n = pread(r->oom_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			*ret_oom = keyed(buf, "oom_kill") > 0;
+		}
+	} else if (r->dir[RCG_MEM]) {
 		/* the version is told by the files present */
 		snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", r->dir[RCG_MEM]);
 		if (read_small(path, buf, sizeof(buf)) > 0) {
@@ -698,9 +720,12 @@ int rcg_destroy(struct rcg_run *r)
 			close(r->procs_fd[i]);
 		r->procs_fd[i] = -1;
 	}
-	if (r->cpu_fd >= 0)
-		close(r->cpu_fd);
-	r->cpu_fd = -1;
+	int *fds[] = {&r->cpu_fd, &r->peak_fd, &r->oom_fd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 	for (int i = 0; i < RCG_N; i++)
 		if (r->owner[i] && r->dir[i]) {
 			int e = rcg_remove(r->dir[i]);

@@ -767,12 +767,12 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	struct run_ctx c = {
 	    .st = st,
 	    .l = l,
-	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
 	    .xsock = {-1, -1},
 	    .cgsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
 	    .netns_fd = -1,
 	};
+	rcg_run_init(&c.cg);
 	/* the one mutable part of the state; before any shim exists: reading the mount table
 	 * would wait for the shim's mounts (one lock for every mount namespace) */
 	discover_cgroups(state, l);

@@ -285,7 +285,14 @@ struct rcg_run {
 	int procs_fd[RCG_N]; /* v1 tasks, v2 cgroup.procs: for the program child to join */
 	int cpu_fd;	     /* cpuacct.usage (v1) or cpu.stat (v2), for the shim, or -1 */
 	int cpu_version;
+	/* the memory cgroup's peak and OOM counts (v1 memory.max_usage_in_bytes and
+	 * memory.oom_control, v2 memory.peak and memory.events), opened with it: read once
+	 * the run is over (rcg_stats), or -1 */
+	int peak_fd, oom_fd;
+	int mem_version;
 };
+/* No cgroup, no descriptor (-1). */
+void rcg_run_init(struct rcg_run *r);
 
 /* Makes the run's cgroups, named name (the slot's), in every usable hierarchy, with
  * limits l.  A cgroup of that name left by a dead run of the same slot is reclaimed
