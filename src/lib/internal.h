@@ -578,6 +578,10 @@ struct govex__shim_ops {
 	 * shim is then killed and reaped. */
 	int (*after_clone)(void *ctx, struct govex__outcome *o, struct govex_error *err);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
+	/* (may be NULL) once, when every output of the run (stdout, stderr, the call frame)
+	 * is at its end before the shim's report has come: the program has most likely
+	 * exited, and the shim is reaping it. */
+	void (*outputs_done)(void *ctx);
 	/* The shim's report is final: written once every process of the run is killed and
 	 * reaped (the child's setup error, if any, written before), with nothing left for
 	 * the shim to do but exit.  The host then reads the setup-error pipe once, at the

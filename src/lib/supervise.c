@@ -278,6 +278,8 @@ struct supervise {
 	int cancel_fd;	    /* borrowed */
 	pid_t shim_pid;
 	bool report_final; /* govex__shim_ops */
+	void (*outputs_done)(void *ctx);
+	void *ctx;
 	uint64_t wall_ms;
 	uint64_t stdout_max, stderr_max;
 	const char *stdin_data;
@@ -419,6 +421,11 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 	if (REVENTS(P_REP))
 		read_report(s);
 #undef REVENTS
+	if (s->outputs_done && s->stdout_fd < 0 && s->stderr_fd < 0 && s->frame_fd < 0 &&
+	    s->rep_len < sizeof(s->rep)) {
+		s->outputs_done(s->ctx);
+		s->outputs_done = NULL;
+	}
 	return true;
 }
 
@@ -624,6 +631,8 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	    .cancel_fd = l->cancel_fd,
 	    .shim_pid = shim,
 	    .report_final = ops->report_final,
+	    .outputs_done = ops->outputs_done,
+	    .ctx = ctx,
 	    .wall_ms = l->limits->wall_ms,
 	    .stdout_max = l->limits->stdout_bytes,
 	    .stderr_max = l->limits->stderr_bytes,

@@ -658,6 +658,12 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 	*ret_cpu_us = -1;
 	*ret_peak = -1;
 	*ret_oom = false;
+	if (r->final) {
+		*ret_cpu_us = r->final_cpu_us;
+		*ret_peak = r->final_peak;
+		*ret_oom = r->final_oom;
+		return;
+	}
 	if (r->cpu_fd >= 0) {
 		int64_t ns = rcg_cpu_ns(r->cpu_fd, r->cpu_version);
 		if (ns >= 0)
@@ -712,6 +718,25 @@ static int kill_listed(const char *dir)
 	return n;
 }
 
+bool rcg_finish_early(struct rcg_run *r)
+{
+	const int p = RCG_PIDS;
+	if (r->final || !r->owner[p] || !r->dir[p] || r->removed[p])
+		return r->final;
+	for (int i = 0; i < RCG_N; i++)
+		if (i != p && r->dir[i] && strcmp(r->dir[i], r->dir[p]) == 0)
+			return false; /* one v2 directory for all: nothing to tell them apart */
+	if (rmdir(r->dir[p]) < 0)
+		return false; /* a task is left (or another reason): after the report, then */
+	r->removed[p] = true;
+	rcg_stats(r, &r->final_cpu_us, &r->final_peak, &r->final_oom);
+	r->final = true;
+	for (int i = 0; i < RCG_N; i++)
+		if (r->owner[i] && r->dir[i] && !r->removed[i] && rmdir(r->dir[i]) == 0)
+			r->removed[i] = true;
+	return true;
+}
+
 int rcg_destroy(struct rcg_run *r)
 {
 	int ret = 0;
@@ -727,7 +752,7 @@ int rcg_destroy(struct rcg_run *r)
 		*fds[i] = -1;
 	}
 	for (int i = 0; i < RCG_N; i++)
-		if (r->owner[i] && r->dir[i]) {
+		if (r->owner[i] && r->dir[i] && !r->removed[i]) {
 			int e = rcg_remove(r->dir[i]);
 			if (e < 0 && !ret)
 				ret = e;
@@ -737,6 +762,8 @@ int rcg_destroy(struct rcg_run *r)
 			free(r->dir[i]);
 		r->dir[i] = NULL;
 		r->owner[i] = false;
+		r->removed[i] = false;
 	}
+	r->final = false;
 	return ret;
 }

@@ -555,6 +555,14 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 	rep->cgroup_oom = oom;
 }
 
+/* The outputs ended before the shim's report: the cgroups, found empty, are read and
+ * removed now, while the shim reaps (rcg_finish_early). */
+static void outputs_done(void *ctx)
+{
+	struct run_ctx *c = ctx;
+	rcg_finish_early(&c->cg);
+}
+
 static void close_fdp(int *fd)
 {
 	if (*fd >= 0)
@@ -790,6 +798,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .after_fork = after_fork,
 	    .after_clone = c.cgsock[0] >= 0 ? after_clone : NULL,
 	    .amend = amend_report,
+	    .outputs_done = outputs_done,
 	    /* its report comes once the PID namespace holds nothing but the shim */
 	    .report_final = true,
 	};

@@ -290,6 +290,11 @@ struct rcg_run {
 	 * the run is over (rcg_stats), or -1 */
 	int peak_fd, oom_fd;
 	int mem_version;
+	bool removed[RCG_N]; /* by rcg_finish_early */
+	/* rcg_finish_early found the run's cgroups empty: its accounting, final */
+	bool final;
+	int64_t final_cpu_us, final_peak;
+	bool final_oom;
 };
 /* No cgroup, no descriptor (-1). */
 void rcg_run_init(struct rcg_run *r);
@@ -303,6 +308,12 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 /* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
  * happened (each -1 / false when unknown). */
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
+/* When the run's outputs end before its shim's report: if the pids cgroup (in a
+ * directory of its own: v1), where every task of the run is, can be removed, no task is
+ * left and the accounting is final: read (rcg_stats returns it from then on) and the
+ * other cgroups removed now, while the shim reaps; each is tried once (what is left,
+ * rcg_destroy removes as ever).  Returns whether the run's cgroups were found empty. */
+bool rcg_finish_early(struct rcg_run *r);
 /* Kills what is left in the run's cgroups and removes them; closes fds. */
 /* Closes and removes a run's cgroups; 0, or the first removal's -errno. */
 int rcg_destroy(struct rcg_run *r);
