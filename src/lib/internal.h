@@ -345,6 +345,9 @@ struct govex__launch {
 	/* live output (supervise.c) */
 	govex_output_fn on_output;
 	void *output_userdata;
+	/* the sweep of dead workdirs to start once the shim exists (govex__run_shim), when
+	 * the host only waits for the sandbox to start, or NULL */
+	struct govex__sweep *sweep;
 };
 
 struct govex__buf {
@@ -702,7 +705,8 @@ void govex__sweep_workdirs(void);
  * when no thread can be made): its cost overlaps the sandbox's start. */
 struct govex__sweep {
 	pthread_t thread;
-	bool started;
+	bool started; /* a thread to join */
+	bool begun;   /* govex__sweep_start was called */
 };
 void govex__sweep_start(struct govex__sweep *s);
 void govex__sweep_join(struct govex__sweep *s);

@@ -687,6 +687,8 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		free(scratch);
 		return r;
 	}
+	if (l->sweep)
+		govex__sweep_start(l->sweep);
 	/* supervise_run takes (closes) every host end */
 	supervise_run(l, pipes, pid, start, scratch, o, ops, ctx);
 	free(scratch);
