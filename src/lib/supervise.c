@@ -224,8 +224,21 @@ static void reap_locked(bool block)
 void govex__reap_pending(bool block)
 {
 	pthread_mutex_lock(&reap_lock);
-	reap_locked(block);
+	if (!block) {
+		reap_locked(false);
+		pthread_mutex_unlock(&reap_lock);
+		return;
+	}
+	/* waited for outside the lock: other runs go on meanwhile */
+	int fds[REAP_MAX];
+	size_t n = reap_n;
+	memcpy(fds, reap_fds, n * sizeof(int));
+	reap_n = 0;
 	pthread_mutex_unlock(&reap_lock);
+	for (size_t i = 0; i < n; i++) {
+		reap_one(fds[i], true);
+		close(fds[i]);
+	}
 }
 
 void govex__reap_leave_to_exit(void)
@@ -241,10 +254,9 @@ void govex__reap_leave_to_exit(void)
  * false when it cannot be (no pidfd on this kernel, the list full): wait for it then. */
 static bool reap_later(pid_t pid)
 {
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0); /* (close-on-exec, always) */
 	if (fd < 0)
 		return false;
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	pthread_mutex_lock(&reap_lock);
 	if (reap_n == REAP_MAX)
 		reap_locked(false);
