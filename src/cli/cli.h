@@ -73,6 +73,10 @@ int cli_session_start(struct cli_session *s, unsigned flags);
  * first run it serves): for GOVEX_WARM=1 on one-shot commands.  Internal to libgovex
  * (src/lib/runtime.c); the CLI links the library statically. */
 int govex__runtime_warm_lazy(govex_runtime *rt, struct govex_error *err);
+/* For a process about to exit: the runs' shims that reported and are still exiting are
+ * not waited for by govex_runtime_free (init reaps them).  Internal to libgovex
+ * (src/lib/supervise.c). */
+void govex__reap_leave_to_exit(void);
 /* The failure as a refusal (cli_emit_refusal, --json honoured); returns 125. */
 int cli_session_refuse(const struct cli_session *s);
 /* From now on SIGINT, SIGTERM and SIGHUP cancel the session's runs. */

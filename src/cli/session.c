@@ -141,6 +141,8 @@ void cli_session_cancel_on_signals(struct cli_session *s)
 
 void cli_session_close(struct cli_session *s)
 {
+	/* the CLI exits after this: its runs' shims, still exiting, are not waited for */
+	govex__reap_leave_to_exit();
 	govex_runtime_free(s->rt);
 	govex_policy_free(s->policy);
 	if (s->cancel)

@@ -345,6 +345,9 @@ struct govex__launch {
 	/* live output (supervise.c) */
 	govex_output_fn on_output;
 	void *output_userdata;
+	/* the sweep of dead workdirs to start once the shim exists (govex__run_shim), when
+	 * the host only waits for the sandbox to start, or NULL */
+	struct govex__sweep *sweep;
 };
 
 struct govex__buf {
@@ -584,8 +587,24 @@ struct govex__shim_ops {
 	int (*launch)(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__step *ret_step);
 	void (*last_resort)(void *ctx);
 	void (*after_fork)(void *ctx);
+	/* (may be NULL) then, in the host while the shim sets up: what the shim needs only
+	 * later.  < 0 fails the launch (outcome and err filled: govex__launch_failed); the
+	 * shim is then killed and reaped. */
+	int (*after_clone)(void *ctx, struct govex__outcome *o, struct govex_error *err);
 	void (*amend)(void *ctx, struct govex__shim_report *rep);
 	bool pipes_open; /* the pipes are open already (a warm spare's, made ahead) */
+	/* (may be NULL) once, when every output of the run (stdout, stderr, the call frame)
+	 * is at its end before the shim's report has come: the program has most likely
+	 * exited, and the shim is reaping it. */
+	void (*outputs_done)(void *ctx);
+	/* The shim's report is final: written once every process of the run is killed and
+	 * reaped (the child's setup error, if any, written before), with nothing left for
+	 * the shim to do but exit.  The host then reads the setup-error pipe once, at the
+	 * end, instead of waking when the program's execve closes it, and returns the
+	 * outcome without waiting for the shim's exit (a namespaced shim's exit tears its
+	 * namespaces down: a third of a millisecond); the shim is reaped later
+	 * (govex__reap_pending).  Without a full report the host waits as ever. */
+	bool report_final;
 };
 /* Runs one launch through its shim.  pipes is where the pipes are opened (part of ctx,
  * for the shim to see); the host's ends are closed when this returns.  Returns 0 with the
@@ -594,6 +613,15 @@ struct govex__shim_ops {
 int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
 		    struct govex_error *err);
+
+/* Shims that reported and were left to exit (report_final): reaped through their
+ * pidfds, never by pid (a pid someone else reaped may be another process by then).
+ * block: wait for every one; else only those already gone.  govex__run_shim reaps the
+ * gone ones, govex_runtime_free waits for all. */
+void govex__reap_pending(bool block);
+/* For a process about to exit (the CLI): forgets the shims still exiting; whoever
+ * inherits them (init, a subreaper) reaps them. */
+void govex__reap_leave_to_exit(void);
 
 /* Fills the outcome's termination, exit code, signal and usage from a shim report (the
  * kill reason and launch failures set by the supervisor take precedence). */
@@ -689,7 +717,8 @@ void govex__sweep_workdirs(void);
  * when no thread can be made): its cost overlaps the sandbox's start. */
 struct govex__sweep {
 	pthread_t thread;
-	bool started;
+	bool started; /* a thread to join */
+	bool begun;   /* govex__sweep_start was called */
 };
 void govex__sweep_start(struct govex__sweep *s);
 void govex__sweep_join(struct govex__sweep *s);

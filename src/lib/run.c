@@ -120,6 +120,7 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	_cleanup_close_ int workdir_lock = -1;
 	/* joined on every way out: the sweep of dead workdirs overlaps the run's start */
 	_cleanup_(govex__sweep_join) struct govex__sweep sweeper = {.started = false};
+	bool sweep = false;
 	_cleanup_close_ int out_fd = -1;
 	char **envp = NULL;
 	bool host_workdir = false;
@@ -139,11 +140,9 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 		/* no host workdir is made here, so the leftovers of a killed govex's runs on
 		 * another backend are swept once per runtime instead */
 		pthread_mutex_lock(&rt->lock);
-		bool sweep = !rt->swept;
+		sweep = !rt->swept;
 		rt->swept = true;
 		pthread_mutex_unlock(&rt->lock);
-		if (sweep)
-			govex__sweep_start(&sweeper);
 	}
 	if (d->workdir) {
 		workdir = strdup(d->workdir);
@@ -192,6 +191,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	    .out_fd = out_fd,
 	    .on_output = d->on_output,
 	    .output_userdata = d->output_userdata,
+	    /* started once the shim exists: its thread's start then costs the run nothing */
+	    .sweep = sweep ? &sweeper : NULL,
 	};
 	if (env)
 		l.envp = env;
@@ -201,6 +202,8 @@ int govex__launch(govex_runtime *rt, const char *run_id, const struct decision *
 	struct govex_error rerr = {0};
 	if (b->run(state, &l, o, &rerr) < 0 && !o->failed_message[0])
 		snprintf(o->failed_message, sizeof(o->failed_message), "%s", rerr.message);
+	if (sweep && !sweeper.begun) /* no shim was made (a launch failure) */
+		govex__sweep_start(&sweeper);
 	govex__strv_free(envp);
 	if (d->outputs)
 		files_collect(d, workdir, host_workdir, out_fd, o);

@@ -71,6 +71,7 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
 {
 	if (!rt)
 		return NULL;
+	govex__reap_pending(true); /* no shim of ours outlives the runtime unreaped */
 	for (size_t i = 0; i < govex__n_backends; i++)
 		if (rt->prepared[i] && govex__backends[i]->release)
 			govex__backends[i]->release(rt->states[i]);

@@ -14,8 +14,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "files.h"
 #include "internal.h"
@@ -179,6 +181,94 @@ static int frame_read(int *fd, struct govex__outcome *o, uint64_t max, char *scr
 	}
 }
 
+/* ---- shims left to exit ------------------------------------------------------------ */
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+/* Enough for the runs of a busy server between two reaps; past it, the host waits. */
+#define REAP_MAX 64
+
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int reap_fds[REAP_MAX];
+static size_t reap_n;
+
+/* Whether the shim behind pidfd is reaped now (or was by someone else: ECHILD). */
+static bool reap_one(int pidfd, bool block)
+{
+	siginfo_t si;
+	int r;
+	do {
+		memset(&si, 0, sizeof(si));
+		r = waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si,
+			   WEXITED | __WALL | (block ? 0 : WNOHANG));
+	} while (r < 0 && errno == EINTR);
+	return r < 0 || si.si_pid != 0;
+}
+
+static void reap_locked(bool block)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < reap_n; i++) {
+		if (reap_one(reap_fds[i], block))
+			close(reap_fds[i]);
+		else
+			reap_fds[w++] = reap_fds[i];
+	}
+	reap_n = w;
+}
+
+void govex__reap_pending(bool block)
+{
+	pthread_mutex_lock(&reap_lock);
+	if (!block) {
+		reap_locked(false);
+		pthread_mutex_unlock(&reap_lock);
+		return;
+	}
+	/* waited for outside the lock: other runs go on meanwhile */
+	int fds[REAP_MAX];
+	size_t n = reap_n;
+	memcpy(fds, reap_fds, n * sizeof(int));
+	reap_n = 0;
+	pthread_mutex_unlock(&reap_lock);
+	for (size_t i = 0; i < n; i++) {
+		reap_one(fds[i], true);
+		close(fds[i]);
+	}
+}
+
+void govex__reap_leave_to_exit(void)
+{
+	pthread_mutex_lock(&reap_lock);
+	for (size_t i = 0; i < reap_n; i++)
+		close(reap_fds[i]);
+	reap_n = 0;
+	pthread_mutex_unlock(&reap_lock);
+}
+
+/* Hands the shim, our child not yet reaped (so pid is still it), to the pending list:
+ * false when it cannot be (no pidfd on this kernel, the list full): wait for it then. */
+static bool reap_later(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0); /* (close-on-exec, always) */
+	if (fd < 0)
+		return false;
+	pthread_mutex_lock(&reap_lock);
+	if (reap_n == REAP_MAX)
+		reap_locked(false);
+	bool ok = reap_n < REAP_MAX;
+	if (ok)
+		reap_fds[reap_n++] = fd;
+	pthread_mutex_unlock(&reap_lock);
+	if (!ok)
+		close(fd);
+	return ok;
+}
+
 static int64_t remaining_ns(uint64_t deadline)
 {
 	uint64_t now = govex__now_ns();
@@ -201,6 +291,8 @@ struct supervise {
 	pid_t shim_pid;	    /* 0: none (the backend's launch hook) */
 	/* the backend's last resort in place of SIGKILL to the shim (NULL: that) */
 	void (*last_resort)(void *ctx);
+	bool report_final; /* govex__shim_ops */
+	void (*outputs_done)(void *ctx);
 	void *ctx;
 	uint64_t wall_ms;
 	uint64_t stdout_max, stderr_max;
@@ -291,7 +383,7 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 	    [P_OUT] = {s->stdout_fd, POLLIN},
 	    [P_ERR] = {s->stderr_fd, POLLIN},
 	    [P_REP] = {s->report_fd, POLLIN},
-	    [P_CE] = {s->err_fd, POLLIN},
+	    [P_CE] = {s->report_final ? -1 : s->err_fd, POLLIN},
 	    [P_CANCEL] = {s->killed ? -1 : s->cancel_fd, POLLIN},
 	};
 	for (int i = 0; i < P_N; i++) {
@@ -346,6 +438,11 @@ static bool supervise_turn(struct supervise *s, struct govex__outcome *o)
 	if (REVENTS(P_REP))
 		read_report(s);
 #undef REVENTS
+	if (s->outputs_done && s->stdout_fd < 0 && s->stderr_fd < 0 && s->frame_fd < 0 &&
+	    s->rep_len < sizeof(s->rep)) {
+		s->outputs_done(s->ctx);
+		s->outputs_done = NULL;
+	}
 	return true;
 }
 
@@ -375,13 +472,22 @@ static void supervise(struct supervise *s, struct govex__outcome *o,
 		if (*fds[i] >= 0)
 			set_nonblock(*fds[i]);
 
-	/* Done when the shim has reported (report pipe at EOF) and both output pipes are at
-	 * EOF: every writer is dead by then, since the shim reaps the whole tree before it
-	 * reports. */
-	while (s->report_fd >= 0 || s->stdout_fd >= 0 || s->stderr_fd >= 0 || s->err_fd >= 0 ||
+	/* Done when the shim has reported (report pipe at EOF, or, report_final, the whole
+	 * report read) and both output pipes are at EOF: every writer is dead by then, since
+	 * the shim reaps the whole tree before it reports. */
+	while ((s->report_fd >= 0 && !(s->report_final && s->rep_len >= sizeof(s->rep))) ||
+	       s->stdout_fd >= 0 || s->stderr_fd >= 0 || (s->err_fd >= 0 && !s->report_final) ||
 	       s->frame_fd >= 0)
 		if (!supervise_turn(s, o))
 			break;
+	/* report_final: what the setup-error pipe holds is all there is by now (written
+	 * before the writer's end, which came before the report) */
+	while (s->report_final && s->err_fd >= 0) {
+		size_t had = s->ce_len;
+		read_child_error(s);
+		if (s->err_fd >= 0 && s->ce_len == had && errno != EINTR)
+			break;
+	}
 
 	/* Discard a SIGPIPE that our own stdin write raised, then restore the mask. */
 	if (!sigpipe_was_pending) {
@@ -397,7 +503,10 @@ static void supervise(struct supervise *s, struct govex__outcome *o,
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		close_fd(fds[i]);
 	close_fd(&s->kill_fd);
-	if (s->shim_pid > 0) {
+	/* A shim that reported is left to exit; any other is waited for: its end (and, for
+	 * a namespaced one, its PID namespace's) is the run's end. */
+	if (s->shim_pid > 0 &&
+	    !(s->report_final && s->rep_len >= sizeof(s->rep) && reap_later(s->shim_pid))) {
 		int st;
 		while (waitpid(s->shim_pid, &st, __WALL) < 0 && errno == EINTR)
 			;
@@ -539,6 +648,8 @@ static void supervise_run(const struct govex__launch *l, struct govex__pipes *p,
 	    .cancel_fd = l->cancel_fd,
 	    .shim_pid = shim,
 	    .last_resort = ops->last_resort,
+	    .report_final = ops->report_final,
+	    .outputs_done = ops->outputs_done,
 	    .ctx = ctx,
 	    .wall_ms = l->limits->wall_ms,
 	    .stdout_max = l->limits->stdout_bytes,
@@ -564,6 +675,7 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 		    const struct govex__shim_ops *ops, void *ctx, struct govex__outcome *o,
 		    struct govex_error *err)
 {
+	govex__reap_pending(false); /* earlier runs' shims that are gone by now */
 	/* Everything the supervisor needs exists before the shim does: once it runs, no
 	 * failure may leave it without a deadline. */
 	char *scratch = malloc(SCRATCH);
@@ -593,6 +705,18 @@ int govex__run_shim(const struct govex__launch *l, struct govex__pipes *pipes,
 	}
 	if (ops->after_fork)
 		ops->after_fork(ctx);
+	if (ops->after_clone && (r = ops->after_clone(ctx, o, err)) < 0) {
+		if (pid > 0) { /* (a launch hook has no shim process here) */
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+				;
+		}
+		govex__pipes_close(pipes);
+		free(scratch);
+		return r;
+	}
+	if (l->sweep)
+		govex__sweep_start(l->sweep);
 	/* supervise_run takes (closes) every host end */
 	supervise_run(l, pipes, pid, start, scratch, o, ops, ctx);
 	free(scratch);

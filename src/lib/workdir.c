@@ -389,6 +389,7 @@ static void *sweep_main(void *arg)
 void govex__sweep_start(struct govex__sweep *s)
 {
 	s->started = false;
+	s->begun = true;
 	char *tmp = strdup(tmp_dir());
 	sigset_t all, old;
 	sigfillset(&all);

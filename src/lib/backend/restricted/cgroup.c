@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -309,12 +310,12 @@ void rcg_setup_free(struct rcg_setup *s)
 
 /* ---- per run ------------------------------------------------------------------------- */
 
-static void rcg_run_init(struct rcg_run *r)
+void rcg_run_init(struct rcg_run *r)
 {
 	memset(r, 0, sizeof(*r));
 	for (int i = 0; i < RCG_N; i++)
 		r->procs_fd[i] = -1;
-	r->cpu_fd = -1;
+	r->cpu_fd = r->peak_fd = r->oom_fd = -1;
 }
 
 static int kill_listed(const char *dir);
@@ -455,6 +456,17 @@ static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__l
 	}
 	if (i == RCG_MEM && p->version == 2)
 		write_str(r->dir[i], "memory.oom.group", "1");
+	if (i == RCG_MEM && w >= 0) {
+		/* the accounting read at the end, opened now (off the run's end) */
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
+			 p->version == 1 ? "memory.max_usage_in_bytes" : "memory.peak");
+		r->peak_fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
+			 p->version == 1 ? "memory.oom_control" : "memory.events");
+		r->oom_fd = open(path, O_RDONLY | O_CLOEXEC);
+		r->mem_version = p->version;
+	}
 	return w;
 }
 
@@ -494,6 +506,105 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 	}
 	*ret = r;
 	rcg_run_init(&r); /* taken */
+	return 0;
+}
+
+/* ---- the hand-over to the shim ----------------------------------------------------------
+ *
+ * One message: which descriptors follow (a byte per procs fd, one for the CPU fd, and the
+ * CPU file's version), and those descriptors (SCM_RIGHTS), in that order.
+ */
+struct cg_wire {
+	unsigned char procs[RCG_N], cpu, cpu_version;
+};
+
+int rcg_send(int sock, const struct rcg_run *r)
+{
+	struct cg_wire wire = {.cpu = r->cpu_fd >= 0, .cpu_version = (unsigned char)r->cpu_version};
+	int fds[RCG_N + 1];
+	size_t n = 0;
+	for (int i = 0; i < RCG_N; i++)
+		if ((wire.procs[i] = r->procs_fd[i] >= 0))
+			fds[n++] = r->procs_fd[i];
+	if (wire.cpu)
+		fds[n++] = r->cpu_fd;
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &wire, .iov_len = sizeof(wire)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (n) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	}
+	ssize_t w;
+	do
+		w = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	return w == (ssize_t)sizeof(wire) ? 0 : (w < 0 ? -errno : -EIO);
+}
+
+int rcg_receive(int sock, struct rcg_run *ret)
+{
+	for (int i = 0; i < RCG_N; i++) {
+		ret->dir[i] = NULL;
+		ret->owner[i] = false;
+		ret->procs_fd[i] = -1;
+	}
+	ret->cpu_fd = ret->peak_fd = ret->oom_fd = -1;
+	ret->cpu_version = ret->mem_version = 0;
+	struct cg_wire wire;
+	union {
+		char buf[CMSG_SPACE((RCG_N + 1) * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &wire, .iov_len = sizeof(wire)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t got;
+	do
+		got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	int fds[RCG_N + 1];
+	size_t n = 0;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (n > RCG_N + 1)
+			n = RCG_N + 1;
+		memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	}
+	size_t want = 0;
+	if (got == (ssize_t)sizeof(wire) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (int i = 0; i < RCG_N; i++)
+			want += wire.procs[i] != 0;
+		want += wire.cpu != 0;
+	}
+	if (got != (ssize_t)sizeof(wire) || want != n) {
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		return got == 0 ? -EPIPE : -EPROTO;
+	}
+	size_t k = 0;
+	for (int i = 0; i < RCG_N; i++)
+		if (wire.procs[i])
+			ret->procs_fd[i] = fds[k++];
+	if (wire.cpu) {
+		ret->cpu_fd = fds[k];
+		ret->cpu_version = wire.cpu_version;
+	}
 	return 0;
 }
 
@@ -547,12 +658,29 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 	*ret_cpu_us = -1;
 	*ret_peak = -1;
 	*ret_oom = false;
+	if (r->final) {
+		*ret_cpu_us = r->final_cpu_us;
+		*ret_peak = r->final_peak;
+		*ret_oom = r->final_oom;
+		return;
+	}
 	if (r->cpu_fd >= 0) {
 		int64_t ns = rcg_cpu_ns(r->cpu_fd, r->cpu_version);
 		if (ns >= 0)
 			*ret_cpu_us = ns / 1000;
 	}
-	if (r->dir[RCG_MEM]) {
+	if (r->peak_fd >= 0 && r->oom_fd >= 0) {
+		ssize_t n = pread(r->peak_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			*ret_peak = strtoll(buf, NULL, 10);
+		}
+		n = pread(r->oom_fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			*ret_oom = keyed(buf, "oom_kill") > 0;
+		}
+	} else if (r->dir[RCG_MEM]) {
 		/* the version is told by the files present */
 		snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", r->dir[RCG_MEM]);
 		if (read_small(path, buf, sizeof(buf)) > 0) {
@@ -590,6 +718,25 @@ static int kill_listed(const char *dir)
 	return n;
 }
 
+bool rcg_finish_early(struct rcg_run *r)
+{
+	const int p = RCG_PIDS;
+	if (r->final || !r->owner[p] || !r->dir[p] || r->removed[p])
+		return r->final;
+	for (int i = 0; i < RCG_N; i++)
+		if (i != p && r->dir[i] && strcmp(r->dir[i], r->dir[p]) == 0)
+			return false; /* one v2 directory for all: nothing to tell them apart */
+	if (rmdir(r->dir[p]) < 0)
+		return false; /* a task is left (or another reason): after the report, then */
+	r->removed[p] = true;
+	rcg_stats(r, &r->final_cpu_us, &r->final_peak, &r->final_oom);
+	r->final = true;
+	for (int i = 0; i < RCG_N; i++)
+		if (r->owner[i] && r->dir[i] && !r->removed[i] && rmdir(r->dir[i]) == 0)
+			r->removed[i] = true;
+	return true;
+}
+
 int rcg_destroy(struct rcg_run *r)
 {
 	int ret = 0;
@@ -598,11 +745,14 @@ int rcg_destroy(struct rcg_run *r)
 			close(r->procs_fd[i]);
 		r->procs_fd[i] = -1;
 	}
-	if (r->cpu_fd >= 0)
-		close(r->cpu_fd);
-	r->cpu_fd = -1;
+	int *fds[] = {&r->cpu_fd, &r->peak_fd, &r->oom_fd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 	for (int i = 0; i < RCG_N; i++)
-		if (r->owner[i] && r->dir[i]) {
+		if (r->owner[i] && r->dir[i] && !r->removed[i]) {
 			int e = rcg_remove(r->dir[i]);
 			if (e < 0 && !ret)
 				ret = e;
@@ -612,6 +762,8 @@ int rcg_destroy(struct rcg_run *r)
 			free(r->dir[i]);
 		r->dir[i] = NULL;
 		r->owner[i] = false;
+		r->removed[i] = false;
 	}
+	r->final = false;
 	return ret;
 }

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,7 +31,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -48,11 +46,6 @@
  * 16-bit ids of old file systems' owners). */
 #define ID_BASE	 0x7f000000u
 #define ID_COUNT 65536u
-/* The shim reads the cgroup's CPU time at most this far apart when a CPU budget is
- * set, and sooner as the budget runs out: min(CPU_POLL_MAX, remaining / CPUs), so the
- * whole run overshoots the budget by about one poll (or a scheduler tick) per CPU. */
-#define CPU_POLL_MAX_NS (20 * 1000 * 1000LL)
-#define CPU_POLL_MIN_NS (200 * 1000LL)
 
 /* ---- prepare ------------------------------------------------------------------------ */
 
@@ -181,6 +174,9 @@ struct run_ctx {
 	/* subprocess: deny: the program child hands its execve listener to the shim over
 	 * this socketpair ([0] the shim's end, [1] the child's), or -1 */
 	int xsock[2];
+	/* a cold run's cgroups are made by the host once the shim exists, and handed to it
+	 * over this socketpair ([0] the host's end, [1] the shim's: rcg_send), or -1 */
+	int cgsock[2];
 	struct rslot slot;
 	char why[PATH_MAX + 80]; /* why no slot could be taken */
 	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
@@ -376,6 +372,24 @@ static void wipe_args_env(void)
 		memset(*e, 0, strlen(*e));
 }
 
+/* /dev/null on each of fds 0..2 that is not one of keep[] (a host started with closed
+ * stdio has the run's pipes there). */
+static void shim_stdio_null(const int *keep, size_t n)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return;
+	for (int fd = 0; fd <= 2; fd++) {
+		bool kept = fd == null;
+		for (size_t i = 0; i < n; i++)
+			kept |= keep[i] == fd;
+		if (!kept)
+			dup2(null, fd);
+	}
+	if (null > 2)
+		close(null);
+}
+
 /* The shim's work in the new namespaces before the program child exists: identity
  * maps, its own privacy, the hostname, the new root.  Returns a signalfd for SIGCHLD or
  * -errno with *step set. */
@@ -397,13 +411,16 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	  f->ce[1],
 			      f->rep[1],	 f->kill[0],	    l->extra_fd,  c->cg.procs_fd[0],
 			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd, c->xsock[0],
-			      c->xsock[1]};
+			      c->xsock[1],	 c->cgsock[1]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
 		if (l->outputs && l->out_fd >= 0) /* the outputs' memfd (files.c) */
 			keep[n++] = l->out_fd;
 		govex__close_fds_except(3, keep, (size_t)n);
+		/* nor the host's stdio: the shim, left to exit once it has reported, would hold
+		 * a caller's pipe open until its namespaces are torn down */
+		shim_stdio_null(keep, (size_t)n);
 	}
 	*step = GOVEX_STEP_SHIM;
 	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, step)) < 0)
@@ -414,119 +431,6 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	wipe_args_env();
 	return rns_shim_enter(&c->plan, &c->scr, step);
-}
-
-/* The shim's view of the run while the program lives. */
-struct shim_wait {
-	pid_t child;
-	int sfd;
-	/* subprocess: deny: the child's execve listener arrives on xsock, then its
-	 * notifications on listener */
-	int xsock, listener;
-	bool exec_once;
-	struct rdenials den;		    /* what the listener answered and refused */
-	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
-	bool done;
-	int status;
-};
-
-/* How long the shim may sleep: forever, or until the CPU budget needs a look (every CPU
- * may burn the rest of the budget in parallel). */
-static struct timespec *cpu_poll_timeout(const struct shim_wait *w, int ncpus, struct timespec *ts)
-{
-	if (w->cpu_budget_ns < 0)
-		return NULL;
-	int64_t wait = (w->cpu_budget_ns - w->cpu_used_ns) / ncpus;
-	if (wait > CPU_POLL_MAX_NS)
-		wait = CPU_POLL_MAX_NS;
-	if (wait < CPU_POLL_MIN_NS)
-		wait = CPU_POLL_MIN_NS;
-	ts->tv_sec = (time_t)(wait / 1000000000);
-	ts->tv_nsec = (long)(wait % 1000000000);
-	return ts;
-}
-
-/* The execve listener's traffic: its arrival, a notification, or its end.  Returns
- * false when an execve cannot be answered (the run ends there). */
-static bool shim_exec_events(struct shim_wait *w, short xrev, short lrev)
-{
-	if (xrev) {
-		/* the listener, or the child closed its end (it failed before) */
-		int lfd = rexec_receive(w->xsock);
-		if (lfd >= 0)
-			w->listener = lfd;
-		close(w->xsock);
-		w->xsock = -1;
-	}
-	if (lrev & POLLIN) {
-		int r = rexec_answer(w->listener, w->exec_once, &w->den);
-		if (r < 0)
-			return false;
-		if (r > 0) {
-			/* enough refusals counted: the kernel refuses the rest (ENOSYS) */
-			close(w->listener);
-			w->listener = -1;
-		}
-	} else if (lrev) {
-		close(w->listener); /* no task left under the filter */
-		w->listener = -1;
-	}
-	return true;
-}
-
-/* Waits for the program's end, the host's kill request, or the end of the CPU budget;
- * reaps orphans meanwhile. */
-static void shim_wait(const struct run_ctx *c, struct shim_wait *w, struct govex__shim_report *rep)
-{
-	while (!w->done) {
-		struct pollfd p[4] = {{.fd = c->f.kill[0], .events = POLLIN},
-				      {.fd = w->sfd, .events = POLLIN},
-				      {.fd = w->xsock, .events = POLLIN},
-				      {.fd = w->listener, .events = POLLIN}};
-		struct timespec ts;
-		int n = ppoll(p, 4, cpu_poll_timeout(w, c->st->ncpus, &ts), NULL);
-		if (n < 0 && errno != EINTR)
-			break;
-		if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-			rep->killed = 1; /* the host asked (or died) */
-			break;
-		}
-		if (n > 0 && !shim_exec_events(w, p[2].revents, p[3].revents))
-			break;
-		if (n > 0 && (p[1].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			while (read(w->sfd, &si, sizeof(si)) > 0)
-				;
-		}
-		int wst;
-		pid_t got;
-		while ((got = waitpid(-1, &wst, WNOHANG | __WALL)) > 0)
-			if (got == w->child) {
-				w->status = wst;
-				w->done = true;
-			}
-		if (!w->done && w->cpu_budget_ns >= 0 &&
-		    (w->cpu_used_ns = rcg_cpu_ns(c->cg.cpu_fd, c->cg.cpu_version)) >=
-			w->cpu_budget_ns)
-			break; /* the whole run's CPU budget is spent: killed below */
-	}
-}
-
-/* Kills everything in the PID namespace (all but us), reaps, repeats until none is left:
- * a process forked during a round is caught by the next. */
-static void shim_kill_all(struct shim_wait *w)
-{
-	for (;;) {
-		int wst;
-		kill(-1, SIGKILL);
-		pid_t got = waitpid(-1, &wst, __WALL);
-		if (got == w->child && !w->done) {
-			w->status = wst;
-			w->done = true;
-		}
-		if (got < 0 && errno != EINTR)
-			break;
-	}
 }
 
 /*
@@ -588,6 +492,12 @@ static __attribute__((noreturn)) void shim(void *ctx)
 	int fr = shim_files_in(c, &wdfd);
 	if (fr < 0)
 		govex__shim_fail(f->ce[1], GOVEX_STEP_WORKDIR, fr);
+	if (c->cgsock[1] >= 0) { /* the run's cgroups, made by the host meanwhile */
+		int cr = rcg_receive(c->cgsock[1], &c->cg);
+		close(c->cgsock[1]);
+		if (cr < 0)
+			govex__shim_fail(f->ce[1], GOVEX_STEP_CGROUP, cr);
+	}
 	pid_t child = govex__clone(0);
 	if (child < 0)
 		govex__shim_fail(f->ce[1], GOVEX_STEP_FORK, -errno);
@@ -604,17 +514,21 @@ static __attribute__((noreturn)) void shim(void *ctx)
 			close(c->cg.procs_fd[i]);
 	if (c->xsock[1] >= 0)
 		close(c->xsock[1]);
-	struct shim_wait w = {
+	struct rshim_wait w = {
 	    .child = child,
 	    .sfd = sfd,
+	    .kill_fd = f->kill[0],
 	    .xsock = c->xsock[0],
 	    .listener = -1,
+	    .exec_once = c->st->deny_subprocess,
+	    .ncpus = c->st->ncpus,
+	    .cpu_fd = c->cg.cpu_fd,
+	    .cpu_version = c->cg.cpu_version,
 	    .cpu_budget_ns =
 		c->cg.cpu_fd >= 0 && l->limits->cpu_ms ? (int64_t)l->limits->cpu_ms * 1000000 : -1,
 	};
-	w.exec_once = c->st->deny_subprocess;
-	shim_wait(c, &w, &rep);
-	shim_kill_all(&w);
+	rshim_wait(&w, &rep);
+	rshim_kill_all(&w);
 	rfiles_out(c->l, wdfd);
 	rep.wait_status = w.status;
 	rep.net_denied = w.den.net_denied;
@@ -641,6 +555,14 @@ static void amend_report(void *ctx, struct govex__shim_report *rep)
 	rep->cgroup_oom = oom;
 }
 
+/* The outputs ended before the shim's report: the cgroups, found empty, are read and
+ * removed now, while the shim reaps (rcg_finish_early). */
+static void outputs_done(void *ctx)
+{
+	struct run_ctx *c = ctx;
+	rcg_finish_early(&c->cg);
+}
+
 static void close_fdp(int *fd)
 {
 	if (*fd >= 0)
@@ -658,14 +580,17 @@ static void after_fork(void *ctx)
 	for (int i = 0; i < 2; i++)
 		close_fdp(&c->xsock[i]);
 	close_fdp(&c->netns_fd);
+	close_fdp(&c->cgsock[1]);
 }
 
 /* Everything a run holds on the host, released in reverse order; 0, or -errno when
  * its cgroups could not be removed. */
 static int run_release(struct run_ctx *c)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		close_fdp(&c->xsock[i]);
+		close_fdp(&c->cgsock[i]);
+	}
 	close_fdp(&c->netns_fd);
 	int r = rcg_destroy(&c->cg);
 	rscratch_free(&c->scr);
@@ -718,9 +643,35 @@ static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_e
 	return 0;
 }
 
+/* The run's cgroups, named by its slot (none without one). */
+static int run_cgroups(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
+{
+	if (c->slot.n < 0)
+		return 0;
+	struct govex_error cgerr;
+	int r = rcg_create(&c->st->cg, c->slot.id, c->l->limits, c->l->aggregate, &c->cg, &cgerr);
+	return r < 0 ? govex__launch_failed(c->l, o, err, GOVEX_STEP_CGROUP, -r, cgerr.message) : 0;
+}
+
+/* In the host while a cold run's shim builds the sandbox (a third of a millisecond
+ * and more): the run's cgroups, handed to the shim, which waits for them before it
+ * starts the program.  Were they not sent, the shim fails at its cgroup step. */
+static int after_clone(void *ctx, struct govex__outcome *o, struct govex_error *err)
+{
+	struct run_ctx *c = ctx;
+	int r = run_cgroups(c, o, err);
+	if (r >= 0)
+		rcg_send(c->cgsock[0], &c->cg); /* (refused: the shim failed; it says why) */
+	for (int i = 0; i < RCG_N; i++)
+		close_fdp(&c->cg.procs_fd[i]);
+	close_fdp(&c->cgsock[0]);
+	return r;
+}
+
 /* Everything the run needs before its shim exists: the slot, the mount plan with the
- * workdir, the workdir's owner, the cgroups, the execve socketpair.  0, or the launch
- * failure (outcome and err filled); what it made is released by run_release(). */
+ * workdir, the workdir's owner, a warm run's cgroups (a cold run's socketpair for
+ * them), the execve socketpair.  0, or the launch failure (outcome and err filled); what
+ * it made is released by run_release(). */
 static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
 {
 	const struct rstate *st = c->st;
@@ -754,15 +705,13 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 		    fchownat(wdfd, GOVEX__OUTPUT_DIR, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return govex__launch_failed(l, o, err, GOVEX_STEP_WORKDIR, errno, NULL);
 	}
-	if (c->slot.n >= 0) {
-		struct govex_error cgerr;
-		r = rcg_create(&st->cg, c->slot.id, l->limits, l->aggregate, &c->cg, &cgerr);
-		if (r < 0)
-			return govex__launch_failed(l, o, err, GOVEX_STEP_CGROUP, -r,
-						    cgerr.message);
-	} else if (l->aggregate) {
+	if (c->slot.n < 0 && l->aggregate)
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SLOT, EAGAIN, c->why);
-	}
+	if (c->warm && (r = run_cgroups(c, o, err)) < 0) /* the template needs them now */
+		return r;
+	if (!c->warm && (r = govex__neg_errno(
+			     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->cgsock))) < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
 	/* (a warm run's program hands its listener to its own init: template.c) */
 	if ((st->deny_subprocess || st->deny_net) && !c->warm &&
 	    (r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->xsock))) <
@@ -829,16 +778,18 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (!st) /* prepare() was not called: refuse rather than run unconfined */
 		return govex__launch_failed(l, o, err, GOVEX_STEP_PREPARE, EINVAL,
 					    "restricted: not prepared");
-	discover_cgroups(state, l); /* the one mutable part of the state */
-
 	struct run_ctx c = {
 	    .st = st,
 	    .l = l,
-	    .cg = {.procs_fd = {-1, -1, -1}, .cpu_fd = -1},
 	    .xsock = {-1, -1},
+	    .cgsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
 	    .netns_fd = -1,
 	};
+	rcg_run_init(&c.cg);
+	/* the one mutable part of the state; before any shim exists: reading the mount table
+	 * would wait for the shim's mounts (one lock for every mount namespace) */
+	discover_cgroups(state, l);
 	struct rwarm *w = __atomic_load_n(&st->warm, __ATOMIC_ACQUIRE);
 	c.warm = warm_wanted(st, l, w);
 	/* a spare made ahead for runs shaped like this one (template_spare.c): its slot,
@@ -858,7 +809,11 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .fork_step = GOVEX_STEP_CLONE,
 	    .shim = shim,
 	    .after_fork = after_fork,
+	    .after_clone = c.cgsock[0] >= 0 ? after_clone : NULL,
 	    .amend = amend_report,
+	    .outputs_done = outputs_done,
+	    /* its report comes once the PID namespace holds nothing but the shim */
+	    .report_final = true,
 	};
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0 && !c.warm)

@@ -411,9 +411,7 @@ static void pctx_init(struct pctx *c, const char *exe, char *const argv[], char 
 		      const char *cwd, size_t out_max, uint64_t timeout_ms)
 {
 	memset(c, 0, sizeof(*c));
-	for (int i = 0; i < RCG_N; i++)
-		c->cg.procs_fd[i] = -1;
-	c->cg.cpu_fd = -1;
+	rcg_run_init(&c->cg);
 	c->slot.n = c->slot.fd = -1;
 	c->userns = geteuid() != 0;
 	snprintf(c->uid_map, sizeof(c->uid_map), "%u %u 1\n", (unsigned)geteuid(),

@@ -233,6 +233,31 @@ struct rdenials {
  * listener should close (the counts are full), 0 to go on, -errno. */
 int rexec_answer(int listener, bool exec_once, struct rdenials *d);
 
+/* ---- the cold shim's wait (shim_wait.c), async-signal-safe -------------------------- */
+
+/* The shim's view of the run while the program lives. */
+struct rshim_wait {
+	pid_t child;
+	int sfd;     /* SIGCHLD (signalfd) */
+	int kill_fd; /* the host's kill request: readable or closed */
+	/* subprocess: deny: the child's execve listener arrives on xsock, then its
+	 * notifications on listener */
+	int xsock, listener;
+	bool exec_once;
+	struct rdenials den; /* what the listener answered and refused */
+	int ncpus;
+	int cpu_fd, cpu_version;	    /* the run's CPU accounting (cgroup.c), or -1 */
+	int64_t cpu_budget_ns, cpu_used_ns; /* budget < 0: none */
+	bool done;
+	int status;
+};
+/* Waits for the program's end, the host's kill request, or the end of the CPU budget;
+ * reaps orphans meanwhile. */
+void rshim_wait(struct rshim_wait *w, struct govex__shim_report *rep);
+/* Kills everything in the PID namespace (all but us), reaps, repeats until none is left:
+ * a process forked during a round is caught by the next. */
+void rshim_kill_all(struct rshim_wait *w);
+
 /* ---- cgroups (cgroup.c) ------------------------------------------------------------- */
 
 enum { RCG_MEM, RCG_PIDS, RCG_CPU, RCG_N };
@@ -261,7 +286,19 @@ struct rcg_run {
 	int procs_fd[RCG_N]; /* v1 tasks, v2 cgroup.procs: for the program child to join */
 	int cpu_fd;	     /* cpuacct.usage (v1) or cpu.stat (v2), for the shim, or -1 */
 	int cpu_version;
+	/* the memory cgroup's peak and OOM counts (v1 memory.max_usage_in_bytes and
+	 * memory.oom_control, v2 memory.peak and memory.events), opened with it: read once
+	 * the run is over (rcg_stats), or -1 */
+	int peak_fd, oom_fd;
+	int mem_version;
+	bool removed[RCG_N]; /* by rcg_finish_early */
+	/* rcg_finish_early found the run's cgroups empty: its accounting, final */
+	bool final;
+	int64_t final_cpu_us, final_peak;
+	bool final_oom;
 };
+/* No cgroup, no descriptor (-1). */
+void rcg_run_init(struct rcg_run *r);
 
 /* Makes the run's cgroups, named name (the slot's), in every usable hierarchy, with
  * limits l.  A cgroup of that name left by a dead run of the same slot is reclaimed
@@ -272,6 +309,12 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 /* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
  * happened (each -1 / false when unknown). */
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
+/* When the run's outputs end before its shim's report: if the pids cgroup (in a
+ * directory of its own: v1), where every task of the run is, can be removed, no task is
+ * left and the accounting is final: read (rcg_stats returns it from then on) and the
+ * other cgroups removed now, while the shim reaps; each is tried once (what is left,
+ * rcg_destroy removes as ever).  Returns whether the run's cgroups were found empty. */
+bool rcg_finish_early(struct rcg_run *r);
 /* Kills what is left in the run's cgroups and removes them; closes fds. */
 /* Closes and removes a run's cgroups; 0, or the first removal's -errno. */
 int rcg_destroy(struct rcg_run *r);
@@ -280,6 +323,12 @@ int64_t rcg_cpu_ns(int fd, int version);
 /* Removes the cgroup dir, killing what runs there first (a dead run's leftovers, or a
  * run's survivors).  Returns 0 once it is gone, or -errno. */
 int rcg_remove(const char *dir);
+/* A cold run's cgroups are made by the host while its shim builds the sandbox: their
+ * procs fds and CPU fd go to the shim over sock (SCM_RIGHTS).  0 or -errno. */
+int rcg_send(int sock, const struct rcg_run *r);
+/* The shim's side (async-signal-safe): fills ret's fds (dirs NULL); 0, -EPIPE when the
+ * host closed sock instead, or -errno. */
+int rcg_receive(int sock, struct rcg_run *ret);
 
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
