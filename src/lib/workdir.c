@@ -313,10 +313,17 @@ static long sweep_min_age(const char *name)
 	return -1;
 }
 
-/* Removes up to SWEEP_MAX_REMOVE directories of ours under tmp whose lock can be taken:
+/* What a sweep found to remove: directories of ours, each held locked (fd). */
+struct sweep_found {
+	int fd[SWEEP_MAX_REMOVE];
+	char *path[SWEEP_MAX_REMOVE];
+	int n;
+};
+
+/* Finds up to SWEEP_MAX_REMOVE directories of ours under tmp whose lock can be taken:
  * their run is over and nobody removed them.  Bounded: at most SWEEP_MAX_SCAN entries
- * are looked at per call. */
-static void sweep_leftovers(const char *tmp, const char *mine)
+ * are looked at per call.  Each is kept locked in f until sweep_remove. */
+static void sweep_scan(const char *tmp, const char *mine, struct sweep_found *f)
 {
 	_cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -330,9 +337,9 @@ static void sweep_leftovers(const char *tmp, const char *mine)
 	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	int removed = 0, scanned = 0;
+	int scanned = 0;
 	struct dirent *de;
-	while (removed < SWEEP_MAX_REMOVE && scanned++ < SWEEP_MAX_SCAN && (de = readdir(d))) {
+	while (f->n < SWEEP_MAX_REMOVE && scanned++ < SWEEP_MAX_SCAN && (de = readdir(d))) {
 		long min_age = sweep_min_age(de->d_name);
 		if (min_age < 0 || strcmp(de->d_name, mine) == 0)
 			continue;
@@ -350,14 +357,31 @@ static void sweep_leftovers(const char *tmp, const char *mine)
 		/* ours, and its run's lock is free: its govex is gone.  The lock is held
 		 * while removing, so two sweepers do not compete. */
 		char *p = NULL;
-		if (asprintf(&p, "%s/%s", tmp, de->d_name) >= 0) {
-			govex__rm_rf(p);
-			free(p);
+		if (asprintf(&p, "%s/%s", tmp, de->d_name) < 0) {
+			close(fd);
+			continue;
 		}
-		close(fd);
-		removed++;
+		f->fd[f->n] = fd;
+		f->path[f->n++] = p;
 	}
 	closedir(d);
+}
+
+static void sweep_remove(struct sweep_found *f)
+{
+	for (int i = 0; i < f->n; i++) {
+		govex__rm_rf(f->path[i]);
+		free(f->path[i]);
+		close(f->fd[i]);
+	}
+	f->n = 0;
+}
+
+static void sweep_leftovers(const char *tmp, const char *mine)
+{
+	struct sweep_found f = {.n = 0};
+	sweep_scan(tmp, mine, &f);
+	sweep_remove(&f);
 }
 
 static const char *tmp_dir(void)
@@ -372,17 +396,19 @@ void govex__sweep_workdirs(void)
 }
 
 /*
- * The same sweep in a thread of its own while a run starts: a run whose workdir is the
- * sandbox's own needs nothing of it, so its cost (a readdir of TMPDIR, a tenth of a
- * millisecond or more where that is a large directory) overlaps the sandbox's start
- * instead of preceding it.  Joined before the run returns (govex__sweep_join), so a
- * process that exits after its run has swept as before.  Without a thread: at once.
+ * The same sweep while a run starts (govex__run_shim calls it once the shim exists, when
+ * the host only waits for the sandbox): a run whose workdir is the sandbox's own needs
+ * nothing of it, so its cost (a readdir of TMPDIR, a tenth of a millisecond or more
+ * where that is a large directory) overlaps the sandbox's start instead of preceding it.
+ * What it finds to remove (rarely anything: a killed govex's leftovers) is removed in a
+ * thread of its own, joined before the run returns (govex__sweep_join), so a process
+ * that exits after its run has swept as before.  Without a thread: at once.
  */
 static void *sweep_main(void *arg)
 {
-	char *tmp = arg;
-	sweep_leftovers(tmp, "");
-	free(tmp);
+	struct sweep_found *f = arg;
+	sweep_remove(f);
+	free(f);
 	return NULL;
 }
 
@@ -390,18 +416,27 @@ void govex__sweep_start(struct govex__sweep *s)
 {
 	s->started = false;
 	s->begun = true;
-	char *tmp = strdup(tmp_dir());
+	struct sweep_found *f = calloc(1, sizeof(*f));
+	if (!f) {
+		sweep_leftovers(tmp_dir(), "");
+		return;
+	}
+	sweep_scan(tmp_dir(), "", f);
+	if (!f->n) {
+		free(f);
+		return;
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	/* the thread takes no signal meant for the caller (the CLI's SIGINT, say) */
-	bool masked = tmp && pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
-	if (masked && pthread_create(&s->thread, NULL, sweep_main, tmp) == 0)
+	bool masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+	if (masked && pthread_create(&s->thread, NULL, sweep_main, f) == 0)
 		s->started = true;
 	if (masked)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->started) {
-		sweep_leftovers(tmp ? tmp : tmp_dir(), "");
-		free(tmp);
+		sweep_remove(f);
+		free(f);
 	}
 }
 

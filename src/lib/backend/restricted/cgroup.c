@@ -578,6 +578,8 @@ int rcg_receive(int sock, struct rcg_run *ret)
 	if (got < 0)
 		return -errno;
 	int fds[RCG_N + 1];
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		fds[i] = -1;
 	size_t n = 0;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
