@@ -561,6 +561,7 @@ int rcg_receive(int sock, struct rcg_run *ret)
 	ret->cpu_fd = ret->peak_fd = ret->oom_fd = -1;
 	ret->cpu_version = ret->mem_version = 0;
 	struct cg_wire wire;
+	memset(&wire, 0, sizeof(wire)); /* (filled by recvmsg; cppcheck cannot tell) */
 	union {
 		char buf[CMSG_SPACE((RCG_N + 1) * sizeof(int))];
 		struct cmsghdr align;
