@@ -657,7 +657,9 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 	}
 	pthread_mutex_lock(&w->lock);
 	t->inflight--;
-	if (r < 0 || o->term == GOVEX_TERM_LAUNCH_FAILED)
+	/* a failure of the template's side retires it (as rwarm_launch does); a go that
+	 * could not be made is the request's (its environment or code too large) */
+	if (go >= 0 && (r < 0 || o->term == GOVEX_TERM_LAUNCH_FAILED))
 		for (int k = 0; k < 2; k++)
 			if (w->cur[k] == t) {
 				t->next = w->retired;
