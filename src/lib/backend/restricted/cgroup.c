@@ -702,6 +702,21 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 	}
 }
 
+void rcg_amend(const struct rcg_run *r, struct govex__shim_report *rep)
+{
+	int64_t cpu_us, peak;
+	bool oom;
+	rcg_stats(r, &cpu_us, &peak, &oom);
+	if (cpu_us >= 0)
+		rep->cpu_us = cpu_us;
+	/* the run's peak as the cgroup was charged: every process, shared memory, tmpfs
+	 * pages and kernel memory (pages first touched by another cgroup, like cached
+	 * shared libraries, are not this run's) */
+	if (peak >= 0)
+		rep->max_rss_kb = peak / 1024;
+	rep->cgroup_oom = oom;
+}
+
 /* SIGKILLs every process listed in dir/cgroup.procs; returns how many were listed. */
 static int kill_listed(const char *dir)
 {

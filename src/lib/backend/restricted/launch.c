@@ -542,17 +542,7 @@ static __attribute__((noreturn)) void shim(void *ctx)
 static void amend_report(void *ctx, struct govex__shim_report *rep)
 {
 	const struct run_ctx *c = ctx;
-	int64_t cpu_us, peak;
-	bool oom;
-	rcg_stats(&c->cg, &cpu_us, &peak, &oom);
-	if (cpu_us >= 0)
-		rep->cpu_us = cpu_us;
-	/* the run's peak as the cgroup was charged: every process, shared memory, tmpfs
-	 * pages and kernel memory (pages first touched by another cgroup, like cached
-	 * shared libraries, are not this run's) */
-	if (peak >= 0)
-		rep->max_rss_kb = peak / 1024;
-	rep->cgroup_oom = oom;
+	rcg_amend(&c->cg, rep);
 }
 
 /* The outputs ended before the shim's report: the cgroups, found empty, are read and

@@ -309,6 +309,8 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 /* Reads accounting: CPU in microseconds, peak memory in bytes, whether an OOM kill
  * happened (each -1 / false when unknown). */
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
+/* The run's accounting (rcg_stats) into its shim's report: CPU, peak, OOM kill. */
+void rcg_amend(const struct rcg_run *r, struct govex__shim_report *rep);
 /* When the run's outputs end before its shim's report: if the pids cgroup (in a
  * directory of its own: v1), where every task of the run is, can be removed, no task is
  * left and the accounting is final: read (rcg_stats returns it from then on) and the
@@ -427,6 +429,20 @@ void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* template_relay.c: the run handed (its descriptors and spec, a memfd) to the template
  * on ctl by the calling thread, no process made on the host; as govex__run_shim. */
+/* Receives one message with at most one descriptor on sock, without waiting: the
+ * descriptor (or -1), the byte in *ret_b (0 at EOF or when there is none yet). */
+int rwarm_recv_fd(int sock, char *ret_b);
+/* The most descriptors the template's messages carry. */
+#define RWARM_RUN_FDS_MAX 16
+/* Sends a one-byte tag with n descriptors on sock, waiting for room until deadline_ns
+ * (CLOCK_MONOTONIC) at most: 0 or -errno. */
+int rwarm_send_fds(int sock, char tag, const int *fds, size_t n, uint64_t deadline_ns);
+/* The "R" message's descriptors in the order the template's side reads them (zyg_int.h,
+ * struct runfds): spec, stdin, stdout, stderr, error pipe, report, kill request, the
+ * cgroup.procs descriptors, the CPU accounting descriptor, call mode's (extra, -1:
+ * none), the watch socket.  Returns how many. */
+size_t rwarm_run_fds(int spec, const struct govex__pipes *f, const struct rcg_run *cg, int extra,
+		     int watch, int fds[RWARM_RUN_FDS_MAX]);
 /* A spare's run: the go (memfd) on the spare's watch socket, then as rwarm_relay_run;
  * watch and pidfd (the spare's init's) are closed. */
 int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, struct govex__pipes *f,

@@ -601,24 +601,9 @@ static int send_texts(int ctl)
 	int fds[2] = {sealed_memfd("govex-warm-texts", js, strlen(js)),
 		      sealed_memfd("govex-zyg", govex__zyg_so, govex__zyg_so_len)};
 	int r = fds[0] < 0 ? fds[0] : fds[1] < 0 ? fds[1] : 0;
-	if (r == 0) {
-		union {
-			char buf[CMSG_SPACE(sizeof(fds))];
-			struct cmsghdr align;
-		} u;
-		memset(&u, 0, sizeof(u));
-		struct iovec iov = {.iov_base = (void *)"P", .iov_len = 1};
-		struct msghdr msg = {.msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = u.buf,
-				     .msg_controllen = CMSG_SPACE(sizeof(fds))};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(fds));
-		memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-		r = sendmsg(ctl, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
-	}
+	if (r == 0)
+		r = rwarm_send_fds(ctl, 'P', fds, 2,
+				   govex__now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000ULL);
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -45,9 +45,7 @@ struct relay {
 	bool reported; /* the init's report came (amend): every process of the run is gone */
 };
 
-/* Receives one message with at most one descriptor on sock, without waiting: the
- * descriptor (or -1), the byte in *ret_b (0 at EOF or when there is none yet). */
-static int recv_fd(int sock, char *ret_b)
+int rwarm_recv_fd(int sock, char *ret_b)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -103,7 +101,7 @@ static void relay_take(struct relay *rl)
 	const struct govex__launch *l = rl->r->l;
 	for (;;) {
 		char b;
-		int fd = recv_fd(rl->watch, &b);
+		int fd = rwarm_recv_fd(rl->watch, &b);
 		if (b == 0)
 			return; /* nothing (more) yet, or the init's end is closed */
 		if (fd >= 0 && b == 'O' && l->outputs && !l->n_files && rl->wdfd < 0)
@@ -131,7 +129,7 @@ static void relay_files_in(struct relay *rl, uint64_t deadline_ns, int cancel_fd
 	char b = 0;
 	int fd = -1;
 	if (wait_watch(rl->watch, deadline_ns, cancel_fd) > 0)
-		fd = recv_fd(rl->watch, &b);
+		fd = rwarm_recv_fd(rl->watch, &b);
 	if (fd >= 0 && b == 'W') {
 		rl->wdfd = fd;
 		int r = govex__files_place(fd, NULL, l->files, l->n_files, l->outputs, rl->r->uid,
@@ -152,12 +150,28 @@ static void relay_files_in(struct relay *rl, uint64_t deadline_ns, int cancel_fd
 	shutdown(rl->watch, SHUT_WR);
 }
 
-/* Sends the "R" message on ctl, waiting for room until the deadline at most: 0 or
- * -errno. */
-static int send_run(int ctl, const struct msghdr *msg, uint64_t deadline_ns)
+int rwarm_send_fds(int sock, char tag, const int *fds, size_t n, uint64_t deadline_ns)
 {
+	union {
+		char buf[CMSG_SPACE(RWARM_RUN_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (n > RWARM_RUN_FDS_MAX)
+		return -EINVAL;
+	if (n) {
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	}
 	for (;;) {
-		ssize_t w = sendmsg(ctl, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w >= 0)
 			return 0;
 		if (errno == EINTR)
@@ -168,7 +182,7 @@ static int send_run(int ctl, const struct msghdr *msg, uint64_t deadline_ns)
 		if (now >= deadline_ns)
 			return -ETIMEDOUT;
 		uint64_t left = deadline_ns - now;
-		struct pollfd p = {.fd = ctl, .events = POLLOUT};
+		struct pollfd p = {.fd = sock, .events = POLLOUT};
 		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000ULL),
 				      .tv_nsec = (long)(left % 1000000000ULL)};
 		if (ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR)
@@ -176,24 +190,29 @@ static int send_run(int ctl, const struct msghdr *msg, uint64_t deadline_ns)
 	}
 }
 
+size_t rwarm_run_fds(int spec, const struct govex__pipes *f, const struct rcg_run *cg, int extra,
+		     int watch, int fds[RWARM_RUN_FDS_MAX])
+{
+	size_t n = 0;
+	int fixed[] = {spec, f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0]};
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		fds[n++] = fixed[i];
+	for (int i = 0; i < RCG_N; i++)
+		if (cg->procs_fd[i] >= 0)
+			fds[n++] = cg->procs_fd[i];
+	if (cg->cpu_fd >= 0)
+		fds[n++] = cg->cpu_fd;
+	if (extra >= 0)
+		fds[n++] = extra;
+	fds[n++] = watch;
+	return n;
+}
+
 /* The launch (govex__shim_ops.launch): the run's descriptors to one of the template's
  * run inits, then the files-in handshake. */
 static int relay_launch(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__step *step)
 {
 	struct relay *rl = ctx;
-	const struct govex__pipes *f = rl->f;
-	int fds[16];
-	size_t n = 0;
-	int fixed[] = {rl->spec, f->in[0], f->out[1], f->err[1], f->ce[1], f->rep[1], f->kill[0]};
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		fds[n++] = fixed[i];
-	for (int i = 0; i < RCG_N; i++)
-		if (rl->r->cg->procs_fd[i] >= 0)
-			fds[n++] = rl->r->cg->procs_fd[i];
-	if (rl->r->cg->cpu_fd >= 0)
-		fds[n++] = rl->r->cg->cpu_fd;
-	if (rl->r->l->extra_fd >= 0)
-		fds[n++] = rl->r->l->extra_fd;
 	/* last: the watch socket's other end; the run's init sends the workdir and its
 	 * pidfd back on it and closes it once it reported */
 	int bp[2];
@@ -201,23 +220,9 @@ static int relay_launch(void *ctx, uint64_t deadline_ns, int cancel_fd, enum gov
 		*step = GOVEX_STEP_SOCKETPAIR;
 		return -errno;
 	}
-	fds[n++] = bp[1];
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = (void *)"R", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(n * sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	int r = send_run(rl->ctl, &msg, deadline_ns);
+	int fds[RWARM_RUN_FDS_MAX];
+	size_t n = rwarm_run_fds(rl->spec, rl->f, rl->r->cg, rl->r->l->extra_fd, bp[1], fds);
+	int r = rwarm_send_fds(rl->ctl, 'R', fds, n, deadline_ns);
 	close(bp[1]);
 	if (r < 0) {
 		close(bp[0]);
@@ -297,23 +302,7 @@ static int relay_go(void *ctx, uint64_t deadline_ns, int cancel_fd, enum govex__
 {
 	struct relay *rl = ctx;
 	int fds[2] = {rl->spec, rl->r->l->extra_fd};
-	size_t n = fds[1] >= 0 ? 2 : 1;
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = (void *)"g", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(n * sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	int r = send_run(rl->watch, &msg, deadline_ns);
+	int r = rwarm_send_fds(rl->watch, 'g', fds, fds[1] >= 0 ? 2 : 1, deadline_ns);
 	if (r < 0) {
 		*step = GOVEX_STEP_SHIM;
 		return r;

@@ -206,48 +206,10 @@ static struct govex__launch shape_launch(const struct rshape *sh)
 /* Sends the spare's "R" message (the run's descriptors but call mode's) on ctl. */
 static int send_spare(int ctl, int spec, const struct rspare *s, int watch)
 {
-	int fds[16];
-	size_t n = 0;
-	int fixed[] = {spec,	   s->f.in[0],	s->f.out[1], s->f.err[1],
-		       s->f.ce[1], s->f.rep[1], s->f.kill[0]};
-	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		fds[n++] = fixed[i];
-	for (int i = 0; i < RCG_N; i++)
-		if (s->cg.procs_fd[i] >= 0)
-			fds[n++] = s->cg.procs_fd[i];
-	if (s->cg.cpu_fd >= 0)
-		fds[n++] = s->cg.cpu_fd;
-	fds[n++] = watch;
-	union {
-		char buf[CMSG_SPACE(sizeof(fds))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct iovec iov = {.iov_base = (void *)"R", .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = CMSG_SPACE(n * sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	struct pollfd p = {.fd = ctl, .events = POLLOUT};
-	for (;;) {
-		ssize_t w = sendmsg(ctl, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w >= 0)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		int r = poll(&p, 1, SPARE_READY_MS);
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-	}
+	int fds[RWARM_RUN_FDS_MAX];
+	size_t n = rwarm_run_fds(spec, &s->f, &s->cg, -1, watch, fds);
+	return rwarm_send_fds(ctl, 'R', fds, n,
+			      govex__now_ns() + (uint64_t)SPARE_READY_MS * 1000000ULL);
 }
 
 /* The init's pidfd ('p': it made the run's places and its program is on its way). */
@@ -259,24 +221,13 @@ static int wait_ready(int watch)
 		;
 	if (r <= 0)
 		return r < 0 ? -errno : -ETIMEDOUT;
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof(u));
 	char b = 0;
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
-	ssize_t n = recvmsg(watch, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!cm || b != 'p' || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+	int fd = rwarm_recv_fd(watch, &b);
+	if (fd < 0 || b != 'p') {
+		if (fd >= 0)
+			close(fd);
 		return -ECHILD; /* the init failed (its error pipe says why) */
-	int fd;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	}
 	return fd;
 }
 
@@ -551,14 +502,7 @@ static void remount_opts(const struct rspare *s, const struct govex__launch *l, 
 static void spare_amend(void *ctx, struct govex__shim_report *rep)
 {
 	const struct rspare *s = ctx;
-	int64_t cpu_us, peak;
-	bool oom;
-	rcg_stats(&s->cg, &cpu_us, &peak, &oom);
-	if (cpu_us >= 0)
-		rep->cpu_us = cpu_us;
-	if (peak >= 0)
-		rep->max_rss_kb = peak / 1024;
-	rep->cgroup_oom = oom;
+	rcg_amend(&s->cg, rep);
 }
 
 int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
