@@ -291,14 +291,20 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *runtime);
  * cold run.  The runtime's templates are started now: returns 0 when they are ready, or
  * a negative errno with ret_err saying why (the runtime then goes on running cold; a
  * later call may try again).  Runs that cannot be forked (another backend, extra
- * read-only paths, other interpreter flags) run cold as before.
+ * read-only paths, other interpreter flags) run cold as before.  A thread of the
+ * runtime also keeps spares: runs made ahead, shaped like the last run of each kind
+ * (its slot, cgroups and every sandbox step taken, nothing of any request), so that a
+ * run shaped alike has only its own environment, code and files on its path; each spare
+ * holds a run slot while it waits (none with fewer than 64 slots), and
+ * govex_runtime_free releases them.
  */
 GOVEX_API int govex_runtime_warm(govex_runtime *runtime, struct govex_error *ret_err);
 
 /*
  * The runtime's counters as one JSON object (malloc'ed, free()): at least
  * {"runs_in_flight":N,"runs_started":N,"warm":{"enabled":B,"ready":B,"templates":N,
- * "warm_runs":N,"cold_runs":N}}; members may be added.  For health and metrics endpoints.
+ * "warm_runs":N,"spares":N,"spare_runs":N,"spare_slots":[N],"cold_runs":N}}; members may
+ * be added.  For health and metrics endpoints.
  * Returns 0 or -ENOMEM.
  */
 GOVEX_API int govex_runtime_stats_json(govex_runtime *runtime, char **ret_json);
