@@ -673,7 +673,9 @@ def test_concurrent_runs_on_spares_own_everything(t):
     for rnd in range(3):
         with envvar(GOVEX_WARM_SPARE=None if rnd == 2 else "1"):
             rw.parallel([lambda i=i: one(rnd * 16 + i, rnd == 2) for i in range(16)])
-    for i, a in enumerate(runs):
+    # (distinct identities are root's: unprivileged, every run is the caller's uid, each
+    # in a user namespace of its own -- DESIGN.md, trust boundaries)
+    for i, a in enumerate(runs if os.geteuid() == 0 else []):
         for b in runs[i + 1:]:
             if a["uid"] == b["uid"] and a["t"][0] < b["t"][1] and b["t"][0] < a["t"][1]:
                 bad.append("two runs in flight at once ran as uid %d" % a["uid"])
