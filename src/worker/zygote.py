@@ -18,7 +18,11 @@
 # str/bytes hash seed.  The template is recycled after a bounded number of runs
 # (template.c), which re-randomizes both.  The `random` module reseeds itself in every
 # forked child (os.register_at_fork, run by PyOS_AfterFork_Child as for os.fork), so no
-# two runs see the same random stream.
+# two runs see the same random stream.  What a warm run can tell from a cold one: the
+# modules preloaded here are in sys.modules, and the two frames of this file's own
+# (<module>, _zyg_run) are below the code's (traceback.print_stack, inspect.stack show
+# them; the recursion depth the code can reach is that much smaller); a traceback of the
+# code's own exception shows its frames only, as a cold run's.
 import sys, os, ctypes, json, struct, signal, socket, select, resource, types, builtins, time
 
 _G0 = None  # the shape of a fresh -c __main__ (set by the first statement below)
@@ -55,7 +59,7 @@ class _Params(ctypes.Structure):  # zyg.c, struct zyg_params
 
 class _Out(ctypes.Structure):  # zyg.c, struct zyg_out
     _fields_ = [("spec", ctypes.c_void_p), ("size", ctypes.c_uint32), ("first", ctypes.c_uint32),
-                ("fce", ctypes.c_int), ("text", ctypes.c_int)]
+                ("fce", ctypes.c_int), ("text", ctypes.c_int), ("prewarm", ctypes.c_int)]
 
 
 # zyg_spec.h's record types the program reads here
@@ -83,11 +87,12 @@ def _zyg_finish(out):
             argv.append(None)
         elif typ == _ZR_CODE:
             code = data
-    os.environ.clear()
+    pairs = []
     for kv in env:
         k, _, v = kv.partition(b"=")
         if k:
-            os.environb[k] = v
+            pairs.append((k, v))
+    _zyg_environ(pairs)
     for k, v in _COERCED:
         if k not in os.environ:
             os.environ[k] = v
@@ -99,7 +104,11 @@ def _zyg_finish(out):
     if code is None:
         os._exit(126)
     if hasattr(sys, "orig_argv"):
-        sys.orig_argv[:] = [os.fsdecode(code if a is None else a) for a in argv]
+        # (a worker text's decoded once, in the template: ~0.1 ms and a dozen pages of
+        # every run otherwise)
+        text = _TEXTS_FS[out.text] if out.text >= 0 else None
+        sys.orig_argv[:] = [os.fsdecode(a) if a is not None else
+                            text if text is not None else os.fsdecode(code) for a in argv]
     os.close(out.fce)
     if out.text >= 0 and out.text in _PREMAIN:
         # govex's worker: its __main__ with its definitions made in the template
@@ -107,6 +116,25 @@ def _zyg_finish(out):
         return code
     sys.modules["__main__"] = _fresh_main()
     return code
+
+
+def _zyg_environ(pairs):
+    """os.environ (and os.environb) and the C environment made PAIRS' (name, value:
+    bytes), in order.  CPython's os._Environ keeps the encoded pairs in one dict both
+    share: set there directly (measured: ~0.07 ms of every run through the mapping's
+    generic clear and set)."""
+    data = getattr(os.environ, "_data", None)
+    if type(data) is not dict or getattr(os.environb, "_data", None) is not data:
+        os.environ.clear()
+        for k, v in pairs:
+            os.environb[k] = v
+        return
+    for k in data:
+        os.unsetenv(k)
+    data.clear()
+    for k, v in pairs:
+        os.putenv(k, v)
+        data[k] = v
 
 
 def _fresh_main():
@@ -139,25 +167,42 @@ def _zyg_warm():
         # _sha256 (3.12: _sha2) is the worker's digest of every request's source
         # (worker.py, sha256_text): a shared object, loaded in each run otherwise
         # (measured: ~0.5 ms of a warm MCP snippet)
-        for m in ("ast", "inspect", "hashlib", "types", "builtins", "typing", "_sha256",
+        for m in ("ast", "inspect", "types", "builtins", "typing", "_sha256",
                   "_sha2"):
             try:
                 __import__(m)
             except Exception:
                 pass
+    # what every run's end imports (_zyg_exit): atexit is built in but not imported at
+    # start (measured: ~0.2 ms and 37 copy-on-write faults of every run otherwise)
+    import atexit
+    atexit._ncallbacks()
     compile("def f(x):\n    return [i * x for i in range(3)]\nprint(f(2))\n", "<string>", "exec")
-    # Everything the template made stays out of the collector's way: a collection in a
-    # run would otherwise write to every object's header and copy the template's whole
-    # heap page by page (copy-on-write).  The collector stays enabled for the run's own
-    # objects, as in a cold interpreter.
+    _zyg_settle()
+
+
+def _zyg_settle():
+    """Everything the template made stays out of the collector's way: a collection in a
+    run would otherwise write to every object's header and copy the template's whole
+    heap page by page (copy-on-write).  The collector stays enabled for the run's own
+    objects, as in a cold interpreter.  Then the C heap's free pages go back to the
+    kernel: every page the template holds is copied into each of a run's two processes'
+    page tables and unmapped at their exits (measured: compiling and running the worker
+    texts leave 5 MB free in the heap, a third of the worker template)."""
     import gc
     gc.collect()
+    try:
+        ctypes.pythonapi.malloc_trim(0)  # (the process's symbols: libc's)
+    except Exception:
+        pass  # (not glibc: the pages stay)
+    gc.collect()  # (what the call above made)
     if hasattr(gc, "freeze"):
         gc.freeze()
 
 
 _PRECOMPILED = {}
 _TEXTS = []
+_TEXTS_FS = []  # the texts as os.fsdecode gives them (a run's sys.orig_argv)
 _PREMAIN = {}  # text index: that worker text's __main__, its body run (a worker template)
 
 
@@ -182,6 +227,7 @@ def _zyg_precompile(ctl):
         os.close(fds[1])
     for t in texts:
         _TEXTS.append(t.encode())
+        _TEXTS_FS.append(os.fsdecode(_TEXTS[-1]))
         if _PARAMS["worker"]:  # (only the worker's template runs them)
             _PRECOMPILED[_TEXTS[-1]] = compile(t, "<string>", "exec", dont_inherit=True)
     if _PARAMS["worker"]:
@@ -199,36 +245,46 @@ def _zyg_precompile(ctl):
             m.__dict__["__name__"] = "__main__"
             if callable(m.__dict__.get("main")):
                 _PREMAIN[i] = m
-        import gc
-        gc.collect()
-        if hasattr(gc, "freeze"):
-            gc.freeze()
+        _zyg_settle()
     return zyg
 
 
-def _zyg_prewarm():
-    """In a spare before its request: the interpreter's own paths a run's start and govex's
-    worker take, with constant inputs of govex's (nothing of any request, nothing a run
-    can tell apart from a fresh start), so that the copy-on-write faults of their first
-    writes are taken here, ahead of the request, not on its path (measured: ~1 ms of a
-    warm MCP snippet's latency)."""
-    env = list(os.environb.items())
-    os.environ.clear()
-    for k, v in env:
-        os.environb[k] = v
+def _zyg_prewarm(zyg, idle):
+    """In a spare before its request, once it waited IDLE ms for it (the spare's spec,
+    template_spare.c: PREWARM_IDLE_MS; -1: at once, in full; -2: never): the
+    interpreter's own paths a run's start and govex's worker take, with constant inputs
+    of govex's (nothing of any request, nothing a run can tell apart from a fresh start),
+    so that the copy-on-write faults of their first writes are taken here, ahead of the
+    request, not on its path (measured: ~1 ms of an isolated warm MCP call's latency).
+    A step starts only while the request is not there."""
+    wait = zyg.govex_zyg_wait
+    wait.argtypes = [ctypes.c_int]
+    wait.restype = ctypes.c_int
+    if idle == -2 or (idle >= 0 and wait(idle)):
+        return
+    steps = [_zyg_prewarm_start]
+    # govex's worker's own paths, on its constant inputs (worker.py, _GOVEX_PREWARM): the
+    # first text's, the one of call mode and snippets (the inspection text's runs are
+    # rare: inspections are cached)
+    for i in sorted(_PREMAIN):
+        f = _PREMAIN[i].__dict__.get("_GOVEX_PREWARM")
+        if f:
+            steps.extend(f)
+            break
+    for f in steps:
+        if idle >= 0 and wait(0):
+            return
+        try:
+            f()
+        except BaseException:
+            pass
+
+
+def _zyg_prewarm_start():
+    _zyg_environ(list(os.environb.items()))
     struct.unpack_from("=II", bytes(16), 0)
     time.tzset()
     types.ModuleType("__main__")
-    if _PARAMS["worker"]:
-        src = "x = [i * 2 for i in range(3)]\nx\n"
-        compile(src, "<snippet>", "exec", dont_inherit=True)
-        try:
-            import ast
-            ast.parse(src)
-        except Exception:
-            pass
-        json.loads(json.dumps({"op": "snippet", "code": src, "value": [1, 2.5, "x", None]},
-                              sort_keys=True, separators=(",", ":")))
 
 
 def _zyg_serve():
@@ -256,7 +312,7 @@ def _zyg_serve():
     if not out.spec:
         # a spare (every step taken, the request not there yet): what a run's start
         # writes, written now, then the go
-        _zyg_prewarm()
+        _zyg_prewarm(zyg, out.prewarm)
         zyg.govex_zyg_go.argtypes = [ctypes.POINTER(_Out)]
         zyg.govex_zyg_go.restype = ctypes.c_int
         zyg.govex_zyg_go(ctypes.byref(out))

@@ -79,6 +79,12 @@ unsigned rwarm_recycle_runs(void);
 void rwarm_template_stop(struct rtemplate *t);
 /* (no lock) */
 void rwarm_log(const char *what, const char *why);
+/* GOVEX_WARM_SPARE=1 (tests): every run waits for its spare, and a spare warms up in full
+ * before its go (zygote.py, _zyg_prewarm), so that the escape suite attacks those;
+ * GOVEX_WARM_SPARE=bare: a spare never warms up (tests and measurements). */
+bool rwarm_spare_wait(void);
+/* A spare's prewarm (zyg_spec.h), set when the host readies it for runs shaped like l. */
+int rwarm_prewarm(const struct govex__launch *l);
 char *rwarm_locale_key(char *const *envp);
 
 /* template_spare.c */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "restricted.h"
+#include "template_int.h"
 #include "zyg_spec.h"
 
 json_t *rwarm_hex(const void *data, size_t len)
@@ -165,6 +166,7 @@ static char *spec_build(const struct rwarm_run *r, enum spec_kind kind, const ch
 		goto own;
 	}
 	h->deferred = kind == SPEC_SPARE;
+	h->prewarm = kind == SPEC_SPARE ? rwarm_prewarm(l) : 0;
 	for (int i = 0; i < RCG_N; i++)
 		h->nprocs += r->cg->procs_fd[i] >= 0;
 	h->has_cpu = r->cg->cpu_fd >= 0;

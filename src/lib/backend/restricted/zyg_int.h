@@ -72,11 +72,15 @@ struct zyg_out {
 	int fce;	/* the error pipe (close-on-exec), closed by zygote.py right before the
 			 * code runs */
 	int text;	/* which worker text, or -1: the ZR_CODE record */
+	int prewarm;	/* a spare: its header's prewarm */
 };
 
 /* A spare's program, returned from govex_zyg_serve with out->spec NULL (every step
  * taken, the interpreter warmed up meanwhile): waits for the go and fills out. */
 __attribute__((visibility("default"))) int govex_zyg_go(struct zyg_out *out);
+/* A spare's program before its go: 1 when the go (or the spare's end) is there or comes
+ * within ms milliseconds, 0 otherwise (zygote.py warms up meanwhile, not under load). */
+__attribute__((visibility("default"))) int govex_zyg_wait(int ms);
 __attribute__((visibility("default"))) int govex_zyg_serve(const struct zyg_params *p,
 							   struct zyg_out *out);
 

@@ -215,12 +215,22 @@ static void program(const struct zyg_params *p, struct spec *s, struct runfds *f
 		spare = *s;
 		spare_csock = csock;
 		out->spec = NULL;
+		out->prewarm = s->h->prewarm;
 		return;
 	}
 	out->spec = s->base;
 	out->size = s->size;
 	out->first = sizeof(struct zyg_hdr);
 	out->text = s->h->text;
+}
+
+int govex_zyg_wait(int ms)
+{
+	if (spare_csock < 0)
+		return 1;
+	struct pollfd pfd = {.fd = spare_csock, .events = POLLIN};
+	/* readable, ended, or poll failed (a signal): the go (or its end) may be there */
+	return poll(&pfd, 1, ms) != 0;
 }
 
 int govex_zyg_go(struct zyg_out *out)

@@ -41,7 +41,9 @@ struct zyg_hdr {
 	 * spec with the run's own records -- ENV, ARGV, ARGV_CODE, CODE, FILE, REMOUNT --
 	 * its text, outputs and has_extra, and the call-mode descriptor when has_extra) */
 	int32_t deferred;
-	int32_t pad;
+	/* a spare's warm-up before its go (zygote.py, _zyg_prewarm): after waiting that
+	 * many ms for it, or -1: in full at once (GOVEX_WARM_SPARE=1), -2: never (=bare) */
+	int32_t prewarm;
 };
 
 enum zyg_record {
