@@ -472,7 +472,9 @@ ranges = []
 for m in maps:
     a, b = (int(x, 16) for x in m[0].split("-"))
     ranges.append([m[0], m[1]])
-    if "r" in m[1]:
+    # what the inits execute and read, not the data segment (a private copy each
+    # process writes: a spare's and a forked run's differ)
+    if "r" in m[1] and "w" not in m[1]:
         h.update(_o.pread(mem, b - a, a))
 _o.close(mem)
 opened = []
