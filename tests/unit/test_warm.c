@@ -579,8 +579,11 @@ START_TEST(test_recycled_and_restarted)
 	ck_assert_msg(n >= 2 && n <= 4, "%zu children (templates) after recycling", n);
 	for (size_t i = 0; i < n; i++) {
 		ck_assert_int_eq(kill(kids[i], SIGKILL), 0);
+		/* dead once waitable, or already reaped: a recycled template (retired after
+		 * its 3 runs) is reaped by the runtime's own threads, which may come first */
 		siginfo_t si;
-		ck_assert_int_eq(waitid(P_PID, (id_t)kids[i], &si, WEXITED | WNOWAIT), 0);
+		int w = waitid(P_PID, (id_t)kids[i], &si, WEXITED | WNOWAIT);
+		ck_assert_msg(w == 0 || errno == ECHILD, "waitid: %s", strerror(errno));
 	}
 	json_t *d = run(rt_warm, "print('again')", NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(d, "stdout")), "again\n");
