@@ -8,7 +8,11 @@ sequential calls of run_python_snippet (`code: "6*7"`) and of the module tool `a
 interleaved round by round.  A benchmark, not a test: it never fails on noise.
 
 usage: bench/mcp.py [--govex build/govex] [--compare OTHER] [--preset strict]
-                    [--calls 200] [--inflight 16] [--burst 400] [--rounds 2]
+                    [--calls 200] [--inflight 16] [--burst 400] [--rounds 2] [--gap 0]
+
+--gap MS sleeps MS milliseconds before each sequential call: the calls of an agent,
+seconds apart, find an idle server (its CPUs asleep, its spares made and warmed up);
+back to back (the default) they find it busy with the previous call's aftermath.
 
 The in-flight rate is measured in --rounds alternating bursts per build (the median
 is printed), with the machine's CPU time per call over the bursts: all CPUs' busy time
@@ -141,6 +145,7 @@ def main():
     ap.add_argument("--inflight", type=int, default=16)
     ap.add_argument("--burst", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--gap", type=float, default=0.0)
     a = ap.parse_args()
     builds = [("this build", a.govex)] + ([("compared", a.compare)] if a.compare else [])
     servers = {name: Server(path, a.preset) for name, path in builds}
@@ -153,6 +158,8 @@ def main():
         order = builds if i % 2 == 0 else builds[::-1]
         for name, _ in order:
             for c, params in CALLS.items():
+                if a.gap:
+                    time.sleep(a.gap / 1000.0)
                 times[(name, c)].append(timed(servers[name], params))
     rates = {name: [] for name, _ in builds}
     cpu = {name: [] for name, _ in builds}
@@ -164,8 +171,9 @@ def main():
             cpu[name].append((busy_ms() - b0) / a.burst)
     for s in servers.values():
         s.close()
-    print("preset %s, %d sequential calls of each kind (interleaved), %d in flight for %d "
-          "snippets" % (a.preset, a.calls, a.inflight, a.burst))
+    print("preset %s, %d sequential calls of each kind (interleaved%s), %d in flight for %d "
+          "snippets" % (a.preset, a.calls, ", %g ms apart" % a.gap if a.gap else "",
+                        a.inflight, a.burst))
     for name, _ in builds:
         for c in CALLS:
             v = sorted(times[(name, c)])
