@@ -270,6 +270,25 @@ static void relay_amend(void *ctx, struct govex__shim_report *rep)
 		rl->r->amend(rl->r->ctx, rep);
 }
 
+/* The run through the shim's supervision with OPS, then its outputs once the init
+ * reported: it killed and reaped every process of the run first (no report, no outputs:
+ * as a cold shim that did not report); the relay's descriptors closed. */
+static int relay_shim(struct relay *rl, const struct govex__shim_ops *ops, struct govex__outcome *o,
+		      struct govex_error *err)
+{
+	int ret = govex__run_shim(rl->r->l, rl->f, ops, rl, o, err);
+	if (rl->reported && rl->r->l->outputs) {
+		if (rl->wdfd < 0)
+			relay_take(rl);
+		rfiles_out(rl->r->l, rl->wdfd);
+	}
+	int *fds[] = {&rl->watch, &rl->wdfd, &rl->pidfd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	return ret;
+}
+
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err)
 {
@@ -281,19 +300,7 @@ int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__
 	    .after_fork = relay_after_fork,
 	    .amend = relay_amend,
 	};
-	int ret = govex__run_shim(r->l, f, &ops, &rl, o, err);
-	/* outputs once the init reported: it killed and reaped every process of the run
-	 * first (no report, no outputs: as a cold shim that did not report) */
-	if (rl.reported && r->l->outputs) {
-		if (rl.wdfd < 0)
-			relay_take(&rl);
-		rfiles_out(r->l, rl.wdfd);
-	}
-	int *fds[] = {&rl.watch, &rl.wdfd, &rl.pidfd};
-	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
-		if (*fds[i] >= 0)
-			close(*fds[i]);
-	return ret;
+	return relay_shim(&rl, &ops, o, err);
 }
 
 /* A spare's launch: the go ('g', the run's own spec and call mode's descriptor) on the
@@ -324,15 +331,5 @@ int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, stru
 	    .amend = relay_amend,
 	    .pipes_open = true,
 	};
-	int ret = govex__run_shim(r->l, f, &ops, &rl, o, err);
-	if (rl.reported && r->l->outputs) {
-		if (rl.wdfd < 0)
-			relay_take(&rl);
-		rfiles_out(r->l, rl.wdfd);
-	}
-	int *fds[] = {&rl.watch, &rl.wdfd, &rl.pidfd};
-	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
-		if (*fds[i] >= 0)
-			close(*fds[i]);
-	return ret;
+	return relay_shim(&rl, &ops, o, err);
 }
