@@ -23,7 +23,8 @@
  * zyg_spec.h) over a SOCK_SEQPACKET socket to one of the run inits the template made
  * ahead, places the run's files, and after the run collects the outputs.  The template's
  * side is C (zyg.c, a libc-only shared object embedded here and loaded by the
- * interpreter from a memfd): its inits are clone3s of the interpreter into mount, PID,
+ * interpreter from a memfd): its inits are clones of the interpreter (sharing its
+ * memory) into mount, PID,
  * IPC and UTS namespaces of their own (and a network namespace from a pool, one run at
  * a time, kept only while it holds no socket), each with its program child forked and
  * waiting.  The init reads the spec (the template itself never reads a run's data),

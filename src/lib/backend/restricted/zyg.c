@@ -9,12 +9,13 @@
  * zygote.py to run the code.
  *
  * Per template (T), made ahead, SPARES at a time, each replaced once taken:
- *   B  clone3 of T into new mount, PID, IPC and UTS namespaces (and, under network:
- *      deny, a network namespace from T's pool): PID 1 of a future run.  Forks P and
- *      waits on the control socket for one run's descriptors (SCM_RIGHTS; the kernel
- *      gives each message to one B).
- *   P  PID 2, the program: Python's after-fork handlers run at once (PyOS_AfterFork_Child,
- *      as os.fork); its own session; waits for B.
+ *   B  clone of T (CLONE_VM: sharing T's memory, nothing of it copied) into new mount,
+ *      PID, IPC and UTS namespaces (and, under network: deny, a network namespace from
+ *      T's pool): PID 1 of a future run.  Forks P and waits on the control socket for one
+ *      run's descriptors (SCM_RIGHTS; the kernel gives each message to one B).
+ *   P  PID 2, the program: a copy of T's memory (libc's fork, from B, while T waits in
+ *      spare_make), back on T's frame in spare_make; Python's after-fork handlers run at
+ *      once (PyOS_AfterFork_Child, as os.fork); its own session; waits for B.
  * Per run (every step before any user code, each failure reported as {step, errno} on
  * the run's error pipe like a cold launch's):
  *   B  hands the descriptors to P, mounts the run's identity files, /tmp, workdir and
@@ -35,17 +36,93 @@
  * and a new one made.  Creating and destroying a network namespace per run costs more
  * than the rest of a warm run's namespaces together (measured: ~1.5 ms of CPU).
  *
- * Everything here runs in a fork of an interpreter: no allocation after a fork, no stdio,
- * only system calls and the few libc functions that wrap them.
+ * Sharing T's memory (measured with bench/floor.c: 0.5-0.9 ms of CPU less a run than a
+ * copy of the template for each init, which the fork copied and the exit unmapped), B
+ * keeps to three rules, since T and the other inits run meanwhile and every later
+ * program is a copy of that memory:
+ *   - B calls the kernel directly (zyg_int.h, zs): no libc function that writes errno
+ *     (T's thread's) or takes a lock, only string and signal-set ones; but for the fork
+ *     of P, libc's so that P's libc is set up as after any fork, made while T waits
+ *     and no other init forks (init_clone);
+ *   - nothing of a run is where a later program's fork copies it: B's stack is
+ *     MADV_DONTFORK from when P is forked (before any run's data), the run's spec is read
+ *     into a buffer that is MADV_DONTFORK before a byte is in it (spec_load); T unmaps
+ *     both once it reaped B (struct kid_mem);
+ *   - no signal handler runs in B (all are blocked: the interpreter's handlers would
+ *     write T's memory).
+ * Elsewhere (an architecture without zs) B is a copy of T, as fork makes one.
+ *
+ * T and P run in an interpreter's fork: no stdio; T allocates only between runs' forks.
  */
 #include "zyg_int.h"
+
+#include <setjmp.h>
 
 /* ---- T: the template's loop --------------------------------------------------------------- */
 
 struct kid {
 	int pidfd, taken, netfd;
 	bool spare;
+	char *mem; /* the init's stack and kid_mem (struct init_arg) */
+	size_t mem_len;
 };
+
+/* A program child's way back to T's frame in spare_make (zyg_back): T's setjmp before
+ * each clone; P's copy of T's stack holds that frame, since T waits in spare_make until
+ * the init forked P. */
+static jmp_buf back;
+struct zyg_child zyg_child;
+
+void zyg_back(void)
+{
+	longjmp(back, 1);
+}
+
+#define INIT_STACK (256u << 10)
+#define ZYG_PAGE   (64u << 10) /* a multiple of every page size */
+
+static int init_entry(void *arg)
+{
+	init_main(arg);
+}
+
+/* Clones the init and waits until it forked its program and said so ('F', or its end):
+ * the program's copy of T's memory is taken meanwhile, with nothing allocated, no lock
+ * held and this frame whole (the program comes back to it, from back), and no other init
+ * forks.  Returns the init's PID, -errno, or 0 in the program, its steps taken. */
+static long init_clone(struct init_arg *ia, int *pidfd, int taken, struct zyg_out *out)
+{
+	if (setjmp(back)) {
+		/* P, forked by its init: the init's stack is nothing of P's */
+		munmap(zyg_child.stack, zyg_child.stack_len);
+		program_main(ia->p, zyg_child.pair, &zyg_child.mask, out);
+		return 0;
+	}
+	int flags =
+	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD;
+	if (ZYG_SHARED_INIT)
+		flags |= CLONE_VM;
+	long pid = clone(init_entry, ia->stack + ia->stack_len - ZYG_PAGE, flags, ia, pidfd);
+	if (pid < 0)
+		return -errno;
+	char f = 0;
+	read1(taken, &f);
+	return pid;
+}
+
+/* The buffers the init recorded and its stack: T's memory (the init shared it), unmapped
+ * once the init is reaped. */
+static void kid_mem_free(struct kid *k)
+{
+	if (!k->mem)
+		return;
+	struct kid_mem *km = (struct kid_mem *)(k->mem + k->mem_len - ZYG_PAGE);
+	for (size_t i = 0; i < ARRAY_SIZE(km->spec); i++)
+		if (km->spec[i].base)
+			munmap(km->spec[i].base, km->spec[i].len);
+	munmap(k->mem, k->mem_len);
+	k->mem = NULL;
+}
 
 struct tmpl {
 	const struct zyg_params *p;
@@ -145,28 +222,43 @@ static int spare_make(struct tmpl *t, struct zyg_out *out)
 			return netfd;
 		}
 	}
-	int pidfd = -1;
-	struct clone_args ca;
-	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	ca.exit_signal = SIGCHLD;
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid == 0) {
+	/* the init's stack (a guard page below it) and its kid_mem page on top */
+	size_t mem_len = ZYG_PAGE + INIT_STACK + ZYG_PAGE;
+	char *mem = mmap(NULL, mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED || mprotect(mem, ZYG_PAGE, PROT_NONE) < 0) {
+		int e = -errno;
+		if (mem != MAP_FAILED)
+			munmap(mem, mem_len);
 		close(tp[0]);
-		init_main(p, tp[1], netfd, out);
-		return 1; /* in P */
-	}
-	int e = -errno;
-	close(tp[1]);
-	if (pid < 0) {
-		close(tp[0]);
+		close(tp[1]);
 		if (netfd >= 0)
 			t->free_net[t->n_free++] = netfd;
 		return e;
 	}
-	t->kids[t->n++] =
-	    (struct kid){.pidfd = pidfd, .taken = tp[0], .netfd = netfd, .spare = true};
+	struct init_arg ia = {.p = p,
+			      .taken = tp[1],
+			      .netfd = netfd,
+			      .km = (struct kid_mem *)(mem + mem_len - ZYG_PAGE),
+			      .stack = mem,
+			      .stack_len = mem_len};
+	int pidfd = -1;
+	long pid = init_clone(&ia, &pidfd, tp[0], out);
+	if (pid == 0)
+		return 1; /* in P */
+	close(tp[1]);
+	if (pid < 0) {
+		munmap(mem, mem_len);
+		close(tp[0]);
+		if (netfd >= 0)
+			t->free_net[t->n_free++] = netfd;
+		return (int)pid;
+	}
+	t->kids[t->n++] = (struct kid){.pidfd = pidfd,
+				       .taken = tp[0],
+				       .netfd = netfd,
+				       .spare = true,
+				       .mem = mem,
+				       .mem_len = mem_len};
 	t->spares++;
 	return 0;
 }
@@ -179,6 +271,7 @@ static void kid_end(struct tmpl *t, size_t i)
 	while (waitid((idtype_t)P_PIDFD, (id_t)k->pidfd, &si, WEXITED | WALL) < 0 && errno == EINTR)
 		;
 	close(k->pidfd);
+	kid_mem_free(k);
 	if (k->spare) {
 		t->spares--;
 		closep(&k->taken);

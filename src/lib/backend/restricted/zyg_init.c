@@ -2,7 +2,8 @@
 /*
  * Warm runs, the template's side in C (zyg.c has the whole picture): a run's init (B, PID 1 of the
  * run): its places, the go of a spare, the supervision of its program and the shim report; made
- * ahead by the template (init_main).
+ * ahead by the template (init_main).  B shares the template's memory: every call here is
+ * the kernel's own (zyg_int.h, zs), but for the fork of its program (zyg.c).
  */
 #include "zyg_int.h"
 
@@ -10,7 +11,7 @@
 
 int mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data)
 {
-	return neg(mount(src, dst, type, fl, data));
+	return (int)ZS5(SYS_mount, src, dst, type, fl, data);
 }
 
 int bind_ro(const char *src, const char *dst)
@@ -50,13 +51,14 @@ static void identity_files(const struct spec *s, const char *wd, int fce)
 		src[wl + 2] = (char)('0' + k / 10);
 		src[wl + 3] = '\0';
 		k++;
-		int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = z_open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0)
-			fail(fce, GOVEX_STEP_TMPFS, errno);
+			fail(fce, GOVEX_STEP_TMPFS, -fd);
 		size_t cl = rc.len - (uint32_t)pl - 1;
-		if (full_write(fd, rc.data + pl + 1, cl) < 0 || fchmod(fd, 0644) < 0)
-			fail(fce, GOVEX_STEP_TMPFS, errno ? errno : EIO);
-		close(fd);
+		ssize_t w = full_write(fd, rc.data + pl + 1, cl);
+		if (w < 0 || (w = ZS2(SYS_fchmod, fd, 0644)) < 0)
+			fail(fce, GOVEX_STEP_TMPFS, (int)-w);
+		z_close(fd);
 		int e = bind_ro(src, rc.data);
 		if (e < 0)
 			fail(fce, GOVEX_STEP_TMPFS, -e);
@@ -87,16 +89,16 @@ static void tmpfs_places(const struct spec *s, int fce)
  * read-only onto itself, in the run's mount namespace. */
 static void files_in(const struct spec *s, const char *wd, int watch, int fce)
 {
-	int fd = open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = z_open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, errno);
+		fail(fce, GOVEX_STEP_WORKDIR, -fd);
 	int e = send_fds(watch, 'W', &fd, 1);
-	close(fd);
+	z_close(fd);
 	if (e < 0)
 		fail(fce, GOVEX_STEP_WORKDIR, -e);
 	char go = 0;
 	if (read1(watch, &go) != 1 || go != 'G')
-		_exit(0); /* the host reported the failure on the error pipe */
+		z_exit(0); /* the host reported the failure on the error pipe */
 	struct recd rc;
 	int r;
 	char path[4096];
@@ -122,16 +124,18 @@ static void files_in(const struct spec *s, const char *wd, int watch, int fce)
  * one-way (it collects the outputs from it). */
 static void output_dir(const struct spec *s, const char *wd, int watch, int fce)
 {
-	int fd = open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = z_open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, errno);
-	if (mkdirat(fd, GOVEX__OUTPUT_DIR, 0700) < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, errno);
+		fail(fce, GOVEX_STEP_WORKDIR, -fd);
+	int e = z_mkdirat(fd, GOVEX__OUTPUT_DIR, 0700);
+	if (e < 0)
+		fail(fce, GOVEX_STEP_WORKDIR, -e);
 	if (s->h->uid != 0xFFFFFFFFu &&
-	    fchownat(fd, GOVEX__OUTPUT_DIR, s->h->uid, s->h->gid, AT_SYMLINK_NOFOLLOW) < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, errno);
-	int e = send_fds(watch, 'O', &fd, 1);
-	close(fd);
+	    (e = (int)ZS5(SYS_fchownat, fd, GOVEX__OUTPUT_DIR, s->h->uid, s->h->gid,
+			  AT_SYMLINK_NOFOLLOW)) < 0)
+		fail(fce, GOVEX_STEP_WORKDIR, -e);
+	e = send_fds(watch, 'O', &fd, 1);
+	z_close(fd);
 	if (e < 0)
 		fail(fce, GOVEX_STEP_WORKDIR, -e);
 }
@@ -151,10 +155,11 @@ static void proc_mount(const struct spec *s, int fce)
 	{
 		if (rec_str(&rc, 0) < 0)
 			fail(fce, GOVEX_STEP_PROC_MASK, EINVAL);
-		struct stat sb;
-		if (lstat(rc.data, &sb) < 0 || S_ISLNK(sb.st_mode))
+		struct statx sx;
+		if (ZS5(SYS_statx, AT_FDCWD, rc.data, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 ||
+		    S_ISLNK(sx.stx_mode))
 			continue;
-		if (S_ISDIR(sb.st_mode))
+		if (S_ISDIR(sx.stx_mode))
 			e = mnt("tmpfs", rc.data, "tmpfs", MS_RDONLY | MNT_FL,
 				"size=4k,nr_inodes=1,mode=0555");
 		else
@@ -180,20 +185,36 @@ const char *spec_workdir(const struct spec *s)
 
 /* ---- B: the run's init ---------------------------------------------------------------- */
 
+/* A decimal at s (strtoll writes errno): its value, or -1. */
+static int64_t decimal(const char *s)
+{
+	int64_t v = 0;
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
+}
+
 static int64_t cpu_ns(const struct init *b)
 {
 	if (b->f.cpu < 0)
 		return -1;
 	char buf[4096];
-	ssize_t n = pread(b->f.cpu, buf, sizeof(buf) - 1, 0);
+	ssize_t n = z_pread(b->f.cpu, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
 	if (b->s.h->cpu_version == 1)
-		return strtoll(buf, NULL, 10);
+		return decimal(buf);
 	for (char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
-		if (strncmp(l, "usage_usec ", 11) == 0)
-			return strtoll(l + 11, NULL, 10) * 1000;
+		if (strncmp(l, "usage_usec ", 11) == 0) {
+			int64_t us = decimal(l + 11);
+			return us < 0 ? -1 : us * 1000;
+		}
 	return -1;
 }
 
@@ -209,7 +230,7 @@ static void answer(struct init *b)
 {
 	struct seccomp_notif req;
 	memset(&req, 0, sizeof(req));
-	if (ioctl(b->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+	if (ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
 		return; /* the caller went away (ENOENT) or EINTR */
 	int err;
 	long nr = req.data.nr;
@@ -225,7 +246,7 @@ static void answer(struct init *b)
 			b->exec_denied++;
 	}
 	struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -err, .flags = 0};
-	ioctl(b->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	if ((int64_t)b->net_denied + b->exec_denied >= b->s.h->denials_max)
 		close_listener(b); /* the kernel refuses the rest (ENOSYS) */
 }
@@ -240,7 +261,7 @@ static void take_listener(struct init *b)
 	if (r > 0 && n == 1 && tag == 'L')
 		b->listener = fd;
 	else if (n == 1)
-		close(fd);
+		z_close(fd);
 }
 
 /* Reaps what is there; true once the program child is (its status in *st). */
@@ -248,7 +269,7 @@ bool reap(struct init *b, int *st, bool *got)
 {
 	for (;;) {
 		int wst;
-		pid_t pid = waitpid(-1, &wst, WNOHANG | WALL);
+		pid_t pid = z_wait(-1, &wst, WNOHANG | WALL);
 		if (pid <= 0)
 			return *got;
 		if (pid == b->child && !*got) {
@@ -281,8 +302,8 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 			if (tmo < 1)
 				tmo = 1;
 		}
-		int n = poll(p, 4, tmo);
-		if (n < 0 && errno != EINTR)
+		int n = z_poll(p, 4, tmo);
+		if (n < 0 && n != -EINTR)
 			break;
 		if (n > 0 && p[0].revents) {
 			killed = 1;
@@ -298,7 +319,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 		}
 		if (n > 0 && p[1].revents) {
 			struct signalfd_siginfo si;
-			while (read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			while (z_read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 		}
 		if (reap(b, &status, &got))
@@ -308,12 +329,12 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 	}
 	/* kill and reap everything in the run's PID namespace (all but this process, its
 	 * PID 1: kill(-1) reaches only the namespace's processes, and only from inside) */
-	if (getpid() == 1) {
+	if (z_getpid() == 1) {
 		for (;;) {
-			kill(-1, SIGKILL);
+			z_kill(-1, SIGKILL);
 			int wst;
-			pid_t pid = waitpid(-1, &wst, WALL);
-			if (pid < 0 && errno == EINTR)
+			pid_t pid = z_wait(-1, &wst, WALL);
+			if (pid == -EINTR)
 				continue;
 			if (pid < 0)
 				break;
@@ -323,12 +344,12 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 			}
 		}
 	} else {
-		kill(b->child, SIGKILL);
+		z_kill(b->child, SIGKILL);
 		reap(b, &status, &got);
 	}
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
-	getrusage(RUSAGE_CHILDREN, &ru);
+	ZS2(SYS_getrusage, RUSAGE_CHILDREN, &ru);
 	struct govex__shim_report rep = {
 	    .wait_status = status,
 	    .killed = killed,
@@ -344,7 +365,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 	 * tells the host, without waiting for this process's exit (the teardown of the
 	 * run's namespaces) */
 	closep(&b->f.watch);
-	_exit(0);
+	z_exit(0);
 }
 
 /* Files in or the output directory (s: the run's records), and a go's remount. */
@@ -380,21 +401,22 @@ static void close_mine(struct init *b)
 	int mine[] = {b->f.in, b->f.out, b->f.err, b->f.ce, b->f.extra};
 	for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 		if (mine[i] >= 0)
-			close(mine[i]);
+			z_close(mine[i]);
 	for (int i = 0; i < b->s.h->nprocs; i++)
-		close(b->f.fds[b->f.procs0 + i]);
+		z_close(b->f.fds[b->f.procs0 + i]);
 }
 
 /* Every process of the namespace killed and reaped (a spare the host let go). */
 static __attribute__((noreturn)) void init_drop(void)
 {
-	if (getpid() == 1)
+	if (z_getpid() == 1)
 		for (;;) {
-			kill(-1, SIGKILL);
-			if (waitpid(-1, NULL, WALL) < 0 && errno != EINTR)
+			z_kill(-1, SIGKILL);
+			pid_t r = z_wait(-1, NULL, WALL);
+			if (r < 0 && r != -EINTR)
 				break;
 		}
-	_exit(0);
+	z_exit(0);
 }
 
 /*
@@ -412,14 +434,14 @@ static void init_wait_go(struct init *b, int pair, const char *wd)
 		struct pollfd p[3] = {{.fd = b->f.watch, .events = POLLIN},
 				      {.fd = b->sfd, .events = POLLIN},
 				      {.fd = b->lsock, .events = POLLIN}};
-		int n = poll(p, 3, -1);
-		if (n < 0 && errno == EINTR)
+		int n = z_poll(p, 3, -1);
+		if (n == -EINTR)
 			continue;
 		if (n < 0)
 			init_drop();
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
-			while (read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			while (z_read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 			int st;
 			bool got = false;
@@ -439,24 +461,23 @@ static void init_wait_go(struct init *b, int pair, const char *wd)
 			continue;
 		if (r <= 0 || tag != 'g' || nf < 1) {
 			for (size_t i = 0; i < nf; i++)
-				close(fds[i]);
+				z_close(fds[i]);
 			init_drop(); /* the host let the spare go */
 		}
 		/* the go's spec, read here and forwarded to P with call mode's fd 3 */
-		int fwd[2] = {fcntl(fds[0], F_DUPFD_CLOEXEC, 3), nf > 1 ? fds[1] : -1};
-		struct spec gs;
-		int e = spec_map(fds[0], &gs); /* (closes fds[0]) */
+		int fwd[2] = {z_fcntl(fds[0], F_DUPFD_CLOEXEC, 3), nf > 1 ? fds[1] : -1};
+		struct spec gs = {0};
+		int e = spec_load(fds[0], &gs, &b->km->spec[1]); /* (closes fds[0]) */
 		if (e < 0 || fwd[0] < 0)
-			fail(fce, GOVEX_STEP_SHIM, e < 0 ? -e : errno);
+			fail(fce, GOVEX_STEP_SHIM, e < 0 ? -e : -fwd[0]);
 		run_files(&gs, wd, b->f.watch, fce);
 		e = send_fds(pair, 'g', fwd, fwd[1] >= 0 ? 2 : 1);
-		close(fwd[0]);
+		z_close(fwd[0]);
 		if (fwd[1] >= 0)
-			close(fwd[1]);
+			z_close(fwd[1]);
 		if (e < 0)
 			fail(fce, GOVEX_STEP_FORK, -e);
-		munmap((void *)gs.base, gs.size);
-		return;
+		return; /* (the go's spec is T's to free, as the run's) */
 	}
 }
 
@@ -468,7 +489,7 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 {
 	int fce = b->f.ce;
 	int se = send_fds(pair, 'F', b->f.fds, b->f.n);
-	int r = spec_map(b->f.spec, &b->s);
+	int r = spec_load(b->f.spec, &b->s, &b->km->spec[0]);
 	if (r < 0)
 		fail(fce, GOVEX_STEP_SHIM, -r);
 	if (runfds_index(&b->f, b->s.h) < 0)
@@ -486,29 +507,30 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 	if (!deferred)
 		run_files(&b->s, wd, b->f.watch, fce);
 	proc_mount(&b->s, fce);
-	if (full_write(pair, "G", 1) < 0) /* P goes on: its places are there */
-		fail(fce, GOVEX_STEP_FORK, errno ? errno : EPIPE);
+	ssize_t w = full_write(pair, "G", 1); /* P goes on: its places are there */
+	if (w < 0)
+		fail(fce, GOVEX_STEP_FORK, (int)-w);
 	/* B's own pidfd to the host, which kills B (and so the run's PID namespace) should
 	 * B not end after the host asked for the end (the last resort) */
 	if (b->f.watch >= 0) {
-		int pfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		int pfd = (int)ZS2(SYS_pidfd_open, z_getpid(), 0);
 		if (pfd >= 0) {
 			send_fds(b->f.watch, 'p', &pfd, 1);
-			close(pfd);
+			z_close(pfd);
 		}
 	}
 	if (deferred) {
 		/* P's guard listener comes on a duplicate of pair (lsock, closed once it came,
 		 * else kept for the supervision), pair itself carries the go */
-		b->lsock = b->s.h->notify ? fcntl(pair, F_DUPFD_CLOEXEC, 3) : -1;
+		b->lsock = b->s.h->notify ? z_fcntl(pair, F_DUPFD_CLOEXEC, 3) : -1;
 		if (b->s.h->notify && b->lsock < 0)
-			fail(fce, GOVEX_STEP_FORK, errno);
+			fail(fce, GOVEX_STEP_FORK, -b->lsock);
 		init_wait_go(b, pair, wd);
-		close(pair);
+		z_close(pair);
 	} else {
 		b->lsock = b->s.h->notify ? pair : -1;
 		if (!b->s.h->notify)
-			close(pair);
+			z_close(pair);
 	}
 	close_mine(b);
 	init_supervise(b);
@@ -516,47 +538,65 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 
 /* ---- B made ahead ------------------------------------------------------------------- */
 
-/* In B, cloned by T into the run's namespaces: forks P and waits for one run.  Returns
- * only in P (0). */
-int init_main(const struct zyg_params *p, int taken, int netfd, struct zyg_out *out)
+/* In B, cloned by T into the run's namespaces (sharing T's memory where ZYG_SHARED_INIT):
+ * forks P, which goes back to T's frame (zyg_back), tells T it may go on, and waits for
+ * one run.  Never returns. */
+__attribute__((noreturn)) void init_main(const struct init_arg *a)
 {
+	/* a is T's, valid until T is told: what B keeps is copied */
+	const struct zyg_params *p = a->p;
+	int taken = a->taken, netfd = a->netfd;
+	struct kid_mem *km = a->km;
+	char *stack = a->stack;
+	size_t stack_len = a->stack_len;
 	enum govex__step fstep = GOVEX__STEP_NONE;
-	int ferr = 0;
-	int keep[] = {p->ctl, taken, netfd};
-	close_except(keep, ARRAY_SIZE(keep));
-	if (netfd >= 0 && setns(netfd, CLONE_NEWNET) < 0) {
-		fstep = GOVEX_STEP_CLONE;
-		ferr = errno;
-	}
-	if (netfd >= 0)
-		close(netfd);
-	if (!fstep && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		fstep = GOVEX_STEP_MOUNT_PRIVATE;
-		ferr = errno;
-	}
-	/* named like a cold run's shim, not like the interpreter */
-	prctl(PR_SET_NAME, "govex-init", 0, 0, 0);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	int pair[2] = {-1, -1};
-	pid_t c = -1;
-	sigset_t chld, old;
+	int ferr = 0, e;
+	/* no signal runs a handler here (the interpreter's would write T's memory); P gets
+	 * T's mask back, SIGCHLD comes on the signalfd */
+	sigset_t all, chld, old;
+	sigfillset(&all);
+	z_sigmask(SIG_BLOCK, &all, &old);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, &old);
-	struct init b = {.child = -1, .lsock = -1, .listener = -1, .sfd = -1};
-	if (!fstep && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
-		fstep = GOVEX_STEP_FORK;
-		ferr = errno;
+	int keep[] = {p->ctl, taken, netfd};
+	close_except(keep, ARRAY_SIZE(keep));
+	if (netfd >= 0 && (e = (int)ZS2(SYS_setns, netfd, CLONE_NEWNET)) < 0) {
+		fstep = GOVEX_STEP_CLONE;
+		ferr = -e;
 	}
-	if (!fstep && (b.sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+	if (netfd >= 0)
+		z_close(netfd);
+	if (!fstep && (e = mnt(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0) {
+		fstep = GOVEX_STEP_MOUNT_PRIVATE;
+		ferr = -e;
+	}
+	/* named like a cold run's shim, not like the interpreter; not dumpable (the mm's
+	 * flag: T's too, and P's until its ids are set) */
+	ZS2(SYS_prctl, PR_SET_NAME, "govex-init");
+	ZS2(SYS_prctl, PR_SET_DUMPABLE, 0);
+	int pair[2] = {-1, -1};
+	pid_t c = -1;
+	struct init b = {.child = -1, .lsock = -1, .listener = -1, .sfd = -1, .km = km};
+	if (!fstep &&
+	    (e = (int)ZS4(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair)) < 0) {
 		fstep = GOVEX_STEP_FORK;
-		ferr = errno;
+		ferr = -e;
+	}
+	if (!fstep &&
+	    (b.sfd = (int)ZS4(SYS_signalfd4, -1, &chld, 8, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		fstep = GOVEX_STEP_FORK;
+		ferr = -b.sfd;
+		b.sfd = -1;
 	}
 	if (!fstep) {
+		/* libc's fork, for the program's libc (its thread's id, its locks): T waits,
+		 * nothing else forks meanwhile (zyg.c), so errno is B's for this call */
+		zyg_child = (struct zyg_child){
+		    .pair = pair[1], .mask = old, .stack = stack, .stack_len = stack_len};
 		c = fork();
 		if (c == 0) {
 			close(pair[0]);
-			return program_main(p, pair[1], &old, out);
+			zyg_back(); /* P: on with T's frame */
 		}
 		if (c < 0) {
 			fstep = GOVEX_STEP_FORK;
@@ -565,18 +605,23 @@ int init_main(const struct zyg_params *p, int taken, int netfd, struct zyg_out *
 		}
 		closep(&pair[1]);
 	}
+	/* this stack is no later program's (a run's data will be on it), then T goes on */
+	int dontfork = (int)ZS3(SYS_madvise, stack, stack_len, MADV_DONTFORK);
+	full_write(taken, "F", 1);
+	if (dontfork < 0)
+		z_exit(0); /* takes no run (its PID namespace ends with it) */
 	b.child = c;
 	/* a failure: this process takes the next run and reports it as that run's */
 	for (;;) {
 		struct pollfd pf[2] = {{.fd = p->ctl, .events = POLLIN},
 				       {.fd = pair[0], .events = POLLIN}};
-		int n = poll(pf, pair[0] >= 0 ? 2 : 1, -1);
-		if (n < 0 && errno == EINTR)
+		int n = z_poll(pf, pair[0] >= 0 ? 2 : 1, -1);
+		if (n == -EINTR)
 			continue;
 		if (n < 0)
-			_exit(0);
+			z_exit(0);
 		if (pair[0] >= 0 && pf[1].revents)
-			_exit(0); /* the program child is gone (nothing of a run was here) */
+			z_exit(0); /* the program child is gone (nothing of a run was here) */
 		if (!pf[0].revents)
 			continue;
 		char tag;
@@ -586,17 +631,17 @@ int init_main(const struct zyg_params *p, int taken, int netfd, struct zyg_out *
 		if (r <= 0) {
 			/* the host closed the control socket: the template is retired */
 			full_write(taken, "E", 1);
-			_exit(0);
+			z_exit(0);
 		}
 		if (tag == 'R' && b.f.n >= 7)
 			break;
 		for (size_t i = 0; i < b.f.n; i++)
-			close(b.f.fds[i]);
+			z_close(b.f.fds[i]);
 		b.f.n = 0;
 	}
 	full_write(taken, "T", 1);
-	close(taken);
-	close(p->ctl);
+	z_close(taken);
+	z_close(p->ctl);
 	runfds_index(&b.f, NULL);
 	init_run(&b, pair[0], fstep, ferr);
 }

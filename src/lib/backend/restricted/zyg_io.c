@@ -15,29 +15,28 @@ int neg(long r)
 void closep(int *fd)
 {
 	if (*fd >= 0)
-		close(*fd);
+		z_close(*fd);
 	*fd = -1;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-	return (x > y) - (x < y);
-}
-
-/* Closes every descriptor from 3 up but keep[] (-1 entries ignored). */
+/* Closes every descriptor from 3 up but keep[] (-1 entries ignored; sorted here). */
 void close_except(int *keep, size_t n)
 {
-	qsort(keep, n, sizeof(int), cmp_int);
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int x = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = x;
+		}
 	unsigned lo = 3;
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i] < (int)lo)
 			continue;
 		if ((unsigned)keep[i] > lo)
-			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+			ZS3(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
 		lo = (unsigned)keep[i] + 1;
 	}
-	syscall(SYS_close_range, lo, ~0U, 0);
+	ZS3(SYS_close_range, lo, ~0U, 0);
 }
 
 __attribute__((noreturn)) void fail(int fce, enum govex__step step, int err)
@@ -46,21 +45,21 @@ __attribute__((noreturn)) void fail(int fce, enum govex__step step, int err)
 	if (fce >= 0) {
 		ssize_t w;
 		do
-			w = write(fce, &ce, sizeof(ce));
-		while (w < 0 && errno == EINTR);
+			w = z_write(fce, &ce, sizeof(ce));
+		while (w == -EINTR);
 	}
-	_exit(127);
+	z_exit(127);
 }
 
 ssize_t full_write(int fd, const void *buf, size_t len)
 {
 	size_t off = 0;
 	while (off < len) {
-		ssize_t w = write(fd, (const char *)buf + off, len - off);
-		if (w < 0 && errno == EINTR)
+		ssize_t w = z_write(fd, (const char *)buf + off, len - off);
+		if (w == -EINTR)
 			continue;
 		if (w <= 0)
-			return -1;
+			return w < 0 ? w : -EIO;
 		off += (size_t)w;
 	}
 	return (ssize_t)off;
@@ -70,8 +69,8 @@ ssize_t read1(int fd, char *b)
 {
 	ssize_t n;
 	do
-		n = read(fd, b, 1);
-	while (n < 0 && errno == EINTR);
+		n = z_read(fd, b, 1);
+	while (n == -EINTR);
 	return n;
 }
 
@@ -91,9 +90,9 @@ ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags
 			     .msg_iovlen = 1,
 			     .msg_control = u.buf,
 			     .msg_controllen = CMSG_SPACE(max * sizeof(int))};
-	ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+	ssize_t r = ZS3(SYS_recvmsg, sock, &msg, MSG_CMSG_CLOEXEC | flags);
 	if (r < 0)
-		return -errno;
+		return r;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -104,7 +103,7 @@ ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags
 			if (*n < max)
 				fds[(*n)++] = fd;
 			else
-				close(fd);
+				z_close(fd);
 		}
 	}
 	return r;
@@ -130,14 +129,25 @@ int send_fds(int sock, char tag, const int *fds, size_t n)
 	}
 	ssize_t w;
 	do
-		w = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	return w == 1 ? 0 : -(w < 0 ? errno : EIO);
+		w = ZS3(SYS_sendmsg, sock, &msg, MSG_NOSIGNAL);
+	while (w == -EINTR);
+	return w == 1 ? 0 : w < 0 ? (int)w : -EIO;
 }
 
 /* ---- the run's spec ---------------------------------------------------------------- */
 
-/* Maps the spec memfd (closed); 0 or -errno. */
+static int spec_check(struct spec *s, const void *m, uint32_t size)
+{
+	s->base = m;
+	s->size = size;
+	s->h = m;
+	if (s->h->magic != ZYG_MAGIC || s->h->size != s->size || s->h->nprocs < 0 ||
+	    s->h->nprocs > 8 || s->h->report_size != sizeof(struct govex__shim_report))
+		return -EINVAL;
+	return 0;
+}
+
+/* Maps the spec memfd (closed); 0 or -errno.  The program's: its memory is its own. */
 int spec_map(int fd, struct spec *s)
 {
 	struct stat sb;
@@ -153,13 +163,43 @@ int spec_map(int fd, struct spec *s)
 	close(fd);
 	if (r < 0)
 		return r;
-	s->base = m;
-	s->size = (uint32_t)sb.st_size;
-	s->h = m;
-	if (s->h->magic != ZYG_MAGIC || s->h->size != s->size || s->h->nprocs < 0 ||
-	    s->h->nprocs > 8 || s->h->report_size != sizeof(struct govex__shim_report))
-		return -EINVAL;
-	return 0;
+	return spec_check(s, m, (uint32_t)sb.st_size);
+}
+
+/*
+ * The init's: the spec memfd (closed) read into memory of its own that no fork copies
+ * (MADV_DONTFORK before a byte of the run is in it).  The init shares the template's
+ * memory, and a program forked from it later (another spare's) copies what is mapped
+ * there: a mapping of the memfd would be a later run's way to this run's spec.  A fork
+ * between the mmap and the madvise copies zeros.  The buffer is recorded in *buf, which
+ * T frees once it reaped the init (an init never unmaps what T's memory holds: T may map
+ * something else there after it).
+ */
+int spec_load(int fd, struct spec *s, struct zyg_buf *buf)
+{
+	long size = ZS3(SYS_lseek, fd, 0, SEEK_END);
+	int r = size < 0 ? (int)size : 0;
+	if (r == 0 && (size < (long)sizeof(struct zyg_hdr) || size > (long)ZYG_SPEC_MAX))
+		r = -EINVAL;
+	long m = -EINVAL;
+	if (r == 0 && (m = ZS6(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) < 0)
+		r = (int)m;
+	if (r == 0) {
+		buf->base = (void *)m;
+		buf->len = (size_t)size;
+		r = (int)ZS3(SYS_madvise, m, size, MADV_DONTFORK);
+	}
+	for (long off = 0; r == 0 && off < size;) {
+		ssize_t n = z_pread(fd, (char *)m + off, (size_t)(size - off), off);
+		if (n == -EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? (int)n : -EIO;
+		off += n > 0 ? n : 0;
+	}
+	z_close(fd);
+	return r < 0 ? r : spec_check(s, (const void *)m, (uint32_t)size);
 }
 
 /* The next record at *off (advanced): 1, 0 at the end, -EINVAL when malformed. */
