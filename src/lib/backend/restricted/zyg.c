@@ -57,6 +57,10 @@
 #include "zyg_int.h"
 
 #include <setjmp.h>
+#if ZYG_SHARED_INIT && __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define ZYG_RSEQ 1
+#endif
 
 /* ---- T: the template's loop --------------------------------------------------------------- */
 
@@ -86,6 +90,27 @@ static int init_entry(void *arg)
 	init_main(arg);
 }
 
+/*
+ * The program's rseq registration, as libc made it for T's thread.  The kernel drops a
+ * CLONE_VM child's registration, so the init had none for P to inherit, while P's libc
+ * believes its thread registered and reads the CPU from the area (sched_getcpu would
+ * give T's CPU as of the fork, for ever).  The same area, length and signature as libc's;
+ * a kernel or libc without rseq leaves nothing to do.
+ */
+static void rseq_again(void)
+{
+#ifdef ZYG_RSEQ
+	if (__rseq_size == 0)
+		return;
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	struct rseq *r = (struct rseq *)(void *)(tp + __rseq_offset);
+	r->rseq_cs = 0;
+	r->cpu_id = RSEQ_CPU_ID_UNINITIALIZED;
+	syscall(SYS_rseq, r, 32, 0, RSEQ_SIG);
+#endif
+}
+
 /* Clones the init and waits until it forked its program and said so ('F', or its end):
  * the program's copy of T's memory is taken meanwhile, with nothing allocated, no lock
  * held and this frame whole (the program comes back to it, from back), and no other init
@@ -94,6 +119,7 @@ static long init_clone(struct init_arg *ia, int *pidfd, int taken, struct zyg_ou
 {
 	if (setjmp(back)) {
 		/* P, forked by its init: the init's stack is nothing of P's */
+		rseq_again();
 		munmap(zyg_child.stack, zyg_child.stack_len);
 		program_main(ia->p, zyg_child.pair, &zyg_child.mask, out);
 		return 0;
