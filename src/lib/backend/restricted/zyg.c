@@ -50,6 +50,9 @@
  *     both once it reaped B (struct kid_mem);
  *   - no signal handler runs in B (all are blocked: the interpreter's handlers would
  *     write T's memory).
+ * Of T's thread, a CLONE_VM child loses its rseq registration (P registers again:
+ * rseq_again) and its alternate signal stack (T has none: its interpreter gets only the
+ * run's flags and locale, so no faulthandler; a run's own is set up in P).
  * Elsewhere (an architecture without zs) B is a copy of T, as fork makes one.
  *
  * T and P run in an interpreter's fork: no stdio; T allocates only between runs' forks.
