@@ -280,9 +280,10 @@ static void job(int id, double *lat)
 			die("pipe2");
 		const int ns = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 		long b;
+		/* (read by a B sharing this memory whenever it runs: alive until B is reaped) */
+		struct init_args ia = {procs, go[0], res[1], rep[1]};
 		if (opt.init_vm) {
 			/* B sharing the template's memory: nothing of it copied or unmapped */
-			struct init_args ia = {procs, go[0], res[1], rep[1]};
 			b = clone(init_vm, stack + STACK, ns | CLONE_VM | SIGCHLD, &ia);
 		} else {
 			struct clone_args ca = {.flags = (uint64_t)ns, .exit_signal = SIGCHLD};
@@ -299,11 +300,24 @@ static void job(int id, double *lat)
 		close(rep[1]);
 		usleep(2000); /* the spare is ready: every step before the go is taken */
 		double t0 = now();
-		char c;
+		char c = 0;
 		int st = -1;
-		if (write(go[1], "g", 1) != 1 || read(res[0], &c, 1) != 1 ||
-		    read(rep[0], &st, sizeof(st)) != (ssize_t)sizeof(st) || st != 0) {
-			fprintf(stderr, "govex-floor: run %d failed (status %d)\n", r, st);
+		ssize_t got = write(go[1], "g", 1) == 1 ? read(res[0], &c, 1) : -1;
+		if (read(rep[0], &st, sizeof(st)) != (ssize_t)sizeof(st) || st != 0 || got != 1) {
+			/* the program's exit codes: 10 cgroups, 11 cgroup namespace or session,
+			 * 12 the guard, 13 chdir or no_new_privs, 14 rlimits, 15 the allowlist,
+			 * 16 no go, 17 no result; 1 Landlock (die) */
+			if (st > 0 && WIFEXITED(st))
+				fprintf(stderr, "govex-floor: run %d: the program exited %d\n", r,
+					WEXITSTATUS(st));
+			else if (st > 0)
+				fprintf(
+				    stderr,
+				    "govex-floor: run %d: the program was killed by signal %d\n", r,
+				    WTERMSIG(st));
+			else
+				fprintf(stderr, "govex-floor: run %d: no report from the init\n",
+					r);
 			exit(1);
 		}
 		if (waitpid((pid_t)b, NULL, 0) < 0)

@@ -155,7 +155,7 @@ static void proc_mount(const struct spec *s, int fce)
 	{
 		if (rec_str(&rc, 0) < 0)
 			fail(fce, GOVEX_STEP_PROC_MASK, EINVAL);
-		struct statx sx;
+		struct statx sx = {0};
 		if (ZS5(SYS_statx, AT_FDCWD, rc.data, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 ||
 		    S_ISLNK(sx.stx_mode))
 			continue;
@@ -268,7 +268,7 @@ static void take_listener(struct init *b)
 bool reap(struct init *b, int *st, bool *got)
 {
 	for (;;) {
-		int wst;
+		int wst = 0; /* (the kernel's: the analyzer cannot see it fill it) */
 		pid_t pid = z_wait(-1, &wst, WNOHANG | WALL);
 		if (pid <= 0)
 			return *got;
@@ -332,7 +332,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 	if (z_getpid() == 1) {
 		for (;;) {
 			z_kill(-1, SIGKILL);
-			int wst;
+			int wst = 0;
 			pid_t pid = z_wait(-1, &wst, WALL);
 			if (pid == -EINTR)
 				continue;
