@@ -251,12 +251,12 @@ struct init {
 	uint32_t net_denied, exec_denied;
 };
 
-/* zyg_io.c: -errno of a failed call (0 otherwise); close and forget; close every
+/* zyg_io.c: -errno of a failed libc call (0 otherwise: not for B); close and forget; close every
  * descriptor from 3 up but keep[]; a launch failure on the error pipe and _exit(127); a
  * write of all of buf (its length or -errno); one byte (1, 0 at EOF, -errno); one message
  * with descriptors (1-byte tag); the spec mapped (the program's) or read into memory no
- * fork copies (the init's, recorded for T to free), and its records; the "R" message's descriptors
- * by role (h NULL: the fixed ones only); the spec's workdir. */
+ * fork copies (the init's, recorded for T to free), and its records; the "R" message's
+ * descriptors by role (h NULL: the fixed ones only); the spec's workdir. */
 int neg(long r);
 void closep(int *fd);
 void close_except(int *keep, size_t n);
