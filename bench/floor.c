@@ -35,6 +35,7 @@
  * Not a test: it checks nothing and never fails on a figure.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -401,6 +402,20 @@ static void cgroups_gone(void)
 {
 	char p[128];
 	snprintf(p, sizeof(p), "govex-floor.%d", (int)getpid());
+	for (int i = 0; i < NCG; i++) {
+		/* a failed run's cgroup first (its processes end once its pipes closed) */
+		DIR *d = cg_root[i] >= 0 ? fdopendir(dup(cg_root[i])) : NULL;
+		for (struct dirent *de; d && (de = readdir(d));)
+			if (strncmp(de->d_name, "run-", 4) == 0)
+				for (int k = 0;
+				     k < 100 &&
+				     unlinkat(cg_root[i], de->d_name, AT_REMOVEDIR) < 0 &&
+				     errno == EBUSY;
+				     k++)
+					usleep(10000);
+		if (d)
+			closedir(d);
+	}
 	for (int i = 0; i < NCG; i++)
 		if (cg_root[i] >= 0 && unlinkat(cg_top[i], p, AT_REMOVEDIR) < 0)
 			fprintf(stderr, "govex-floor: rmdir %s/%s: %s\n", cg_ctl[i], p,
@@ -530,7 +545,7 @@ int main(int argc, char **argv)
 	if (opt.cgroups)
 		cgroups_gone();
 	if (bad)
-		return 1;
+		return 1; /* (the failure is named above) */
 	size_t n = (size_t)opt.runs * (size_t)opt.jobs;
 	qsort(lat, n, sizeof(*lat), cmp);
 	/* wall time includes each job's 2 ms wait for its spare: runs/s is not printed */
