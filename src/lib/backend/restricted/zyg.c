@@ -14,7 +14,7 @@
  *      T's pool): PID 1 of a future run.  Forks P and waits on the control socket for one
  *      run's descriptors (SCM_RIGHTS; the kernel gives each message to one B).
  *   P  PID 2, the program: a copy of T's memory (libc's fork, from B, while T waits in
- *      spare_make), back on T's frame in spare_make; Python's after-fork handlers run at
+ *      init_clone), back on T's frame in init_clone; Python's after-fork handlers run at
  *      once (PyOS_AfterFork_Child, as os.fork); its own session; waits for B.
  * Per run (every step before any user code, each failure reported as {step, errno} on
  * the run's error pipe like a cold launch's):
@@ -70,12 +70,12 @@
 struct kid {
 	int pidfd, taken, netfd;
 	bool spare;
-	char *mem; /* the init's stack and kid_mem (struct init_arg) */
+	char *mem; /* the init's stack and its kid_mem (zyg_int.h) */
 	size_t mem_len;
 };
 
-/* A program child's way back to T's frame in spare_make (zyg_back): T's setjmp before
- * each clone; P's copy of T's stack holds that frame, since T waits in spare_make until
+/* A program child's way back to T's frame in init_clone (zyg_back): T's setjmp before
+ * each clone; P's copy of T's stack holds that frame, since T waits in init_clone until
  * the init forked P. */
 static jmp_buf back;
 struct zyg_child zyg_child;
