@@ -48,8 +48,8 @@ import mcptest as m  # noqa: E402
 # minor faults a worker run's prewarmed spare has taken more than a bare one's at the
 # run's first statement, at least (measured: ~100 for the big probes below, ~210 for a
 # one-line snippet, ~180 for a call, with the warm-up of the first worker text only; a
-# spare that does not warm up differs from a bare one by ~5).  A plain run's spare runs only _zyg_prewarm_start:
-# ~10 more faults, but GOVEX_WARM_SPARE=1 and =bare differ by ~5 even with the prewarm
+# spare that does not warm up differs from a bare one by ~5).  A plain run's spare runs
+# only _zyg_prewarm_start: ~10 more faults, but GOVEX_WARM_SPARE=1 and =bare differ by ~5 even with the prewarm
 # taken out (measured), so for plain runs the faults are only a sanity check (prewarmed
 # above bare); what proves a runtime's spares prewarm is its REPL runs' margin (the
 # same runtime, the same GOVEX_WARM_SPARE for its whole life: every spare of it readied
@@ -1037,8 +1037,8 @@ def test_prewarm_memory_not_the_runs(t):
     (kernel memory, library pages first touched), a worker spare's prewarm is ~750 KiB
     -- lets the same run succeed on a spare under GOVEX_WARM_SPARE=1 too, whose faults
     at that limit say it did not warm up (a bare spare's, within WORKER_MARGIN); REPL and
-    plain kinds.  Catches a prewarm charged to the run it is made for: its copy-on-write faults
-    (~0.75 MiB for a worker spare) land in the run's cgroup before the go, so the same
+    plain kinds.  Catches a prewarm charged to the run it is made for: its copy-on-write
+    faults (~0.75 MiB for a worker spare) land in the run's cgroup before the go, so the same
     request at the same limit ends success or resource_limit (memory_limit) depending on
     whether its spare had 15 ms to prewarm (in the default mode: on whether the runtime
     was idle), and spares made for such a limit are killed while they prewarm."""

@@ -363,6 +363,20 @@ static void successors(struct rwarm *w)
 	}
 }
 
+/* A pthread_cond_timedwait deadline MS milliseconds from now (CLOCK_REALTIME). */
+static struct timespec deadline_in(long ms)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += ms % 1000 * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 /* True when a kind's template has a shape and no spare: a run of it would go without. */
 static bool spares_short(const struct rwarm *w)
 {
@@ -388,13 +402,7 @@ static void *spare_main(void *arg)
 			 * cgroups, the pipes, the spec: ~0.4 ms) would otherwise take the CPU
 			 * the answer is built on (measured: an idle MCP server's replies 0.1 to
 			 * 0.4 ms sooner, p50). */
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += SPARE_SETTLE_MS * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
+			struct timespec until = deadline_in(SPARE_SETTLE_MS);
 			while (!w->spare_stop && !spares_short(w) &&
 			       pthread_cond_timedwait(&w->spare_cond, &w->lock, &until) == 0)
 				;
@@ -586,9 +594,7 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 		/* GOVEX_WARM_SPARE=1 (tests): the run waits for its spare (a one-run runtime,
 		 * the CLI's, gets one too: the escape suite attacks spares through it) */
 		want_spares(w);
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += SPARE_READY_MS / 1000;
+		struct timespec until = deadline_in(SPARE_READY_MS);
 		while (!t->spares && w->cur[kind] == t && !w->broken &&
 		       pthread_cond_timedwait(&w->spare_ready, &w->lock, &until) == 0)
 			;
