@@ -269,6 +269,24 @@ struct govex_runtime_options {
 	uint32_t sandbox_uid;
 	uint32_t sandbox_gid;
 	uint32_t sandbox_uid_count;
+	/* Restricted backend on cgroup v2: where the per-run cgroups of the aggregate limits
+	 * (memory, tasks, CPU time of a whole run) are made (DESIGN.md "Hosts").
+	 *   NULL or "auto": below govex's own cgroup when it is delegated to it (a systemd
+	 *     unit or scope with Delegate=yes, a user's user@UID.service subtree, a
+	 *     container's cgroup-namespace root on a writable cgroupfs): the processes in it
+	 *     move into its leaf child "supervisor" and the memory and pids controllers are
+	 *     enabled for its children; else, on a systemd host, this process first asks
+	 *     systemd (the system manager as root, the user's otherwise) for a transient
+	 *     scope with Delegate=yes and moves into it.  Either changes the cgroup of the
+	 *     whole calling process, once per process (later runtimes keep the outcome).
+	 *   "own": the same without asking systemd.
+	 *   "none": never; the aggregate limits are then missing on cgroup v2 hosts.
+	 *   "/sys/fs/cgroup/...": a cgroup the host manages and hands to govex: runs' cgroups
+	 *     are made below it; it must hold no process (or already have memory and pids in
+	 *     its cgroup.subtree_control); the calling process is not moved.
+	 * cgroup v1 hierarchies (memory, pids, cpuacct) are used as they are, whatever this
+	 * says.  `govex backends` shows which was used. */
+	const char *cgroup;
 };
 
 /*
@@ -303,8 +321,11 @@ GOVEX_API int govex_runtime_warm(govex_runtime *runtime, struct govex_error *ret
 /*
  * The runtime's counters as one JSON object (malloc'ed, free()): at least
  * {"runs_in_flight":N,"runs_started":N,"warm":{"enabled":B,"ready":B,"templates":N,
- * "warm_runs":N,"spares":N,"spare_runs":N,"spare_slots":[N],"cold_runs":N}}; members may
- * be added.  For health and metrics endpoints.
+ * "warm_runs":N,"spares":N,"spare_runs":N,"spare_slots":[N],"cold_runs":N},
+ * "runnable":B,"missing_controls":[S]}; members may be added.  runnable: a backend of this
+ * host enforces every control the runtime's policy requires (else missing_controls names
+ * what the closest backend lacks, and every run of the policy would be refused).  For
+ * health and metrics endpoints.
  * Returns 0 or -ENOMEM.
  */
 GOVEX_API int govex_runtime_stats_json(govex_runtime *runtime, char **ret_json);

@@ -77,7 +77,8 @@ int cmd_backends(int argc, char **argv)
 	govex_runtime *rt = NULL;
 	struct govex_error e = {0};
 	char *js = NULL;
-	if (govex_policy_preset("trusted", &p, &e) < 0 || govex_runtime_new(p, NULL, &rt, &e) < 0 ||
+	struct govex_runtime_options ro = {.cgroup = getenv("GOVEX_CGROUP")};
+	if (govex_policy_preset("trusted", &p, &e) < 0 || govex_runtime_new(p, &ro, &rt, &e) < 0 ||
 	    govex_runtime_backends_json(rt, &js) < 0) {
 		cli_error("backends: %s", e.message);
 		govex_runtime_free(rt);
@@ -107,6 +108,11 @@ int cmd_backends(int argc, char **argv)
 			if (json_is_integer(sa))
 				printf("  syscalls allowed: %lld of this architecture's\n",
 				       (long long)json_integer_value(sa));
+			json_t *cg = json_object_get(b, "cgroups");
+			if (cg)
+				printf("  cgroups: %s: %s\n",
+				       json_string_value(json_object_get(cg, "source")),
+				       json_string_value(json_object_get(cg, "detail")));
 			json_array_foreach(json_object_get(b, "unavailable"), k, c)
 			    printf("  not enforced: %s (%s)\n",
 				   json_string_value(json_object_get(c, "control")),

@@ -76,6 +76,7 @@ int cli_session_start(struct cli_session *s, unsigned flags)
 	    .audit_fd = s->audit_fd,
 	    .probe_cache_dir = s->cache_dir,
 	    .backend = o->backend,
+	    .cgroup = getenv("GOVEX_CGROUP"),
 	};
 	if (o->approver) {
 		ro.approve = cli_approve_command;

@@ -307,6 +307,9 @@ struct govex__report {
 	govex__ctlset enforced;
 	size_t n_unavailable;
 	struct govex__unavailable unavailable[GOVEX__CTL_COUNT];
+	/* restricted: where runs' v2 cgroups come from (cghost.c), "" when no v2 serves */
+	char cgroup_source[16];
+	char cgroup_detail[512];
 };
 
 /* Everything a backend needs to launch one run, prepared before any fork. */

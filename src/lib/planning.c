@@ -319,8 +319,18 @@ static int plan_backend(struct planning *pl)
 			 " (only backend '%.40s' was considered: %s named it)", want,
 			 rt->backend ? "the runtime's backend option (--backend)"
 				     : "the policy's \"backend\" field");
+	/* what the user can change on this host, where a cgroup is what is missing */
+	const govex__ctlset agg =
+	    CTL(MEMORY_AGGREGATE) | CTL(PIDS_AGGREGATE) | CTL(CPU_TIME_AGGREGATE);
+	const char *hint = (best_missing & agg) && best < govex__n_backends &&
+				   strcmp(govex__backends[best]->name, "restricted") == 0
+			       ? "; the aggregate limits need a cgroup delegated to govex: run it "
+				 "in a systemd unit or scope with Delegate=yes, in a container "
+				 "with a writable cgroup, or set GOVEX_CGROUP (govex backends "
+				 "says why)"
+			       : "";
 	REFUSE(GOVEX_STATUS_POLICY_REFUSED, "missing_controls", extra,
-	       "no backend on this host enforces: %s%s", list, named);
+	       "no backend on this host enforces: %s%s%s", list, named, hint);
 }
 
 /* no sandbox on this host: the run goes to controlled (trusted code), so the

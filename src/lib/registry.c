@@ -105,9 +105,11 @@ static json_t *reports_doc(const govex_runtime *rt)
 			    un, json_pack("[s, s]", govex__control_name(r->unavailable[k].control),
 					  r->unavailable[k].reason));
 		json_array_append_new(
-		    a, json_pack("{s:s, s:b, s:s, s:o, s:o}", "name", govex__backends[i]->name,
-				 "available", r->available, "reason", r->unavailable_reason,
-				 "enforced", govex__ctlset_json(r->enforced), "unavailable", un));
+		    a, json_pack("{s:s, s:b, s:s, s:o, s:o, s:s, s:s}", "name",
+				 govex__backends[i]->name, "available", r->available, "reason",
+				 r->unavailable_reason, "enforced", govex__ctlset_json(r->enforced),
+				 "unavailable", un, "cgroup_source", r->cgroup_source,
+				 "cgroup_detail", r->cgroup_detail));
 	}
 	return a;
 }
@@ -175,6 +177,12 @@ static bool reports_load(govex_runtime *rt, json_t *a)
 			return false;
 		r->available = json_is_true(av);
 		snprintf(r->unavailable_reason, sizeof(r->unavailable_reason), "%s", why);
+		const char *cs = json_string_value(json_object_get(o, "cgroup_source"));
+		const char *cd = json_string_value(json_object_get(o, "cgroup_detail"));
+		if (!cs || !cd)
+			return false; /* an older format */
+		snprintf(r->cgroup_source, sizeof(r->cgroup_source), "%s", cs);
+		snprintf(r->cgroup_detail, sizeof(r->cgroup_detail), "%s", cd);
 		json_array_foreach(json_object_get(o, "enforced"), k, e)
 		{
 			int c = govex__control_from_name(json_string_value(e));
@@ -274,6 +282,11 @@ static json_t *report_json(const struct govex__backend_ops *b, const struct gove
 	    json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "version", GOVEX_BACKEND_VERSION, "name",
 		      b->name, "backend_version", b->version, "available", r->available, "enforced",
 		      govex__ctlset_json(r->available ? r->enforced : 0), "unavailable", un);
+	/* where runs' cgroup v2 cgroups come from (DESIGN.md "Hosts"), where one serves */
+	if (o && r->cgroup_source[0])
+		json_object_set_new(o, "cgroups",
+				    json_pack("{s:s, s:s}", "source", r->cgroup_source, "detail",
+					      r->cgroup_detail));
 	/* the size of the seccomp allowlist, from this build (not from the cached report) */
 	if (o && b == &govex__restricted_backend && r->available &&
 	    (r->enforced & ((govex__ctlset)1 << GOVEX_CTL_SYSCALL_FILTER)))

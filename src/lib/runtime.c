@@ -44,8 +44,10 @@ GOVEX_API int govex_runtime_new(const govex_policy *policy,
 		rt->opts.audit_fd = -1;
 	rt->probe_cache_dir = dup_opt(rt->opts.probe_cache_dir);
 	rt->backend = dup_opt(rt->opts.backend);
+	rt->cgroup = dup_opt(rt->opts.cgroup);
 	rt->opts.probe_cache_dir = rt->probe_cache_dir;
 	rt->opts.backend = rt->backend;
+	rt->opts.cgroup = rt->cgroup;
 	pthread_mutex_init(&rt->lock, NULL);
 	pthread_mutex_init(&rt->audit_lock, NULL);
 	rt->audit = (struct govex__audit){rt->opts.audit, rt->opts.audit_userdata,
@@ -82,6 +84,7 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
 	govex__interp_free(&rt->interp);
 	govex_policy_free(rt->policy);
 	free(rt->probe_cache_dir);
+	free(rt->cgroup);
 	free(rt->backend);
 	pthread_mutex_destroy(&rt->lock);
 	pthread_mutex_destroy(&rt->audit_lock);
@@ -221,6 +224,21 @@ GOVEX_API int govex_runtime_stats_json(govex_runtime *rt, char **ret_json)
 	pthread_mutex_unlock(&rt->lock);
 	if (state && govex__backends[i]->warm_stats)
 		govex__backends[i]->warm_stats(state, warm);
+	/* whether this runtime's policy can run on this host at all: a backend enforces
+	 * every control it requires (a server is not ready while it would refuse every
+	 * call; the missing controls of the backend closest to it otherwise) */
+	govex__ctlset need = govex__policy_required(rt->policy), fewest = ~(govex__ctlset)0;
+	const char *want = rt->backend ? rt->backend : rt->policy->backend;
+	for (size_t k = 0; k < govex__n_backends; k++) {
+		const struct govex__report *rep = &rt->reports[k];
+		if (want && strcmp(want, govex__backends[k]->name) != 0)
+			continue;
+		govex__ctlset miss = need & ~(rep->available ? rep->enforced : 0);
+		if (__builtin_popcountll(miss) < __builtin_popcountll(fewest))
+			fewest = miss;
+	}
+	json_object_set_new(o, "runnable", json_boolean(fewest == 0));
+	json_object_set_new(o, "missing_controls", govex__ctlset_json(fewest));
 	json_int_t nwarm = json_integer_value(json_object_get(warm, "warm_runs"));
 	json_object_set_new(
 	    warm, "cold_runs",

@@ -19,7 +19,7 @@
 struct govex_runtime {
 	govex_policy *policy;
 	struct govex_runtime_options opts;
-	char *probe_cache_dir, *backend;
+	char *probe_cache_dir, *backend, *cgroup;
 	pthread_mutex_t lock;
 	pthread_mutex_t audit_lock;
 	struct govex__audit audit;

@@ -223,6 +223,10 @@ static enum MHD_Result get_ready(struct hreq *rq)
 	if (ready && govex_runtime_stats_json(h->srv.rt, &stats) == 0) {
 		json_error_t e;
 		json_t *st = json_loads(stats, 0, &e);
+		/* the policy cannot run here (a control no backend enforces): every call
+		 * would be refused */
+		if (!json_is_true(json_object_get(st, "runnable")))
+			ready = false;
 		json_t *w = json_object_get(st, "warm");
 		if (json_is_true(json_object_get(w, "enabled")) &&
 		    !json_is_true(json_object_get(w, "ready")))

@@ -19,6 +19,16 @@ def test_backends_json(t):
         # the restricted backend adds the size of its seccomp allowlist when it has one
         extra = {"syscalls_allowed"} if (rep.get("name") == "restricted"
                                          and "syscall_filter" in rep.get("enforced", [])) else set()
+        # and where its cgroups come from (DESIGN.md "Hosts")
+        if rep.get("name") == "restricted":
+            extra.add("cgroups")
+            cg = rep.get("cgroups")
+            g.check(isinstance(cg, dict) and set(cg) == {"source", "detail"}
+                    and cg["source"] in ("v1", "root", "delegated", "systemd", "host", "none")
+                    and isinstance(cg["detail"], str) and cg["detail"], "cgroups: %r" % (cg,))
+            aggregate = {"memory_aggregate", "pids_aggregate"} & set(rep["enforced"])
+            if cg["source"] == "none":
+                g.check(not aggregate, "no cgroup, yet %r claimed" % sorted(aggregate))
         g.eq(set(rep), KEYS | extra, "keys of report %r" % rep.get("name"))
         if extra:
             n = rep["syscalls_allowed"]

@@ -408,7 +408,12 @@ START_TEST(test_backends_json)
 		ck_assert(json_is_object(r));
 		/* the restricted backend adds syscalls_allowed when it enforces syscall_filter */
 		json_t *sa = json_object_get(r, "syscalls_allowed");
-		ck_assert_uint_eq(json_object_size(r), sa ? 7 : 6);
+		/* and, where a cgroup hierarchy serves it, where its cgroups come from */
+		json_t *cg = json_object_get(r, "cgroups");
+		if (cg)
+			ck_assert(json_is_string(json_object_get(cg, "source")) &&
+				  json_is_string(json_object_get(cg, "detail")));
+		ck_assert_uint_eq(json_object_size(r), 6 + (sa != NULL) + (cg != NULL));
 		if (sa) {
 			ck_assert_str_eq(govex__backends[i]->name, "restricted");
 			ck_assert(json_is_integer(sa));

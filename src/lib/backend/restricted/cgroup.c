@@ -231,7 +231,7 @@ static int try_child(const char *dir, int res, int version)
 	return r;
 }
 
-void rcg_discover(struct rcg_setup *ret, bool test)
+void rcg_discover(struct rcg_setup *ret, bool test, const char *mode)
 {
 	struct mnt v1[RCG_N], v2;
 	memset(ret, 0, sizeof(*ret));
@@ -239,16 +239,25 @@ void rcg_discover(struct rcg_setup *ret, bool test)
 	memset(&v2, 0, sizeof(v2));
 	find_mounts(v1, &v2);
 
-	char own2[PATH_MAX] = "", dir2[PATH_MAX] = "";
-	bool have2 = v2.found && own_path(NULL, own2, sizeof(own2)) &&
-		     join_cg(&v2, own2, dir2, sizeof(dir2));
-	char subtree[512] = "", avail[512] = "";
+	/* the v2 hierarchy serves the resources no v1 hierarchy has: below the host
+	 * cgroup (cghost.c), obtained only when one of them needs it */
+	bool want2 = false;
+	for (int i = 0; i < RCG_N; i++)
+		want2 |= !v1[i].found;
+	char dir2[PATH_MAX] = "";
+	struct rcg_host host = {.source = RCG_SRC_NONE};
+	if (v2.found && want2) {
+		rcg_host_obtain(v2.point, v2.root, mode, &host);
+		snprintf(dir2, sizeof(dir2), "%s", host.dir);
+		ret->source = host.source;
+		snprintf(ret->source_detail, sizeof(ret->source_detail), "%s", host.detail);
+	}
+	bool have2 = dir2[0] != '\0';
+	char subtree[512] = "";
 	if (have2) {
 		char p[PATH_MAX + 32];
 		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir2);
 		read_small(p, subtree, sizeof(subtree));
-		snprintf(p, sizeof(p), "%s/cgroup.controllers", dir2);
-		read_small(p, avail, sizeof(avail));
 	}
 
 	for (int i = 0; i < RCG_N; i++) {
@@ -266,18 +275,18 @@ void rcg_discover(struct rcg_setup *ret, bool test)
 			version = 1;
 		} else if (have2) {
 			/* cpu.stat exists in every v2 cgroup; memory and pids need their
-			 * controllers enabled for our children */
+			 * controllers enabled for the host cgroup's children */
 			if (i != RCG_CPU && !has_space_word(subtree, res_name[i])) {
 				snprintf(p->reason, sizeof(p->reason),
-					 "cgroup v2: the %s controller is not enabled below our "
-					 "cgroup%s",
-					 res_name[i],
-					 has_space_word(avail, res_name[i]) ? ""
-									    : " (not delegated)");
+					 "cgroup v2: the %s controller is not enabled below %s",
+					 res_name[i], host.detail);
 				continue;
 			}
 			snprintf(dir, sizeof(dir), "%s", dir2);
 			version = 2;
+		} else if (v2.found) {
+			snprintf(p->reason, sizeof(p->reason), "%s", host.detail);
+			continue;
 		} else {
 			snprintf(p->reason, sizeof(p->reason), "no cgroup hierarchy with %s",
 				 res_name[i]);

@@ -595,7 +595,7 @@ static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
 {
 	pthread_mutex_lock(&mst->cg_lock);
 	if (!mst->cg_discovered) {
-		rcg_discover(&mst->cg, false);
+		rcg_discover(&mst->cg, false, l->opts ? l->opts->cgroup : NULL);
 		mst->cg_discovered = true;
 		/* what runs killed with their govex left in slots nobody took since */
 		rslot_sweep(l->opts ? l->opts->probe_cache_dir : NULL, &mst->cg);

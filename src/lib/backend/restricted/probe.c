@@ -455,7 +455,7 @@ static int pctx_prepare(struct pctx *c, struct govex_error *err)
 	 * made (named by a run slot, like a run's); without one, the per-process rlimits
 	 * and the shim's task count are what bound it. */
 	char why[PATH_MAX + 80];
-	rcg_discover(&c->cgs, false);
+	rcg_discover(&c->cgs, false, RCG_MODE_CURRENT);
 	struct govex_error ce;
 	if (rslot_acquire(NULL, 65536, &c->slot, why, sizeof(why)) == 0 &&
 	    rcg_create(&c->cgs, c->slot.id, &c->lim, 0, &c->cg, &ce) < 0) {

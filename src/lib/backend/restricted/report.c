@@ -27,7 +27,6 @@ static void unavail(struct govex__report *r, enum govex__control c, const char *
 
 void rreport_probe(const struct govex_runtime_options *opts, struct govex__report *r)
 {
-	(void)opts;
 	memset(r, 0, sizeof(*r));
 	bool root = geteuid() == 0;
 	enum govex__step step = GOVEX__STEP_NONE;
@@ -80,7 +79,16 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 		unavail(r, GOVEX_CTL_LANDLOCK, "the kernel has no Landlock: %s", strerror(-abi));
 
 	struct rcg_setup cg;
-	rcg_discover(&cg, true);
+	rcg_discover(&cg, true, opts ? opts->cgroup : NULL);
+	if (cg.source_detail[0]) {
+		snprintf(r->cgroup_source, sizeof(r->cgroup_source), "%s",
+			 rcg_source_name(cg.source));
+		snprintf(r->cgroup_detail, sizeof(r->cgroup_detail), "%s", cg.source_detail);
+	} else if (cg.p[RCG_MEM].version == 1 || cg.p[RCG_PIDS].version == 1) {
+		snprintf(r->cgroup_source, sizeof(r->cgroup_source), "v1");
+		snprintf(r->cgroup_detail, sizeof(r->cgroup_detail),
+			 "the host's cgroup v1 hierarchies, below govex's own cgroups");
+	}
 	static const struct {
 		int res;
 		enum govex__control c;

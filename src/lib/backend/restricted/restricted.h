@@ -41,6 +41,7 @@
 #ifndef GOVEX_RESTRICTED_H
 #define GOVEX_RESTRICTED_H
 
+#include <limits.h>
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -265,17 +266,45 @@ enum { RCG_MEM, RCG_PIDS, RCG_CPU, RCG_N };
 struct rcg_parent {
 	int version;	  /* 1, 2, or 0 when this resource has no usable cgroup */
 	char *dir;	  /* where per-run cgroups are made (below our own) */
-	char reason[120]; /* when version == 0 */
+	char reason[600]; /* when version == 0 */
 };
+
+/* Where a v2 hierarchy's per-run cgroups go (cghost.c, DESIGN.md "Hosts"). */
+enum rcg_source {
+	RCG_SRC_NONE,	   /* nowhere: detail says why and what the user can change */
+	RCG_SRC_ROOT,	   /* the hierarchy's root cgroup (no rule to work around) */
+	RCG_SRC_DELEGATED, /* our own cgroup, delegated to us (its processes in a leaf) */
+	RCG_SRC_SYSTEMD,   /* a transient scope with Delegate=yes systemd made for us */
+	RCG_SRC_HANDED,	   /* the embedding host's (govex_runtime_options.cgroup) */
+};
+struct rcg_host {
+	enum rcg_source source;
+	char dir[PATH_MAX]; /* the cgroup whose children runs' cgroups are, "" for none */
+	char detail[512];   /* what it is, or why there is none and what to do */
+};
+/* The host cgroup in the cgroup2 mount at point (its mountinfo root: root), by mode:
+ * NULL or "auto" (steps 1, 2 and 4 of cghost.c), "own" (no systemd), "none", or an
+ * absolute path the host hands to govex (step 3).  Steps 1 and 2 move this process;
+ * they run once per process and their outcome is kept. */
+#define RCG_MODE_CURRENT "\001current" /* internal: what this process has, never more */
+void rcg_host_obtain(const char *point, const char *root, const char *mode, struct rcg_host *ret);
+const char *rcg_source_name(enum rcg_source s);
+/* sdscope.c: a transient scope with Delegate=yes holding this process, from the system
+ * manager (user false) or the user's; rel is our cgroup (for its slice).  0 with unit
+ * set, or -errno with why set. */
+int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, size_t whycap);
 
 struct rcg_setup {
 	struct rcg_parent p[RCG_N];
+	/* the v2 host cgroup, when a v2 hierarchy serves a resource */
+	enum rcg_source source;
+	char source_detail[512];
 };
 
 /* Finds our own cgroups per resource; with test, checks a child can be made there (the
  * probe does; a run does not: it makes its own and fails when a cgroup it needs
  * cannot be made). */
-void rcg_discover(struct rcg_setup *ret, bool test);
+void rcg_discover(struct rcg_setup *ret, bool test, const char *mode);
 void rcg_setup_free(struct rcg_setup *s);
 
 /* One run's cgroups: one directory per resource whose hierarchy is usable (several
