@@ -27,7 +27,8 @@ const size_t govex__n_backends = ARRAY_SIZE(govex__backends);
  * restricted backend test-creates namespaces and cgroups).  With a cache directory the
  * restricted backend's report is cached across processes (cache.c checks the directory
  * and the file), keyed by everything it depends on: this build of govex, the effective
- * uid, the boot (kernel and sysctls as booted), and the caller's cgroup.  A stale entry
+ * uid, the boot (kernel and sysctls as booted), the caller's cgroup and the runtime's cgroup
+ * option.  A stale entry
  * can only be optimistic about a host setting changed since (a sysctl at run time), and
  * then the run fails closed at the step that needs it.
  *
@@ -60,7 +61,7 @@ static char *build_identity(void)
 	return id;
 }
 
-static char *report_cache_key(const char *build)
+static char *report_cache_key(const char *build, const char *cgroup_mode)
 {
 	char boot[64] = "", *cg = NULL, *key = NULL;
 	size_t n;
@@ -77,7 +78,8 @@ static char *report_cache_key(const char *build)
 		return NULL;
 	}
 	/* one line: newlines of the cgroup file and the boot id become spaces */
-	if (asprintf(&key, "%s kernel %s boot %s cgroup %s", build, u.release, boot, cg) < 0)
+	if (asprintf(&key, "%s kernel %s boot %s cgroup %s mode %s", build, u.release, boot, cg,
+		     cgroup_mode ? cgroup_mode : "auto") < 0)
 		key = NULL;
 	for (char *c = key; c && *c; c++)
 		if (*c == '\n')
@@ -218,7 +220,8 @@ void govex__probe_backends(govex_runtime *rt)
 	_cleanup_close_ int dfd = -1;
 	char name[64] = "";
 	bool loaded = false;
-	if (rt->probe_cache_dir && (build = build_identity()) && (key = report_cache_key(build)))
+	if (rt->probe_cache_dir && (build = build_identity()) &&
+	    (key = report_cache_key(build, rt->opts.cgroup)))
 		dfd = govex__cache_dir_open(rt->probe_cache_dir, true);
 	if (dfd >= 0) {
 		char dg[72];

@@ -20,10 +20,11 @@
  *   4. Otherwise none, with what the user can change on this host.
  *
  * Delegation is recognized the way the kernel's cgroup-v2 guide and systemd define it:
- * write access to the directory, its cgroup.procs and cgroup.subtree_control, and, as
- * root (who can write every cgroup), a mark that the cgroup was handed to us: systemd's
- * trusted.delegate (or user.delegate) xattr on it or an ancestor, or the root of a
- * cgroup namespace (nsdelegate) other than the host's.  govex writes into no cgroup that
+ * write access to the directory, its cgroup.procs and cgroup.subtree_control (ours alone:
+ * owned by our euid, writable by no group or other), and, as root (who can write every
+ * cgroup), a mark that the cgroup was handed to us: systemd's trusted.delegate xattr on
+ * it or an ancestor, or the root of a cgroup namespace (nsdelegate) other than the
+ * host's.  govex writes into no cgroup that
  * is not delegated to it.  Steps 1 and 2 change the whole process's cgroup, once per
  * process; the outcome is kept for every later runtime.
  */
@@ -111,11 +112,14 @@ static bool has_word(const char *list, const char *word)
 /* The controllers runs need below the host cgroup (cpu.stat needs none). */
 static const char *const needed_ctrl[] = {"memory", "pids"};
 
-/* Does dir carry systemd's mark of a delegated cgroup? */
-static bool delegate_mark(const char *dir)
+/* Does dir carry a manager's mark of a delegated cgroup?  trusted.delegate is the
+ * system manager's (only root can write it); user.delegate, which a user manager sets,
+ * counts for an unprivileged govex only (any owner of the directory can write it, and a
+ * root govex must not take a user's word for it). */
+static bool delegate_mark(const char *dir, bool user_mark)
 {
 	static const char *const names[] = {"trusted.delegate", "user.delegate"};
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+	for (size_t i = 0; i < (user_mark ? 2u : 1u); i++) {
 		char v[8];
 		ssize_t n = getxattr(dir, names[i], v, sizeof(v) - 1);
 		if (n > 0) {
@@ -127,34 +131,91 @@ static bool delegate_mark(const char *dir)
 	return false;
 }
 
-/* Is dir (rel below the mount point, "" for the mount's root) delegated to us?  The
- * files a delegatee writes must be writable (a read-only cgroupfs is not delegated);
- * as an unprivileged user that is the delegation (the guide's chown); as root, the
- * cgroup or an ancestor within the mount must be marked (systemd), or the mount's root
- * must be a cgroup namespace's root, not the host's (the host's root cgroup has no
- * cgroup.type). */
-static bool delegated(const char *point, const char *rel, const char *dir)
+/* Is dir (point + rel) or an ancestor of it, below stop (a prefix of rel, "" for the
+ * mount's root), marked delegated? */
+static bool marked_below(const char *point, const char *rel, size_t stop, bool user_mark)
 {
-	if (access(dir, W_OK) < 0 || !writable_at(dir, "cgroup.procs") ||
-	    !writable_at(dir, "cgroup.subtree_control"))
-		return false;
-	if (geteuid() != 0)
-		return true;
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s%s", point, rel) >= sizeof(path))
 		return false;
-	size_t pl = strlen(point);
+	size_t floor = strlen(point) + stop;
 	for (;;) {
-		if (delegate_mark(path))
+		if (delegate_mark(path, user_mark))
 			return true;
-		if (strlen(path) <= pl)
-			break;
-		char *slash = strrchr(path + pl, '/');
-		if (!slash)
-			break;
+		char *slash = strrchr(path + strlen(point), '/');
+		if (!slash || (size_t)(slash - path) <= floor)
+			return false;
 		*slash = '\0';
 	}
-	return exists_at(point, "cgroup.type");
+}
+
+/* dir and the files a delegatee writes are ours alone: owned by our euid and writable by
+ * no group or other.  Whoever else could write cgroup.procs of a cgroup above the runs'
+ * could move a run's processes out of the cgroups that bound them (cgroup v2 checks the
+ * writer's access to the cgroups, not its right over the process). */
+static bool ours_alone(const char *dir)
+{
+	static const char *const files[] = {".", "cgroup.procs", "cgroup.subtree_control"};
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, files[i]) >= sizeof(path) ||
+		    lstat(path, &st) < 0 || st.st_uid != geteuid() ||
+		    (st.st_mode & (S_IWGRP | S_IWOTH)))
+			return false;
+	}
+	return true;
+}
+
+/* rel's nearest unit (a .service or .scope component) below the first below bytes, asked
+ * of the user's manager: does it have Delegate=yes? */
+static bool user_unit_delegated(const char *rel, size_t below)
+{
+	char copy[PATH_MAX], why[160];
+	snprintf(copy, sizeof(copy), "%s", rel);
+	for (;;) {
+		char *slash = strrchr(copy, '/');
+		if (!slash || (size_t)(slash - copy) < below)
+			return false;
+		const char *name = slash + 1;
+		size_t n = strlen(name);
+		if ((n > 8 && strcmp(name + n - 8, ".service") == 0) ||
+		    (n > 6 && strcmp(name + n - 6, ".scope") == 0))
+			return rsd_unit_delegated(true, name, why, sizeof(why)) == 1;
+		*slash = '\0';
+	}
+}
+
+/* Is dir (rel below the mount point, "" for the mount's root) delegated to us?  The
+ * files a delegatee writes must be writable (a read-only cgroupfs is not delegated) and
+ * ours alone (above); as an unprivileged user that is the delegation (the guide's
+ * chown); as root, the cgroup or an ancestor within the mount must also be marked by
+ * systemd, or the mount's root must be a cgroup namespace's root, not the host's (the
+ * host's root cgroup has no cgroup.type). */
+static bool delegated(const char *point, const char *rel, const char *dir)
+{
+	if (access(dir, W_OK) < 0 || !writable_at(dir, "cgroup.procs") ||
+	    !writable_at(dir, "cgroup.subtree_control") || !ours_alone(dir))
+		return false;
+	if (geteuid() != 0) {
+		/* in a user manager's tree (user@UID.service) every cgroup is ours by owner,
+		 * yet the manager's: only one it delegated (a unit or scope with
+		 * Delegate=yes, marked so) is ours to change */
+		char mgr[64];
+		snprintf(mgr, sizeof(mgr), "/user@%u.service", (unsigned)geteuid());
+		const char *m = strstr(rel, mgr);
+		while (m && m[strlen(mgr)] != '/' && m[strlen(mgr)] != '\0')
+			m = strstr(m + 1, mgr);
+		if (!m)
+			return true;
+		size_t below = (size_t)(m - rel) + strlen(mgr);
+		if (marked_below(point, rel, below, true))
+			return true;
+		/* the user manager of systemd 252 marks nothing: ask it about the nearest
+		 * unit at or above our cgroup */
+		return user_unit_delegated(rel, below);
+	}
+	return marked_below(point, rel, 0, false) || exists_at(point, "cgroup.type");
 }
 
 /* Moves every process of dir into dir/LEAF.  0 or -errno. */
@@ -243,7 +304,7 @@ static int take_delegated(const char *point, const char *rel, char *host, size_t
 		char parent[PATH_MAX];
 		snprintf(parent, sizeof(parent), "%.*s", (int)(base - dir), dir);
 		const char *what = "";
-		int e = enable_below(parent, NULL, &what);
+		int e = ours_alone(parent) ? enable_below(parent, NULL, &what) : -EPERM;
 		if (e == 0) {
 			snprintf(host, cap, "%s", parent);
 			return 0;
@@ -394,6 +455,12 @@ static void obtain_handed(const char *point, const char *path, struct rcg_host *
 	if (access(path, W_OK) < 0 || !writable_at(path, "cgroup.subtree_control")) {
 		snprintf(h->detail, sizeof(h->detail),
 			 "cgroup v2: the cgroup handed to govex is not writable by it");
+		return;
+	}
+	if (!ours_alone(path)) {
+		snprintf(h->detail, sizeof(h->detail),
+			 "cgroup v2: the cgroup handed to govex is not its alone (owned by another "
+			 "user, or writable by a group or others)");
 		return;
 	}
 	const char *what = "";

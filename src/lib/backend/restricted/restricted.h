@@ -293,6 +293,9 @@ const char *rcg_source_name(enum rcg_source s);
  * manager (user false) or the user's; rel is our cgroup (for its slice).  0 with unit
  * set, or -errno with why set. */
 int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, size_t whycap);
+/* Whether systemd unit (a .service or .scope of the system manager, or the user's) has
+ * Delegate=yes: 1, 0, or -errno with why set. */
+int rsd_unit_delegated(bool user, const char *unit, char *why, size_t whycap);
 
 struct rcg_setup {
 	struct rcg_parent p[RCG_N];

@@ -39,6 +39,8 @@
 	X(sd_bus_message_read)                                                                     \
 	X(sd_bus_message_unref)                                                                    \
 	X(sd_bus_call)                                                                             \
+	X(sd_bus_call_method)                                                                      \
+	X(sd_bus_get_property_trivial)                                                             \
 	X(sd_bus_process)                                                                          \
 	X(sd_bus_wait)                                                                             \
 	X(sd_bus_error_free)
@@ -111,7 +113,9 @@ static void parent_slice(const char *rel, char *ret, size_t cap)
 		snprintf(ret, cap, "%.*s", (int)n, prev + 1);
 }
 
-int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, size_t whycap)
+/* A direct connection to the system manager (user false) or the user's, on its private
+ * socket.  0, or -errno with why set. */
+static int sd_connect(bool user, sd_bus **ret, char *why, size_t whycap)
 {
 	char addr[PATH_MAX + 16], sock[PATH_MAX];
 	if (access("/run/systemd/system", F_OK) < 0) {
@@ -141,27 +145,80 @@ int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, siz
 		snprintf(why, whycap, "%s", lerr);
 		return -ENOENT;
 	}
-	uint32_t rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-		rnd = (uint32_t)now_us();
-	snprintf(unit, cap, "govex-%u-%08x.scope", (unsigned)getpid(), rnd);
 	snprintf(addr, sizeof(addr), "unix:path=%s", sock);
-
 	sd_bus *bus = NULL;
-	sd_bus_slot *slot = NULL;
-	sd_bus_message *m = NULL, *reply = NULL;
-	sd_bus_error error = SD_BUS_ERROR_NULL;
-	struct job_wait w = {.unit = unit};
-	const char *step = "connect";
-	char slice[256];
-	parent_slice(rel, slice, sizeof(slice));
 	int r = sd.sd_bus_new(&bus);
 	if (r >= 0)
 		r = sd.sd_bus_set_address(bus, addr);
 	if (r >= 0)
 		r = sd.sd_bus_start(bus);
+	if (r < 0) {
+		snprintf(why, whycap, "systemd: cannot connect to %s: %s", sock, strerror(-r));
+		if (bus)
+			sd.sd_bus_flush_close_unref(bus);
+		return r;
+	}
+	*ret = bus;
+	return 0;
+}
+
+int rsd_unit_delegated(bool user, const char *unit, char *why, size_t whycap)
+{
+	const char *dot = strrchr(unit, '.');
+	const char *iface = !dot			   ? NULL
+			    : strcmp(dot, ".service") == 0 ? "org.freedesktop.systemd1.Service"
+			    : strcmp(dot, ".scope") == 0   ? "org.freedesktop.systemd1.Scope"
+							   : NULL;
+	if (!iface) {
+		snprintf(why, whycap, "%s is not a service or scope", unit);
+		return 0;
+	}
+	sd_bus *bus = NULL;
+	int r = sd_connect(user, &bus, why, whycap);
+	if (r < 0)
+		return r;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	sd_bus_message *reply = NULL;
+	const char *path = NULL;
+	int val = 0;
+	r = sd.sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+				  "org.freedesktop.systemd1.Manager", "GetUnit", &error, &reply,
+				  "s", unit);
+	if (r >= 0)
+		r = sd.sd_bus_message_read(reply, "o", &path);
+	if (r >= 0)
+		r = sd.sd_bus_get_property_trivial(bus, "org.freedesktop.systemd1", path, iface,
+						   "Delegate", &error, 'b', &val);
+	if (r < 0)
+		snprintf(why, whycap, "systemd: %s: %s", unit,
+			 error.message ? error.message : strerror(-r));
+	sd.sd_bus_error_free(&error);
+	if (reply)
+		sd.sd_bus_message_unref(reply);
+	sd.sd_bus_flush_close_unref(bus);
+	return r < 0 ? r : val != 0;
+}
+
+int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, size_t whycap)
+{
+	sd_bus *bus = NULL;
+	int r = sd_connect(user, &bus, why, whycap);
+	if (r < 0)
+		return r;
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+		rnd = (uint32_t)now_us();
+	snprintf(unit, cap, "govex-%u-%08x.scope", (unsigned)getpid(), rnd);
+
+	sd_bus_slot *slot = NULL;
+	sd_bus_message *m = NULL, *reply = NULL;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	struct job_wait w = {.unit = unit};
+	const char *step = "subscribe";
+	char slice[256];
+	parent_slice(rel, slice, sizeof(slice));
 	/* a direct connection has no sender to match: every signal is systemd's */
-	if (r >= 0 && (step = "subscribe"))
+	if (r >= 0)
 		r = sd.sd_bus_match_signal(bus, &slot, NULL, "/org/freedesktop/systemd1",
 					   "org.freedesktop.systemd1.Manager", "JobRemoved",
 					   on_job_removed, &w);
@@ -220,12 +277,19 @@ int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, siz
 		sd.sd_bus_message_unref(m);
 	if (slot)
 		sd.sd_bus_slot_unref(slot);
-	if (bus)
-		sd.sd_bus_flush_close_unref(bus);
+	sd.sd_bus_flush_close_unref(bus);
 	return r < 0 ? r : 0;
 }
 
 #else
+
+int rsd_unit_delegated(bool user, const char *unit, char *why, size_t whycap)
+{
+	(void)user;
+	(void)unit;
+	snprintf(why, whycap, "this govex was built without libsystemd's sd-bus");
+	return -ENOSYS;
+}
 
 int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, size_t whycap)
 {
