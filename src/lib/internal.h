@@ -545,6 +545,12 @@ struct govex__child_error {
 void govex__child_fail(int errfd, enum govex__step step, int err);
 /* Async-signal-safe: 0 when rv (a libc or raw syscall's return) is not negative, else
  * -errno, read at once, before anything can clobber it. */
+/* Whether the restricted backend runs as a privileged root: euid 0 holding CAP_SYS_ADMIN,
+ * CAP_SETUID and CAP_SETGID (then runs get a uid of their own and no user namespace).
+ * Root without them (a container's root, its capabilities dropped, in a user namespace
+ * of its own) sandboxes like an unprivileged user: a user namespace per run.  Cached. */
+bool govex__privileged(void);
+
 static inline int govex__neg_errno(long rv)
 {
 	return rv < 0 ? -errno : 0;

@@ -668,3 +668,27 @@ char *govex__json_escape_controls(char *js)
 	free(js);
 	return t;
 }
+
+bool govex__privileged(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v >= 0)
+		return v;
+	v = 0;
+	if (geteuid() == 0) {
+		/* CapEff from /proc/self/status: a hex mask */
+		FILE *f = fopen("/proc/self/status", "re");
+		char line[256];
+		unsigned long long eff = 0;
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %llx", &eff) == 1)
+				break;
+		if (f)
+			fclose(f);
+		const unsigned long long need = (1ULL << 21) | (1ULL << 7) | (1ULL << 6);
+		v = (eff & need) == need;
+	}
+	__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	return v;
+}

@@ -300,7 +300,7 @@ static int take_delegated(const char *point, const char *rel, char *host, size_t
 	/* already in the leaf (a govex before us moved this cgroup's processes there, or a
 	 * unit's DelegateSubgroup=supervisor): its parent is the host cgroup */
 	const char *base = strrchr(dir, '/');
-	if (base && strcmp(base + 1, LEAF) == 0 && (size_t)(base - dir) > strlen(point)) {
+	if (base && strcmp(base + 1, LEAF) == 0 && (size_t)(base - dir) >= strlen(point)) {
 		char parent[PATH_MAX];
 		snprintf(parent, sizeof(parent), "%.*s", (int)(base - dir), dir);
 		const char *what = "";

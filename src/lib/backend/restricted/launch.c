@@ -71,14 +71,10 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 	if (!st)
 		return govex__err(err, ENOMEM, ENOMEM, "restricted: out of memory");
 	pthread_mutex_init(&st->cg_lock, NULL);
-	st->userns = geteuid() != 0;
+	st->userns = !govex__privileged();
 	if (st->userns) {
-		st->uid = geteuid();
-		st->gid = getegid();
-		snprintf(st->uid_map, sizeof(st->uid_map), "%u %u 1\n", (unsigned)st->uid,
-			 (unsigned)st->uid);
-		snprintf(st->gid_map, sizeof(st->gid_map), "%u %u 1\n", (unsigned)st->gid,
-			 (unsigned)st->gid);
+		rns_id_maps(st->uid_map, sizeof(st->uid_map), st->gid_map, sizeof(st->gid_map),
+			    &st->uid, &st->gid);
 	}
 	/* root: slot N is uid id_base + N, gid gid_base + N (kept below (uid_t)-1) */
 	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : ID_BASE;

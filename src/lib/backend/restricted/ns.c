@@ -41,6 +41,21 @@ static int write_file(const char *path, const char *data)
 	return (size_t)w == n ? 0 : -EIO;
 }
 
+void rns_id_maps(char *uid_map, size_t ucap, char *gid_map, size_t gcap, uid_t *ret_uid,
+		 gid_t *ret_gid)
+{
+	/* the same ids inside.  (Mapping onto uid 0, a container's root whose capabilities
+	 * were dropped, needs CAP_SETFCAP when the namespace is made: Linux >= 5.12.) */
+	uid_t u = geteuid();
+	gid_t g = getegid();
+	snprintf(uid_map, ucap, "%u %u 1\n", (unsigned)u, (unsigned)u);
+	snprintf(gid_map, gcap, "%u %u 1\n", (unsigned)g, (unsigned)g);
+	if (ret_uid)
+		*ret_uid = u;
+	if (ret_gid)
+		*ret_gid = g;
+}
+
 int rns_write_maps(const char *uid_map, const char *gid_map, enum govex__step *ret_step)
 {
 	/* An unprivileged process may map only its own ids, and a gid map needs setgroups
@@ -100,8 +115,7 @@ int rns_probe(bool userns, enum govex__step *ret_step)
 	struct rplan plan = {.m = m, .n = ARRAY_SIZE(m)};
 	struct rscratch scr;
 	char uid_map[32], gid_map[32];
-	snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
-	snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+	rns_id_maps(uid_map, sizeof(uid_map), gid_map, sizeof(gid_map), NULL, NULL);
 	int r;
 	if ((r = rscratch_alloc(&scr, plan.n)) < 0) {
 		*ret_step = GOVEX_STEP_ALLOC;
@@ -252,7 +266,7 @@ static int netns_mount(int dfd, const char *name)
 int rns_empty_netns(int slot)
 {
 	char name[32];
-	if (geteuid() != 0 || slot < 0)
+	if (!govex__privileged() || slot < 0)
 		return -EPERM;
 	snprintf(name, sizeof(name), "netns-%d", slot);
 	_cleanup_close_ int run = open("/run", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -413,11 +413,8 @@ static void pctx_init(struct pctx *c, const char *exe, char *const argv[], char 
 	memset(c, 0, sizeof(*c));
 	rcg_run_init(&c->cg);
 	c->slot.n = c->slot.fd = -1;
-	c->userns = geteuid() != 0;
-	snprintf(c->uid_map, sizeof(c->uid_map), "%u %u 1\n", (unsigned)geteuid(),
-		 (unsigned)geteuid());
-	snprintf(c->gid_map, sizeof(c->gid_map), "%u %u 1\n", (unsigned)getegid(),
-		 (unsigned)getegid());
+	c->userns = !govex__privileged();
+	rns_id_maps(c->uid_map, sizeof(c->uid_map), c->gid_map, sizeof(c->gid_map), NULL, NULL);
 	c->landlock_abi = rlandlock_abi();
 	if (c->landlock_abi < 0)
 		c->landlock_abi = 0;

@@ -28,7 +28,7 @@ static void unavail(struct govex__report *r, enum govex__control c, const char *
 void rreport_probe(const struct govex_runtime_options *opts, struct govex__report *r)
 {
 	memset(r, 0, sizeof(*r));
-	bool root = geteuid() == 0;
+	bool root = govex__privileged();
 	enum govex__step step = GOVEX__STEP_NONE;
 	int e = rns_probe(!root, &step);
 	if (e < 0 && step != GOVEX_STEP_SECCOMP && step != GOVEX_STEP_NO_NEW_PRIVS) {

@@ -388,6 +388,10 @@ void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
 int rns_flags(bool userns, bool net);
 /* Writes a single-line identity map for the calling process in its new user namespace
  * (setgroups denied first).  maps holds "uid uid 1\n" and "gid gid 1\n". */
+/* The uid and gid maps of a run's user namespace (unprivileged mode): govex's own ids,
+ * the same inside (into ret_*). */
+void rns_id_maps(char *uid_map, size_t ucap, char *gid_map, size_t gcap, uid_t *ret_uid,
+		 gid_t *ret_gid);
 int rns_write_maps(const char *uid_map, const char *gid_map, enum govex__step *ret_step);
 /* The rest of a shim's entry into its namespaces, after its identity maps: the
  * hostname, the new root from plan (rmount_apply), and SIGCHLD blocked and read through

@@ -85,7 +85,7 @@ static int open_chain(const char *base, const char *rel)
 
 static int open_lock_dir(const char *cache_dir, char *where, size_t where_len)
 {
-	if (geteuid() == 0) {
+	if (govex__privileged()) {
 		snprintf(where, where_len, "/run/govex/slots");
 		return open_chain("/run", "govex/slots");
 	}
@@ -138,7 +138,7 @@ static int open_lock_dir(const char *cache_dir, char *where, size_t where_len)
  * out the same name (and never reclaim each other's runs). */
 static void slot_name(char *buf, size_t len, uint32_t n, const struct stat *dir)
 {
-	if (geteuid() == 0)
+	if (govex__privileged())
 		snprintf(buf, len, "govex.slot-%u", (unsigned)n);
 	else
 		snprintf(buf, len, "govex.slot-%u.%llx.%llx", (unsigned)n,
@@ -272,7 +272,7 @@ int govex__slot_lock_dirs(const char *cache_dir, char ***v)
 {
 	char buf[PATH_MAX];
 	int r = 0;
-	if (geteuid() == 0)
+	if (govex__privileged())
 		return govex__strv_push(v, "/run/govex");
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
 	if (xdg && xdg[0] == '/' &&
