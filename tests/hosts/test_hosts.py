@@ -339,6 +339,51 @@ def test_stock_kernel_controls(t):
     g.check(rep["available"], "the sandbox is available: %r" % rep)
 
 
+def test_shipped_unit(t):
+    """deploy/systemd/govex-mcp.service as shipped (its hardening included), with only its
+    binary and port changed: ready, serving the default policy, its cgroup delegated."""
+    h.need_systemd_v2()
+    if not h.ROOT:
+        raise g.Skip("a system service: installed by root")
+    port = _free_port()
+    name = h.unique("govex-mcp-shipped")
+    unit = "/run/systemd/system/%s.service" % name
+    src = h.read(os.path.join(g.REPO, "deploy", "systemd", "govex-mcp.service"))
+    g.check("\nDelegate=yes\n" in src, "the shipped unit delegates its cgroup")
+    lines = []
+    for line in src.splitlines():
+        if line.startswith("ExecStart="):
+            line = "ExecStart=%s mcp --http 127.0.0.1:%d" % (GOVEX, port)
+        lines.append(line)
+        if line == "[Service]":
+            lines += ["Environment=%s=%s" % kv for kv in h.unit_env().items()
+                      if kv[0] != "PATH"]
+    with open(unit, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+    def cleanup():
+        subprocess.run(["systemctl", "stop", name], timeout=90)
+        os.unlink(unit)
+        subprocess.run(["systemctl", "daemon-reload"], timeout=60)
+    t.defer(cleanup)
+    subprocess.run(["systemctl", "daemon-reload"], check=True, timeout=60)
+    subprocess.run(["systemctl", "start", name], check=True, timeout=90)
+
+    def ready():
+        try:
+            return _http(port, "GET", "/readyz", timeout=5)[0] == 200
+        except OSError:
+            return False
+    h.wait_until(ready, 90, "/readyz of the shipped unit")
+    st, doc = _call(port, "print(6*7)")
+    g.eq(st, 200, "tools/call (%r)" % doc)
+    g.eq(doc["result"]["structuredContent"]["stdout"], "42\n", "stdout (%r)" % doc)
+    main_pid = subprocess.run(["systemctl", "show", "-P", "MainPID", name],
+                              stdout=subprocess.PIPE, timeout=30).stdout.decode().strip()
+    g.check(h.own_cgroup(main_pid).endswith("/%s.service/supervisor" % name),
+            "the server is in its unit's leaf: %r" % h.own_cgroup(main_pid))
+
+
 TESTS = [
     ("login shell: the default policy runs, cgroups from a systemd scope",
      test_login_shell_default_policy),
@@ -355,6 +400,7 @@ TESTS = [
     ("govex mcp --http in a Delegate=yes unit serves strict", test_mcp_http_unit_with_delegate),
     ("/readyz is 503 while the policy cannot run", test_mcp_not_ready_when_refused),
     ("stock kernel: missing Landlock reported, not claimed", test_stock_kernel_controls),
+    ("deploy/systemd/govex-mcp.service as shipped serves strict", test_shipped_unit),
 ]
 
 if __name__ == "__main__":
