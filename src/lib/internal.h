@@ -550,6 +550,10 @@ void govex__child_fail(int errfd, enum govex__step step, int err);
  * Root without them (a container's root, its capabilities dropped, in a user namespace
  * of its own) sandboxes like an unprivileged user: a user namespace per run.  Cached. */
 bool govex__privileged(void);
+/* The restricted backend's host cgroup (DESIGN.md "Hosts"), obtained now if this process
+ * has none yet (once per process: it may move the process into a delegated leaf or a
+ * systemd scope). */
+void govex__restricted_host_prepare(const struct govex_runtime_options *opts);
 
 static inline int govex__neg_errno(long rv)
 {

@@ -223,6 +223,11 @@ void govex__probe_backends(govex_runtime *rt)
 	if (rt->probe_cache_dir && (build = build_identity()) &&
 	    (key = report_cache_key(build, rt->opts.cgroup)))
 		dfd = govex__cache_dir_open(rt->probe_cache_dir, true);
+	/* Where runs' cgroups come from is settled now, before anything of the runtime is
+	 * forked (a warm template left in the caller's old cgroup could not move its runs
+	 * into the new one), whether the report comes from the cache or not; the key above
+	 * names the cgroup the process had before. */
+	govex__restricted_host_prepare(&rt->opts);
 	if (dfd >= 0) {
 		char dg[72];
 		govex__sha256_digest(build, strlen(build), dg);

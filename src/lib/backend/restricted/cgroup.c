@@ -309,6 +309,13 @@ void rcg_discover(struct rcg_setup *ret, bool test, const char *mode)
 	}
 }
 
+void govex__restricted_host_prepare(const struct govex_runtime_options *opts)
+{
+	struct rcg_setup s;
+	rcg_discover(&s, false, opts ? opts->cgroup : NULL);
+	rcg_setup_free(&s);
+}
+
 void rcg_setup_free(struct rcg_setup *s)
 {
 	for (int i = 0; i < RCG_N; i++) {
