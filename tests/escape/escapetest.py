@@ -53,7 +53,7 @@ def restricted_report():
 FEATURE_OF = {
     "syscall_filter": "seccomp", "subprocess_deny": "seccomp",
     "no_new_privileges": "seccomp", "memory_aggregate": "cgroup",
-    "pids_aggregate": "cgroup", "cpu_time_aggregate": "cgroup",
+    "pids_aggregate": "cgroup", "cpu_time_aggregate": "cgroup", "landlock": "landlock",
 }
 
 

@@ -463,7 +463,7 @@ def _delegate_v1(t):
                     d.split("/sys/fs/cgroup/")[1].split("/")[0] == c:
                 parents[c] = d
     if set(parents) != {"memory", "pids", "cpuacct"}:
-        e.skip("cgroup", "no v1 memory/pids/cpuacct hierarchies here: %r" % parents)
+        e.skip("cgroupv1", "no v1 memory/pids/cpuacct hierarchies here: %r" % parents)
     name = "govex-rtd-%d" % os.getpid()
     dirs = []
     for c, d in parents.items():

@@ -33,9 +33,9 @@ FILES = [
     ("both", "hosts/test_hosts.py"),
     ("both", "hosts/test_smoke.py"),
     ("both", "hosts/test_redteam_hosts.py"),
-    ("both", "escape/test_limits.py"),
+    ("root", "hosts/test_rootless_root.py"),
+    ("root", "escape/test_limits.py"),
     ("both", "escape/test_resources.py"),
-    ("both", "escape/test_redteam_limits.py"),
     ("both", "escape/test_unprivileged.py"),
     ("both", "escape/test_leftovers.py"),
     ("root", "escape/test_isolation.py"),
@@ -45,7 +45,6 @@ FILES = [
     ("root", "escape/test_network.py"),
     ("root", "escape/test_netns.py"),
     ("root", "escape/test_teardown.py"),
-    ("root", "escape/test_redteam_denials.py"),
     ("root", "escape/test_redteam_identity.py"),
     ("root", "integration/test_strict.py"),
     ("root", "integration/test_claims.py"),
@@ -89,7 +88,7 @@ def build_dir():
 def copy_in(build):
     """The sources the suites read and the build's binaries, at the same paths."""
     rel_build = os.path.relpath(build, REPO)
-    members = ["tests", "examples", "src/worker", "docs", "README.md",
+    members = ["tests", "examples", "src/worker", "docs", "deploy", "README.md",
                os.path.join(rel_build, "govex")]
     for extra in ("tests/repl-driver",):
         if os.path.exists(os.path.join(build, extra)):
