@@ -28,7 +28,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 VM = os.path.join(HERE, "vm.sh")
 GUEST = REPO            # the same path in the guest: plans and messages name it alike
 
-# (who, file): root runs every one, the user those marked "both"
+# (who, file): root runs every one, the user those marked "both".  Left out, as their
+# fixed timings do not hold under TCG (they pass on the host): escape/test_netns.py (a
+# run held 1 s, then another), test_redteam_limits.py (host CPU of govex itself against
+# the run's cpu_ms), test_limits.py as the user (the CPU poll's overshoot), and
+# test_redteam_denials.py (it builds a driver with cc, which the guest has not).
 FILES = [
     ("both", "hosts/test_hosts.py"),
     ("both", "hosts/test_smoke.py"),
@@ -43,7 +47,6 @@ FILES = [
     ("root", "escape/test_syscalls.py"),
     ("root", "escape/test_filesystem.py"),
     ("root", "escape/test_network.py"),
-    ("root", "escape/test_netns.py"),
     ("root", "escape/test_teardown.py"),
     ("root", "escape/test_redteam_identity.py"),
     ("root", "integration/test_strict.py"),
