@@ -370,7 +370,7 @@ def op_rt_fork_bomb(seconds):
         except OSError as ex:
             errs.add(_ename(ex.errno))
             peak = max(peak, _in_our_cgroup())
-            time.sleep(0.05)
+            time.sleep(0.2)
             continue
         if pid == 0:
             kids = []
@@ -391,10 +391,11 @@ def test_fork_bomb_in_the_run(t):
     than 16 processes, and fork fails with EAGAIN."""
     h.need_systemd_v2()
     e.need_restricted("pids_aggregate")
-    pol = e.policy(t, limits={"processes": 16, "memory_bytes": 256 * MIB, "wall_ms": 40000},
+    pol = e.policy(t, limits={"processes": 16, "memory_bytes": 256 * MIB, "wall_ms": 40000,
+                              "cpu_ms": 120000},
                    subprocess="allow")
     e.prove(t, pol)
-    code = e.bomb_code([["rt_fork_bomb", 4.0, {"as": "bomb"}]]).replace(
+    code = e.bomb_code([["rt_fork_bomb", 3.0, {"as": "bomb"}]]).replace(
         "\nguard(", FORK_PRELUDE + "\nguard(", 1)
     r = t.run(["run", "--policy", pol, "--json", "-c", code], timeout=SLOW)
     doc = r.result()
@@ -554,7 +555,8 @@ def over_limit(pol):
     except ValueError:
         doc = {"status": None, "stderr": err[-800:]}
     return {"rc": rc, "status": doc.get("status"), "termination": doc.get("termination"),
-            "stdout": doc.get("stdout"), "err": err[-800:]}
+            "stdout": doc.get("stdout"), "err": err[-800:],
+            "why": [d.get("message") for d in doc.get("diagnostics") or []]}
 """
 
 
@@ -692,9 +694,45 @@ print("RT " + json.dumps({"kills": kills, "over": res, "ok": ok, "src": source()
     res = _scope(t, script, POL=_scope_pol(t))
     print("# kills %r; over %r; plain rc %r; source %r"
           % (res["kills"], res["over"], res["ok"][0], res["src"]))
-    _check_over(res["over"], "after govex was killed mid-move")
-    if res["ok"][0] != g.EXIT_REFUSED:
-        g.eq(res["ok"][:2], [0, "42\n"], "a plain run after the kills")
+    # the scope is delegated: whatever moment a govex was killed at, the next one
+    # finishes the move (a refusal here leaves the unit without its limits for good)
+    g.eq(_check_over(res["over"], "after govex was killed mid-move"), "limited",
+         "the run after the kills (%r)" % res["over"])
+    g.eq(res["ok"][:2], [0, "42\n"], "a plain run after the kills")
+
+
+def test_move_interrupted_halfway(t):
+    """The state a govex killed halfway through its leaf move leaves, made on purpose: the
+    leaf exists, the scope's first process is in it, the others are still in the scope's
+    cgroup, no controller is enabled.  The next govex finishes the move: its runs are
+    limited; it neither refuses for good nor nests a leaf in the leaf."""
+    h.need_systemd_v2()
+    script = SCOPE_COMMON + r"""
+CODE = %r
+top = CG + own()
+sleepers = [subprocess.Popen(["sleep", "80"]) for _ in range(3)]
+os.mkdir(top + "/supervisor")
+with open(top + "/supervisor/cgroup.procs", "w") as f:
+    f.write("0")
+state = {"self": own(), "sleeper": own(sleepers[0].pid),
+         "sub": open(top + "/cgroup.subtree_control").read().strip()}
+res = over_limit(os.environ["POL"])
+ok = run(["run", "-c", "print(6*7)"])
+after = {"self": own(), "sleeper": own(sleepers[0].pid),
+         "sub": open(top + "/cgroup.subtree_control").read().strip(),
+         "nested": os.path.isdir(top + "/supervisor/supervisor")}
+for s in sleepers:
+    s.kill()
+print("RT " + json.dumps({"state": state, "over": res, "ok": ok, "after": after}))
+""" % _tmpfs_code(48)
+    res = _scope(t, script, POL=_scope_pol(t))
+    print("# interrupted: %r; over %r; plain rc %r; after %r"
+          % (res["state"], res["over"], res["ok"][0], res["after"]))
+    g.eq(_check_over(res["over"], "after a move interrupted halfway"), "limited",
+         "the run after an interrupted move (%r)" % res["over"])
+    g.eq(res["ok"][:2], [0, "42\n"], "a plain run after an interrupted move")
+    g.check(res["after"]["sleeper"].endswith("/supervisor") and not res["after"]["nested"],
+            "the move was not finished in the leaf: %r" % res["after"])
 
 
 def _server_unit(t, pol):
@@ -750,8 +788,10 @@ def test_server_controllers_taken_away(t):
         print("# %s: subtree_control %r; call: status %r termination %r"
               % (what, h.read(host + "/cgroup.subtree_control").strip(), sc.get("status"),
                  sc.get("termination")))
-        g.check(sc.get("status") != "success" and "wrote 48 MiB" not in (sc.get("stdout") or ""),
-                "%s: a call past memory_bytes succeeded: %r" % (what, doc))
+        claimed = "memory_aggregate" in ((sc.get("backend") or {}).get("controls") or [])
+        g.check(not (sc.get("status") == "success" and claimed),
+                "%s: a call past memory_bytes succeeded, its result claiming memory_aggregate: "
+                "%r" % (what, doc))
         if sc.get("status") is not None and sc.get("termination") != "launch_failed":
             g.eq(sc.get("termination"), "memory_limit", "%s: termination (%r)" % (what, doc))
 
@@ -772,6 +812,53 @@ def test_server_controllers_taken_away(t):
             time.sleep(0.1)
     print("# taking the controllers away from %s: %s" % (host, taken))
     over("after the controllers were taken away")
+
+
+def test_controllers_taken_mid_run(t):
+    """A one-shot run in a Delegate=yes scope, past its memory limit once it has slept;
+    meanwhile the scope's other process takes the controllers away from govex's host
+    cgroup ("-memory -pids": allowed to the cgroup's owner while no child has them in
+    its own subtree_control), which removes the run's memory.max.  The result must not
+    then claim memory_aggregate for a run that succeeded past memory_bytes."""
+    h.need_systemd_v2()
+    script = SCOPE_COMMON + r"""
+CODE = %r
+warm = run(["run", "-c", "pass"])     # the interpreter probe, cached: the next slot is the run's
+p = subprocess.Popen([G, "run", "--json", "--policy", os.environ["POL"], "-c", CODE],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+deadline = time.monotonic() + 100
+host = None
+while time.monotonic() < deadline and p.poll() is None:
+    if own(p.pid).endswith("/supervisor"):
+        host = CG + own(p.pid)[:-len("/supervisor")]
+        if [d for d in os.listdir(host) if d.startswith("govex.slot-")
+                and open(os.path.join(host, d, "cgroup.procs")).read().strip()]:
+            break
+    time.sleep(0.05)
+time.sleep(1.5)
+taken = None
+try:
+    with open(host + "/cgroup.subtree_control", "w") as f:
+        f.write("-memory -pids")
+    taken = open(host + "/cgroup.subtree_control").read().strip()
+except (OSError, TypeError) as ex:
+    taken = repr(ex)
+out, err = p.communicate(timeout=110)
+try:
+    doc = json.loads(out)
+except ValueError:
+    doc = {"stderr": err.decode()[-600:]}
+print("RT " + json.dumps({"taken": taken, "doc": doc}))
+""" % _tmpfs_code(48, sleep=8)
+    res = _scope(t, script, POL=_scope_pol(t))
+    doc = res["doc"]
+    claimed = "memory_aggregate" in ((doc.get("backend") or {}).get("controls") or [])
+    print("# controllers taken (subtree_control now %r): %s %s, stdout %r, usage %r"
+          % (res["taken"], doc.get("status"), doc.get("termination"), doc.get("stdout"),
+             doc.get("usage")))
+    g.check(not (doc.get("status") == "success" and claimed),
+            "the run succeeded past memory_bytes with its controllers taken away, and its "
+            "result claims memory_aggregate: %r" % doc)
 
 
 # ---------------------------------------------------------------- handed cgroups
@@ -1006,8 +1093,12 @@ TESTS = [
     ("a racer in the scope during the leaf move: limited or refused", test_leaf_move_racer),
     ("planted govex.slot-N cgroups: reclaimed or refused", test_planted_slot_cgroups),
     ("govex killed mid-move, again and again: then limited", test_killed_mid_move),
+    ("a leaf move interrupted halfway is finished by the next govex",
+     test_move_interrupted_halfway),
     ("a server whose controllers are taken away: limited or refused",
      test_server_controllers_taken_away),
+    ("controllers taken away mid-run: no claim of memory_aggregate",
+     test_controllers_taken_mid_run),
     ("GOVEX_CGROUP path tricks are refused, nothing written", test_handed_path_tricks),
     ("a handed cgroup of another owner or group-writable is refused",
      test_handed_not_ours_alone),
