@@ -1059,6 +1059,43 @@ def test_other_user_cannot_touch_runs(t):
         p.wait()
 
 
+def test_scope_asked_from_a_pid_namespace(t):
+    """As root, govex in a PID namespace of its own (unshare -p: a sandbox, a container
+    that reaches the host's /run/systemd) is not delegated and asks the system manager
+    for a scope holding itself.  systemd reads the pid it is given in its own PID
+    namespace: another service's process whose host pid is the number govex has in its
+    namespace must stay in its service."""
+    h.need_systemd_v2()
+    if not h.ROOT:
+        raise g.Skip("a PID namespace of one's own needs root here (a user's needs a user "
+                     "namespace, where the system manager is not asked)")
+    unit = h.unique("govex-rt-victim") + ".service"
+    subprocess.run(["systemd-run", "--quiet", "--unit", unit, "--", "sleep", "300"],
+                   check=True, timeout=60)
+    t.defer(h.stop_unit, unit)
+    victim = int(subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", unit],
+                                stdout=subprocess.PIPE, timeout=30).stdout)
+    g.check(victim > 1, "no main pid for %s" % unit)
+    t.defer(g._kill_pid, victim)
+    before = h.own_cgroup(victim)
+    # govex's pid in its namespace: the victim's on the host
+    script = ('echo %d > /proc/sys/kernel/ns_last_pid && "$GOVEX" backends --json; true'
+              % (victim - 1))
+    os.mkdir(t.path("cache"))
+    p = subprocess.run(["unshare", "-pf", "--mount-proc", "sh", "-c", script],
+                       env=h.env_with(GOVEX=GOVEX, XDG_CACHE_HOME=t.path("cache")),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=SLOW)
+    try:
+        rr = [x for x in json.loads(p.stdout) if x["name"] == "restricted"][0]
+        src = rr.get("cgroups")
+    except (ValueError, IndexError):
+        src = p.stderr.decode()[-600:]
+    after = h.own_cgroup(victim)
+    print("# victim %s (pid %d): %s -> %s; govex said %r" % (unit, victim, before, after, src))
+    g.eq(after, before, "the cgroup of %s's process (host pid %d, govex's pid in its "
+         "namespace) after govex asked systemd for a scope" % (unit, victim))
+
+
 def test_stale_report_is_not_a_cgroup(t):
     """A report cached where a cgroup could be had is not believed where none can (the
     same cgroup, the user's manager unreachable): the run must not start without its
@@ -1105,6 +1142,8 @@ TESTS = [
     ("a handed cgroup below another user's: refused, or the run stays bound",
      test_handed_ancestor_of_another_user),
     ("another uid cannot lift, move or kill a live run", test_other_user_cannot_touch_runs),
+    ("govex in a PID namespace asks systemd for itself, not a host pid",
+     test_scope_asked_from_a_pid_namespace),
     ("a stale cached report never starts a run without its cgroup",
      test_stale_report_is_not_a_cgroup),
 ]
