@@ -26,8 +26,8 @@
  * cgroup.procs another user could write, who could move runs out of it); in our own user
  * manager's tree (user@EUID.service, root's too) a unit that manager delegated; and, as
  * root (who can write every cgroup), a mark that the cgroup was handed to us: systemd's
- * trusted.delegate xattr on it or an ancestor, or the root of a cgroup namespace
- * (nsdelegate) other than the host's.  govex writes into no cgroup that is not delegated
+ * trusted.delegate xattr on it or an ancestor, or the root of a container's cgroup
+ * namespace (nsdelegate: its init in it).  govex writes into no cgroup that is not delegated
  * to it, nor into one holding processes it cannot move (outside its PID namespace).
  * Steps 1 and 2 change the whole process's cgroup, once per process; the outcome is kept
  * for every later runtime.
@@ -229,6 +229,25 @@ static bool user_unit_delegated(const char *rel, size_t below)
 	}
 }
 
+/* Is the mount's root (point) the root of a container's cgroup namespace?  It is not the
+ * host's root cgroup (that has no cgroup.type), we are in a cgroup namespace other than
+ * the initial one (the kernel's fixed inode number for that), and our PID namespace's
+ * init is in ours: a container runtime makes both, its init (the entry point) in the
+ * namespace's root, the cgroup it delegated to the container.  A cgroup namespace an
+ * ordinary process of the host made over its own cgroup (unshare -C, the host's init
+ * not in it), or a cgroupfs subtree bound over /sys/fs/cgroup, says nothing of who owns
+ * that cgroup: a unit nobody delegated. */
+static bool container_root(const char *point)
+{
+	char self[64], init[64];
+	ssize_t n = readlink("/proc/self/ns/cgroup", self, sizeof(self) - 1);
+	ssize_t m = readlink("/proc/1/ns/cgroup", init, sizeof(init) - 1);
+	if (!exists_at(point, "cgroup.type") || n <= 0 || m <= 0)
+		return false;
+	self[n] = init[m] = '\0';
+	return strcmp(self, "cgroup:[4026531835]") != 0 && strcmp(self, init) == 0;
+}
+
 /* Is dir (rel below the mount point, "" for the mount's root) delegated to us?  The
  * files a delegatee writes must be writable (a read-only cgroupfs is not delegated) and
  * ours alone, and no one else may move processes between the cgroups below it (above);
@@ -236,8 +255,8 @@ static bool user_unit_delegated(const char *rel, size_t below)
  * every cgroup is ours by owner, yet the manager's: only a unit it delegated is ours to
  * change; elsewhere, as an unprivileged user, that is the delegation (the guide's
  * chown); as root, the cgroup or an ancestor within the mount must also be marked by
- * systemd, or the mount's root must be a cgroup namespace's root, not the host's (the
- * host's root cgroup has no cgroup.type). */
+ * systemd, or the mount's root must be a container's cgroup namespace's root
+ * (container_root). */
 static bool delegated(const char *point, const char *rel, const char *dir)
 {
 	if (access(dir, W_OK) < 0 || !writable_at(dir, "cgroup.procs") ||
@@ -254,9 +273,13 @@ static bool delegated(const char *point, const char *rel, const char *dir)
 			return true;
 		return user_unit_delegated(rel, below);
 	}
+	/* in a cgroup namespace, only a container's root is ours (nsdelegate) */
+	bool ns = exists_at(point, "cgroup.type");
+	if (ns && !container_root(point))
+		return false;
 	if (geteuid() != 0)
 		return true;
-	return marked_below(point, rel, 0, false) || exists_at(point, "cgroup.type");
+	return marked_below(point, rel, 0, false) || ns;
 }
 
 /* Does dir hold a process outside our PID namespace (listed as 0: one we cannot name,
