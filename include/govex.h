@@ -283,7 +283,11 @@ struct govex_runtime_options {
 	 *   "none": never; the aggregate limits are then missing on cgroup v2 hosts.
 	 *   "/sys/fs/cgroup/...": a cgroup the host manages and hands to govex: runs' cgroups
 	 *     are made below it; it must hold no process (or already have memory and pids in
-	 *     its cgroup.subtree_control); the calling process is not moved.
+	 *     its cgroup.subtree_control); the calling process is not moved.  A normalized
+	 *     absolute path (no "..", ".", "//", trailing "/"); the cgroup and its files
+	 *     govex writes owned by the caller's euid and writable by no group or other, and
+	 *     no cgroup above it whose cgroup.procs another user can write.
+	 *   Any other value obtains nothing, as "none" does, and says so.
 	 * cgroup v1 hierarchies (memory, pids, cpuacct) are used as they are, whatever this
 	 * says.  `govex backends` shows which was used. */
 	const char *cgroup;

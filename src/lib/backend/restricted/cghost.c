@@ -16,17 +16,21 @@
  *      (sdscope.c), and then as 1.
  *   3. A cgroup the embedding host hands to the library (govex_runtime_options.cgroup):
  *      used as it is, never moved into; only its subtree_control is written, and only
- *      while it holds no process.
+ *      while it holds no process.  Named by a normalized absolute path below the
+ *      cgroup2 mount, ours alone as in 1.
  *   4. Otherwise none, with what the user can change on this host.
  *
  * Delegation is recognized the way the kernel's cgroup-v2 guide and systemd define it:
  * write access to the directory, its cgroup.procs and cgroup.subtree_control (ours alone:
- * owned by our euid, writable by no group or other), and, as root (who can write every
- * cgroup), a mark that the cgroup was handed to us: systemd's trusted.delegate xattr on
- * it or an ancestor, or the root of a cgroup namespace (nsdelegate) other than the
- * host's.  govex writes into no cgroup that
- * is not delegated to it.  Steps 1 and 2 change the whole process's cgroup, once per
- * process; the outcome is kept for every later runtime.
+ * owned by our euid, writable by no group or other; and no cgroup above it whose
+ * cgroup.procs another user could write, who could move runs out of it); in our own user
+ * manager's tree (user@EUID.service, root's too) a unit that manager delegated; and, as
+ * root (who can write every cgroup), a mark that the cgroup was handed to us: systemd's
+ * trusted.delegate xattr on it or an ancestor, or the root of a container's cgroup
+ * namespace (nsdelegate: its init in it).  govex writes into no cgroup that is not delegated
+ * to it, nor into one holding processes it cannot move (outside its PID namespace).
+ * Steps 1 and 2 change the whole process's cgroup, once per process; the outcome is kept
+ * for every later runtime.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -167,6 +171,45 @@ static bool ours_alone(const char *dir)
 	return true;
 }
 
+/* Every cgroup above dir, up to the mount's root: its cgroup.procs writable by no one
+ * but our euid or root.  cgroup v2 lets whoever can write a common ancestor's
+ * cgroup.procs move a process between that ancestor's descendants, whoever owns the
+ * process: another user owning a cgroup above ours could move a run out of its cgroup
+ * into one of theirs, and out of its limits. */
+static bool ancestors_ours(const char *point, const char *dir)
+{
+	char path[PATH_MAX];
+	size_t pl = strlen(point);
+	if ((size_t)snprintf(path, sizeof(path), "%s", dir) >= sizeof(path))
+		return false;
+	for (;;) {
+		char *slash = strrchr(path, '/');
+		if (!slash || (size_t)(slash - path) < pl)
+			return true;
+		*slash = '\0';
+		char procs[PATH_MAX];
+		struct stat st;
+		if ((size_t)snprintf(procs, sizeof(procs), "%s/cgroup.procs", path) >=
+			sizeof(procs) ||
+		    lstat(procs, &st) < 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+		    (st.st_mode & (S_IWGRP | S_IWOTH)))
+			return false;
+	}
+}
+
+/* The offset just past "/user@EUID.service" in rel (our own user manager's subtree:
+ * root's user@0.service too), or 0 when rel is not in it. */
+static size_t user_manager_end(const char *rel)
+{
+	char mgr[64];
+	snprintf(mgr, sizeof(mgr), "/user@%u.service", (unsigned)geteuid());
+	size_t n = strlen(mgr);
+	for (const char *m = strstr(rel, mgr); m; m = strstr(m + 1, mgr))
+		if (m[n] == '/' || m[n] == '\0')
+			return (size_t)(m - rel) + n;
+	return 0;
+}
+
 /* rel's nearest unit (a .service or .scope component) below the first below bytes, asked
  * of the user's manager: does it have Delegate=yes? */
 static bool user_unit_delegated(const char *rel, size_t below)
@@ -186,36 +229,76 @@ static bool user_unit_delegated(const char *rel, size_t below)
 	}
 }
 
+/* Is the mount's root (point) the root of a container's cgroup namespace?  It is not the
+ * host's root cgroup (that has no cgroup.type), we are in a cgroup namespace other than
+ * the initial one (the kernel's fixed inode number for that), and our PID namespace's
+ * init is in ours: a container runtime makes both, its init (the entry point) in the
+ * namespace's root, the cgroup it delegated to the container.  A cgroup namespace an
+ * ordinary process of the host made over its own cgroup (unshare -C, the host's init
+ * not in it), or a cgroupfs subtree bound over /sys/fs/cgroup, says nothing of who owns
+ * that cgroup: a unit nobody delegated. */
+static bool container_root(const char *point)
+{
+	char self[64], init[64];
+	ssize_t n = readlink("/proc/self/ns/cgroup", self, sizeof(self) - 1);
+	ssize_t m = readlink("/proc/1/ns/cgroup", init, sizeof(init) - 1);
+	if (!exists_at(point, "cgroup.type") || n <= 0 || m <= 0)
+		return false;
+	self[n] = init[m] = '\0';
+	return strcmp(self, "cgroup:[4026531835]") != 0 && strcmp(self, init) == 0;
+}
+
 /* Is dir (rel below the mount point, "" for the mount's root) delegated to us?  The
  * files a delegatee writes must be writable (a read-only cgroupfs is not delegated) and
- * ours alone (above); as an unprivileged user that is the delegation (the guide's
+ * ours alone, and no one else may move processes between the cgroups below it (above);
+ * in our own user manager's tree (user@EUID.service, root's user@0.service included)
+ * every cgroup is ours by owner, yet the manager's: only a unit it delegated is ours to
+ * change; elsewhere, as an unprivileged user, that is the delegation (the guide's
  * chown); as root, the cgroup or an ancestor within the mount must also be marked by
- * systemd, or the mount's root must be a cgroup namespace's root, not the host's (the
- * host's root cgroup has no cgroup.type). */
+ * systemd, or the mount's root must be a container's cgroup namespace's root
+ * (container_root). */
 static bool delegated(const char *point, const char *rel, const char *dir)
 {
 	if (access(dir, W_OK) < 0 || !writable_at(dir, "cgroup.procs") ||
-	    !writable_at(dir, "cgroup.subtree_control") || !ours_alone(dir))
+	    !writable_at(dir, "cgroup.subtree_control") || !ours_alone(dir) ||
+	    !ancestors_ours(point, dir))
 		return false;
-	if (geteuid() != 0) {
-		/* in a user manager's tree (user@UID.service) every cgroup is ours by owner,
-		 * yet the manager's: only one it delegated (a unit or scope with
-		 * Delegate=yes, marked so) is ours to change */
-		char mgr[64];
-		snprintf(mgr, sizeof(mgr), "/user@%u.service", (unsigned)geteuid());
-		const char *m = strstr(rel, mgr);
-		while (m && m[strlen(mgr)] != '/' && m[strlen(mgr)] != '\0')
-			m = strstr(m + 1, mgr);
-		if (!m)
-			return true;
-		size_t below = (size_t)(m - rel) + strlen(mgr);
+	size_t below = user_manager_end(rel);
+	if (below) {
+		/* the manager marks a unit it delegated (user.delegate: root's manager and
+		 * the user alone can write it below user@EUID.service); the user manager of
+		 * systemd 252 marks nothing: ask it about the nearest unit at or above our
+		 * cgroup */
 		if (marked_below(point, rel, below, true))
 			return true;
-		/* the user manager of systemd 252 marks nothing: ask it about the nearest
-		 * unit at or above our cgroup */
 		return user_unit_delegated(rel, below);
 	}
-	return marked_below(point, rel, 0, false) || exists_at(point, "cgroup.type");
+	/* in a cgroup namespace, only a container's root is ours (nsdelegate) */
+	bool ns = exists_at(point, "cgroup.type");
+	if (ns && !container_root(point))
+		return false;
+	if (geteuid() != 0)
+		return true;
+	return marked_below(point, rel, 0, false) || ns;
+}
+
+/* Does dir hold a process outside our PID namespace (listed as 0: one we cannot name,
+ * so cannot move)?  Then the cgroup is not ours alone to rearrange: told before anything
+ * is written. */
+static bool holds_foreign(const char *dir)
+{
+	char procs[PATH_MAX];
+	if ((size_t)snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir) >= sizeof(procs))
+		return true;
+	FILE *f = fopen(procs, "re");
+	if (!f)
+		return true;
+	long pid;
+	bool foreign = false;
+	while (!foreign && fscanf(f, "%ld", &pid) == 1)
+		foreign = pid <= 0;
+	fclose(f);
+	return foreign;
 }
 
 /* Moves every process of dir into dir/LEAF.  0 or -errno. */
@@ -298,13 +381,17 @@ static int take_delegated(const char *point, const char *rel, char *host, size_t
 	char dir[PATH_MAX], leaf[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s%s", point, rel);
 	/* already in the leaf (a govex before us moved this cgroup's processes there, or a
-	 * unit's DelegateSubgroup=supervisor): its parent is the host cgroup */
+	 * unit's DelegateSubgroup=supervisor): its parent (the mount's root too, in a
+	 * cgroup namespace) is the host cgroup.  What is left in the parent (a govex killed
+	 * while it moved them) joins us in the leaf, as it would have. */
 	const char *base = strrchr(dir, '/');
 	if (base && strcmp(base + 1, LEAF) == 0 && (size_t)(base - dir) >= strlen(point)) {
 		char parent[PATH_MAX];
 		snprintf(parent, sizeof(parent), "%.*s", (int)(base - dir), dir);
 		const char *what = "";
-		int e = ours_alone(parent) ? enable_below(parent, NULL, &what) : -EPERM;
+		int e = ours_alone(parent) && !holds_foreign(parent)
+			    ? enable_below(parent, dir, &what)
+			    : -EPERM;
 		if (e == 0) {
 			snprintf(host, cap, "%s", parent);
 			return 0;
@@ -320,6 +407,13 @@ static int take_delegated(const char *point, const char *rel, char *host, size_t
 	}
 	if ((size_t)snprintf(leaf, sizeof(leaf), "%s/" LEAF, dir) >= sizeof(leaf))
 		return -ENAMETOOLONG;
+	if (holds_foreign(dir)) {
+		snprintf(why, whycap,
+			 "our cgroup %s holds processes outside our PID namespace, which govex "
+			 "cannot move",
+			 rel[0] ? rel : "/");
+		return -EPERM;
+	}
 	if (mkdir(leaf, 0755) < 0 && errno != EEXIST) {
 		int e = -errno;
 		snprintf(why, whycap, "cannot make %s/" LEAF ": %s", rel[0] ? rel : "/",
@@ -401,10 +495,12 @@ static void obtain_own(const char *point, const char *root, bool ask_systemd, st
 		}
 		return;
 	}
-	bool root_user = geteuid() == 0;
+	/* the user's manager (root's own user@0.service's too, when we are in its tree):
+	 * the system manager would put a scope of its own in a slice of that name */
+	bool user_mgr = geteuid() != 0 || user_manager_end(rel) != 0;
 	char unit[128] = "";
 	if (ask_systemd) {
-		int e = rsd_scope(!root_user, rel, unit, sizeof(unit), why, sizeof(why));
+		int e = rsd_scope(user_mgr, rel, unit, sizeof(unit), why, sizeof(why));
 		if (e == 0 && own_v2(rel, sizeof(rel))) {
 			memmove(rel, rel + rl, strlen(rel + rl) + 1);
 			snprintf(dir, sizeof(dir), "%s%s", point, rel);
@@ -415,7 +511,7 @@ static void obtain_own(const char *point, const char *root, bool ask_systemd, st
 				snprintf(h->detail, sizeof(h->detail),
 					 "a transient scope with Delegate=yes from the %s manager "
 					 "(%s)",
-					 root_user ? "systemd" : "user's systemd", unit);
+					 user_mgr ? "user's systemd" : "systemd", unit);
 				return;
 			}
 			snprintf(h->detail, sizeof(h->detail),
@@ -433,13 +529,31 @@ static void obtain_own(const char *point, const char *root, bool ask_systemd, st
 		 rel[0] ? rel : "/", why);
 }
 
+/* Is p an absolute path without empty, "." or ".." components (nor a trailing "/")?
+ * Anything else names another cgroup than it seems to ("x/.." is x's parent), or the
+ * same under another name. */
+static bool normalized(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	for (const char *c = p + 1;;) {
+		const char *e = strchrnul(c, '/');
+		size_t n = (size_t)(e - c);
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!*e)
+			return true;
+		c = e + 1;
+	}
+}
+
 /* Step 3: a cgroup the embedding host handed us. */
 static void obtain_handed(const char *point, const char *path, struct rcg_host *h)
 {
 	size_t pl = strlen(point);
 	struct stat st;
-	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") ||
-	    strncmp(path, point, pl) != 0 || (path[pl] != '/' && path[pl] != '\0')) {
+	if (!normalized(path) || strncmp(path, point, pl) != 0 ||
+	    (path[pl] != '/' && path[pl] != '\0')) {
 		snprintf(h->detail, sizeof(h->detail),
 			 "cgroup v2: the cgroup handed to govex must be a normalized path below "
 			 "%s",
@@ -461,6 +575,12 @@ static void obtain_handed(const char *point, const char *path, struct rcg_host *
 		snprintf(h->detail, sizeof(h->detail),
 			 "cgroup v2: the cgroup handed to govex is not its alone (owned by another "
 			 "user, or writable by a group or others)");
+		return;
+	}
+	if (!ancestors_ours(point, path)) {
+		snprintf(h->detail, sizeof(h->detail),
+			 "cgroup v2: a cgroup above the one handed to govex is writable by another "
+			 "user (its cgroup.procs), who could move runs out of their limits");
 		return;
 	}
 	const char *what = "";
@@ -509,6 +629,15 @@ void rcg_host_obtain(const char *point, const char *root, const char *mode, stru
 	if (mode && strcmp(mode, "none") == 0) {
 		snprintf(ret->detail, sizeof(ret->detail),
 			 "cgroup v2: govex was told not to obtain a cgroup (cgroup mode \"none\")");
+		return;
+	}
+	/* a mistyped mode (a relative path, "nnone") is not "auto", which moves this
+	 * process: nothing is obtained */
+	if (mode && strcmp(mode, "auto") != 0 && strcmp(mode, "own") != 0) {
+		snprintf(ret->detail, sizeof(ret->detail),
+			 "cgroup v2: the cgroup mode '%.64s' is none of auto, own, none or an "
+			 "absolute path below %.200s",
+			 mode, point);
 		return;
 	}
 	/* steps 1 and 2 move the process: once, whatever later runtimes ask */

@@ -230,8 +230,12 @@ int rsd_scope(bool user, const char *rel, char *unit, size_t cap, char *why, siz
 		r = sd.sd_bus_message_append(m, "ss", unit, "fail");
 	if (r >= 0)
 		r = sd.sd_bus_message_open_container(m, 'a', "(sv)");
+	/* PID 0: the caller, which systemd takes from the connection's credentials (the
+	 * kernel's, in systemd's own PID namespace).  getpid() would be our number in our
+	 * PID namespace: in one of our own (a sandbox, unshare -p) systemd would move the
+	 * host's process of that number into the scope. */
 	if (r >= 0)
-		r = sd.sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t)getpid());
+		r = sd.sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, (uint32_t)0);
 	if (r >= 0)
 		r = sd.sd_bus_message_append(m, "(sv)", "Delegate", "b", 1);
 	if (r >= 0)
