@@ -62,25 +62,7 @@ static int read_at(const char *dir, const char *file, char *buf, size_t cap)
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
 		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, cap - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-static int write_at(const char *dir, const char *file, const char *val)
-{
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
-		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return govex__neg_errno(write(fd, val, strlen(val)));
+	return rcg_read_small(path, buf, cap);
 }
 
 static bool exists_at(const char *dir, const char *file)
@@ -366,7 +348,7 @@ static int enable_below(const char *dir, const char *leaf, const char **what)
 				return e;
 		}
 		*what = "cgroup.subtree_control";
-		e = write_at(dir, "cgroup.subtree_control", want);
+		e = rcg_write_str(dir, "cgroup.subtree_control", want);
 		if (e != -EBUSY || !leaf)
 			return e < 0 ? e : 0;
 		/* EBUSY: a process appeared in dir since; move it too */

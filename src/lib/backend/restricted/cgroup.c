@@ -142,7 +142,7 @@ static bool join_cg(const struct mnt *m, const char *own, char *ret, size_t cap)
 	return (size_t)snprintf(ret, cap, "%s%s", m->point, rel) < cap;
 }
 
-static int read_small(const char *path, char *buf, size_t cap)
+int rcg_read_small(const char *path, char *buf, size_t cap)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -154,7 +154,7 @@ static int read_small(const char *path, char *buf, size_t cap)
 	return (int)n;
 }
 
-static int write_str(const char *dir, const char *file, const char *val)
+int rcg_write_str(const char *dir, const char *file, const char *val)
 {
 	char path[PATH_MAX];
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
@@ -257,7 +257,7 @@ void rcg_discover(struct rcg_setup *ret, bool test, const char *mode)
 	if (have2) {
 		char p[PATH_MAX + 32];
 		snprintf(p, sizeof(p), "%s/cgroup.subtree_control", dir2);
-		read_small(p, subtree, sizeof(subtree));
+		rcg_read_small(p, subtree, sizeof(subtree));
 	}
 
 	for (int i = 0; i < RCG_N; i++) {
@@ -345,7 +345,7 @@ int rcg_remove(const char *dir)
 			return 0;
 		if (errno != EBUSY)
 			return -errno;
-		write_str(dir, "cgroup.kill", "1"); /* v2: the whole cgroup at once */
+		rcg_write_str(dir, "cgroup.kill", "1"); /* v2: the whole cgroup at once */
 		kill_listed(dir);
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -436,11 +436,11 @@ static int cg_memory_limit(int version, const char *dir, uint64_t bytes)
 	snprintf(val, sizeof(val), "%" PRIu64, bytes);
 	/* v1: kernel memory is charged to the same counter (there is no separate kmem
 	 * limit on current kernels) */
-	int w = write_str(dir, version == 1 ? "memory.limit_in_bytes" : "memory.max", val);
+	int w = rcg_write_str(dir, version == 1 ? "memory.limit_in_bytes" : "memory.max", val);
 	if (w < 0)
 		return w;
-	int w2 = version == 1 ? write_str(dir, "memory.memsw.limit_in_bytes", val)
-			      : write_str(dir, "memory.swap.max", "0");
+	int w2 = version == 1 ? rcg_write_str(dir, "memory.memsw.limit_in_bytes", val)
+			      : rcg_write_str(dir, "memory.swap.max", "0");
 	if (w2 < 0 && (w2 != -ENOENT || host_swaps()))
 		return w2 == -ENOENT ? -EOPNOTSUPP : w2;
 	return 0;
@@ -459,7 +459,7 @@ static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__l
 		char val[32];
 		snprintf(val, sizeof(val), "%" PRIu64, l->processes);
 		*what = "pids limit";
-		w = write_str(r->dir[i], "pids.max", val);
+		w = rcg_write_str(r->dir[i], "pids.max", val);
 	} else if (i == RCG_CPU) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
@@ -471,7 +471,7 @@ static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__l
 			w = -errno;
 	}
 	if (i == RCG_MEM && p->version == 2)
-		write_str(r->dir[i], "memory.oom.group", "1");
+		rcg_write_str(r->dir[i], "memory.oom.group", "1");
 	if (i == RCG_MEM && w >= 0) {
 		/* the accounting read at the end, opened now (off the run's end) */
 		char path[PATH_MAX];
@@ -702,17 +702,17 @@ void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, 
 	} else if (r->dir[RCG_MEM]) {
 		/* the version is told by the files present */
 		snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", r->dir[RCG_MEM]);
-		if (read_small(path, buf, sizeof(buf)) > 0) {
+		if (rcg_read_small(path, buf, sizeof(buf)) > 0) {
 			*ret_peak = strtoll(buf, NULL, 10);
 			snprintf(path, sizeof(path), "%s/memory.oom_control", r->dir[RCG_MEM]);
-			if (read_small(path, buf, sizeof(buf)) > 0)
+			if (rcg_read_small(path, buf, sizeof(buf)) > 0)
 				*ret_oom = keyed(buf, "oom_kill") > 0;
 		} else {
 			snprintf(path, sizeof(path), "%s/memory.peak", r->dir[RCG_MEM]);
-			if (read_small(path, buf, sizeof(buf)) > 0)
+			if (rcg_read_small(path, buf, sizeof(buf)) > 0)
 				*ret_peak = strtoll(buf, NULL, 10);
 			snprintf(path, sizeof(path), "%s/memory.events", r->dir[RCG_MEM]);
-			if (read_small(path, buf, sizeof(buf)) > 0)
+			if (rcg_read_small(path, buf, sizeof(buf)) > 0)
 				*ret_oom = keyed(buf, "oom_kill") > 0;
 		}
 	}
