@@ -278,6 +278,8 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 	}
 
 	enum govex_termination term = o->term;
+	if (o->controls_lost && st == GOVEX_STATUS_SUCCESS)
+		st = GOVEX_STATUS_EXECUTION_FAILED; /* (its diagnostic: controls_lost) */
 	res = govex__run_result(j->rt, &j->d, j->plan, o);
 	if (!res) {
 		json_decref(resp);

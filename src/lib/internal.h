@@ -388,6 +388,10 @@ struct govex__outcome {
 	int workdir_cleanup_errno;
 	/* the run's cgroup could not be removed after the run (errno), else 0 */
 	int cgroup_cleanup_errno;
+	/* restricted: aggregate controls whose cgroup limit did not hold to the run's end
+	 * (rcg_limits_lost: a controller taken away from govex's cgroup meanwhile):
+	 * withdrawn from the result's claims, and the run is not a success */
+	govex__ctlset controls_lost;
 	/* attempts the sandbox refused and counted (from the shim's report, never from
 	 * the run's output): network_deny, subprocess_deny */
 	uint64_t net_denied, exec_denied;

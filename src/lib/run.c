@@ -24,7 +24,9 @@ enum govex_status govex__status_of(const struct govex__outcome *o)
 {
 	switch (o->term) {
 	case GOVEX_TERM_EXITED:
-		if (o->exit_code != 0)
+		/* a run whose limits did not hold to its end is not a success (its
+		 * result says which: controls_lost) */
+		if (o->exit_code != 0 || o->controls_lost)
 			return GOVEX_STATUS_EXECUTION_FAILED;
 		return (o->out_truncated || o->err_truncated) ? GOVEX_STATUS_OUTPUT_LIMIT
 							      : GOVEX_STATUS_SUCCESS;
@@ -235,7 +237,8 @@ static govex_result *run_result_keep(govex_runtime *rt, const struct decision *d
 		govex__result_set_digests(res, rt->policy->digest, plan->digest);
 		govex__result_set_backend(
 		    res, b->name, b->version,
-		    govex__run_controls(&rt->reports[d->backend], rt->policy, d));
+		    govex__run_controls(&rt->reports[d->backend], rt->policy, d) &
+			~o->controls_lost);
 		govex__outcome_diagnostics(res, o, &d->limits);
 	}
 	return res;
@@ -276,6 +279,14 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   "(stdout %llu, stderr %llu bytes)",
 				   (unsigned long long)l->stdout_bytes,
 				   (unsigned long long)l->stderr_bytes);
+	if (o->controls_lost) {
+		json_t *extra = json_pack("{s:o}", "controls", govex__ctlset_json(o->controls_lost));
+		govex__result_diag(res, "controls_lost", extra,
+				   "the run's cgroup limits did not hold to its end: a controller "
+				   "was taken away from govex's cgroup (its cgroup.subtree_control "
+				   "was written by another process) while the run was in it; the "
+				   "result does not claim those controls");
+	}
 	if (o->workdir_cleanup_errno)
 		govex__result_diag(res, "workdir_cleanup_failed",
 				   json_pack("{s:i}", "errno", o->workdir_cleanup_errno),

@@ -185,31 +185,42 @@ def test_home_writable_and_defaults(t):
 def test_home_private_between_concurrent_runs(t):
     """Run A writes a secret in its HOME and waits; run B, concurrent, lists its own
     HOME and looks for A's file at the same path: not there.  B cannot reach A's HOME
-    by any path it can name (/proc/<pid>/cwd of A is not visible either)."""
+    by any path it can name (/proc/<pid>/cwd of A is not visible either).  B starts once
+    A says its secret is written (a file in a directory A may write), and A waits for B
+    to end (a gate file): no fixed delay either way, so a loaded machine cannot make the
+    two runs miss each other."""
     e.need_restricted("syscall_filter")
     gate_dir = t.path("gate")
+    ready_dir = t.path("ready")
     os.mkdir(gate_dir)
+    os.mkdir(ready_dir)
     os.chmod(gate_dir, 0o755)
+    os.chmod(ready_dir, 0o777)
     os.chmod(t.tmp, 0o711)
     gate = os.path.join(gate_dir, "go")
-    polf = h.pol(t, filesystem={"read": [gate_dir]}, limits={"wall_ms": 20000})
+    ready = os.path.join(ready_dir, "a-ready")
+    pola = h.pol(t, "a.json", filesystem={"read": [gate_dir], "write": [ready_dir]},
+                 limits={"wall_ms": 110000})
+    polf = h.pol(t, filesystem={"read": [gate_dir]}, limits={"wall_ms": 60000})
     holder = {}
     a_ops = [h.op("write", "p = os.path.join(os.environ['HOME'], 'secret-of-a')\n"
                            "open(p, 'w').write('A-SECRET')\nR = p"),
-             h.op("ready", "print('A-READY', flush=True)\nR = 1"),
-             h.op("wait", "end = time.monotonic() + 15\n"
+             h.op("ready", "open(%r, 'w').write('1')\nR = 1" % ready),
+             h.op("wait", "end = time.monotonic() + 100\n"
                           "while not os.path.exists(%r) and time.monotonic() < end:\n"
                           "    time.sleep(0.05)\nR = os.path.exists(%r)" % (gate, gate))]
 
     def run_a():
-        holder["a"] = t.run(["run", "--policy", polf, "--json", "-c", h.rta_code(a_ops)],
-                            timeout=30)
+        holder["a"] = t.run(["run", "--policy", pola, "--json", "-c", h.rta_code(a_ops)],
+                            timeout=150)
     th = threading.Thread(target=run_a)
     th.start()
     try:
-        # A is in flight once its wall time has started; give it time to write
         import time
-        time.sleep(1.5)
+        end = time.monotonic() + 100
+        while not os.path.exists(ready) and th.is_alive() and time.monotonic() < end:
+            time.sleep(0.05)
+        g.check(os.path.exists(ready), "run A never said its secret was written")
         _, docb, resb = h.run_rta(t, [
             h.op("ls", "R = sorted(os.listdir(os.environ['HOME']))"),
             h.op("read", "R = open(os.path.join(os.environ['HOME'], 'secret-of-a')).read()"),
@@ -221,11 +232,12 @@ def test_home_private_between_concurrent_runs(t):
                          "    if n.isdigit():\n        try:\n"
                          "            found += [n] if 'secret-of-a' in os.listdir("
                          "'/proc/%s/cwd' % n) else []\n"
-                         "        except OSError:\n            pass\nR = found")], polf)
+                         "        except OSError:\n            pass\nR = found")], polf,
+            timeout=90)
     finally:
         with open(gate, "w") as f:
             f.write("go")
-        th.join(30)
+        th.join(150)
     resa = h.probe_of(holder["a"].result().get("stdout"))
     h.rta_proven(resa, "run A")
     g.check(h.ok(resa, "wait"), "run A ended before B looked (inconclusive)")

@@ -332,6 +332,7 @@ void rcg_run_init(struct rcg_run *r)
 	for (int i = 0; i < RCG_N; i++)
 		r->procs_fd[i] = -1;
 	r->cpu_fd = r->peak_fd = r->oom_fd = -1;
+	r->limit_fd[0] = r->limit_fd[1] = -1;
 }
 
 static int kill_listed(const char *dir);
@@ -446,6 +447,44 @@ static int cg_memory_limit(int version, const char *dir, uint64_t bytes)
 	return 0;
 }
 
+/* Opens r's limit file (k: 0 memory, 1 pids) just written and keeps what it reads: the
+ * kernel's form of the limit (memory.max rounded to pages). */
+static int limit_watch(struct rcg_run *r, int k, const char *file)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", r->dir[k ? RCG_PIDS : RCG_MEM], file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = pread(fd, r->limit_val[k], sizeof(r->limit_val[k]) - 1, 0);
+	if (n <= 0) {
+		close(fd);
+		return n < 0 ? -errno : -EIO;
+	}
+	r->limit_val[k][n] = '\0';
+	r->limit_fd[k] = fd;
+	return 0;
+}
+
+govex__ctlset rcg_limits_lost(const struct rcg_run *r)
+{
+	static const govex__ctlset ctl[2] = {CTL(MEMORY_AGGREGATE), CTL(PIDS_AGGREGATE)};
+	govex__ctlset lost = 0;
+	if (r->final)
+		return r->final_lost;
+	for (int k = 0; k < 2; k++) {
+		if (r->limit_fd[k] < 0)
+			continue;
+		char buf[sizeof(r->limit_val[k])];
+		ssize_t n = pread(r->limit_fd[k], buf, sizeof(buf) - 1, 0);
+		if (n > 0)
+			buf[n] = '\0';
+		if (n <= 0 || strcmp(buf, r->limit_val[k]) != 0)
+			lost |= ctl[k];
+	}
+	return lost;
+}
+
 /* Sets resource i's limit from l (CPU: opens its accounting for the shim).  0 or -errno
  * with *what set. */
 static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__limits *l,
@@ -455,11 +494,15 @@ static int cg_set_limit(const struct rcg_parent *p, int i, const struct govex__l
 	if (i == RCG_MEM && l->memory_bytes) {
 		*what = "memory limit";
 		w = cg_memory_limit(p->version, r->dir[i], l->memory_bytes);
+		if (w >= 0 && p->version == 2)
+			w = limit_watch(r, 0, "memory.max");
 	} else if (i == RCG_PIDS && l->processes) {
 		char val[32];
 		snprintf(val, sizeof(val), "%" PRIu64, l->processes);
 		*what = "pids limit";
 		w = rcg_write_str(r->dir[i], "pids.max", val);
+		if (w >= 0 && p->version == 2)
+			w = limit_watch(r, 1, "pids.max");
 	} else if (i == RCG_CPU) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", r->dir[i],
@@ -517,6 +560,14 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 			continue;
 		if (e == 0)
 			e = cg_set_limit(p, i, l, &r, &what);
+		if (e == -ENOENT && p->version == 2 && i != RCG_CPU)
+			/* the run's cgroup has no such file: its controller is not enabled in
+			 * the host cgroup's subtree_control (it was when govex settled it) */
+			return govex__err(err, ENOENT, ENOENT,
+					  "cgroup: %s: the %s controller is no longer enabled in the "
+					  "cgroup.subtree_control of govex's cgroup (it was taken away "
+					  "since govex enabled it)",
+					  what, i == RCG_MEM ? "memory" : "pids");
 		if (e < 0)
 			return govex__err(err, -e, -e, "cgroup: %s: %s", what, strerror(-e));
 	}
@@ -575,6 +626,7 @@ int rcg_receive(int sock, struct rcg_run *ret)
 		ret->procs_fd[i] = -1;
 	}
 	ret->cpu_fd = ret->peak_fd = ret->oom_fd = -1;
+	ret->limit_fd[0] = ret->limit_fd[1] = -1;
 	ret->cpu_version = ret->mem_version = 0;
 	struct cg_wire wire;
 	memset(&wire, 0, sizeof(wire)); /* (filled by recvmsg; cppcheck cannot tell) */
@@ -760,10 +812,12 @@ bool rcg_finish_early(struct rcg_run *r)
 	for (int i = 0; i < RCG_N; i++)
 		if (i != p && r->dir[i] && strcmp(r->dir[i], r->dir[p]) == 0)
 			return false; /* one v2 directory for all: nothing to tell them apart */
+	govex__ctlset lost = rcg_limits_lost(r); /* (before the files go) */
 	if (rmdir(r->dir[p]) < 0)
 		return false; /* a task is left (or another reason): after the report, then */
 	r->removed[p] = true;
 	rcg_stats(r, &r->final_cpu_us, &r->final_peak, &r->final_oom);
+	r->final_lost = lost;
 	r->final = true;
 	for (int i = 0; i < RCG_N; i++)
 		if (r->owner[i] && r->dir[i] && !r->removed[i] && rmdir(r->dir[i]) == 0)
@@ -779,7 +833,7 @@ int rcg_destroy(struct rcg_run *r)
 			close(r->procs_fd[i]);
 		r->procs_fd[i] = -1;
 	}
-	int *fds[] = {&r->cpu_fd, &r->peak_fd, &r->oom_fd};
+	int *fds[] = {&r->cpu_fd, &r->peak_fd, &r->oom_fd, &r->limit_fd[0], &r->limit_fd[1]};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -799,5 +853,6 @@ int rcg_destroy(struct rcg_run *r)
 		r->removed[i] = false;
 	}
 	r->final = false;
+	r->final_lost = 0;
 	return ret;
 }

@@ -804,6 +804,8 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0 && !c.warm)
 		r = govex__run_shim(l, &c.f, &ops, &c, o, err);
+	if (r >= 0)
+		o->controls_lost = rcg_limits_lost(&c.cg);
 	int cr = run_release(&c);
 	if (r >= 0 && cr < 0) /* reported in the result (cgroup_cleanup_failed) */
 		o->cgroup_cleanup_errno = -cr;

@@ -327,11 +327,19 @@ struct rcg_run {
 	 * the run is over (rcg_stats), or -1 */
 	int peak_fd, oom_fd;
 	int mem_version;
+	/* v2: the run's memory.max and pids.max, opened once written, and what they read
+	 * then (-1: no limit set).  The cgroup's owner can take a controller away from the
+	 * host cgroup's subtree_control during the run (the kernel then removes the file:
+	 * the descriptor reads ENODEV) and give it back (a fresh file, its limit "max"):
+	 * either is seen by rcg_limits_lost. */
+	int limit_fd[2];
+	char limit_val[2][24];
 	bool removed[RCG_N]; /* by rcg_finish_early */
 	/* rcg_finish_early found the run's cgroups empty: its accounting, final */
 	bool final;
 	int64_t final_cpu_us, final_peak;
 	bool final_oom;
+	govex__ctlset final_lost;
 };
 /* No cgroup, no descriptor (-1). */
 void rcg_run_init(struct rcg_run *r);
@@ -347,6 +355,11 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 void rcg_stats(const struct rcg_run *r, int64_t *ret_cpu_us, int64_t *ret_peak, bool *ret_oom);
 /* The run's accounting (rcg_stats) into its shim's report: CPU, peak, OOM kill. */
 void rcg_amend(const struct rcg_run *r, struct govex__shim_report *rep);
+/* The aggregate controls (memory_aggregate, pids_aggregate) whose limit, as set by
+ * rcg_create, is no longer in r's cgroup: its controller was taken away from the host
+ * cgroup (and perhaps given back, without the limit).  Two preads; read once the run
+ * ended, before its cgroup is removed. */
+govex__ctlset rcg_limits_lost(const struct rcg_run *r);
 /* When the run's outputs end before its shim's report: if the pids cgroup (in a
  * directory of its own: v1), where every task of the run is, can be removed, no task is
  * left and the accounting is final: read (rcg_stats returns it from then on) and the

@@ -603,6 +603,14 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 		s = t->spares;
 		t->spares = s->next;
 		t->n_spares--;
+		if (rcg_limits_lost(&s->cg)) {
+			/* its limits went while it waited (a controller taken away from the
+			 * host cgroup): let go; the run starts as a new one, whose cgroup
+			 * setup says what is missing */
+			s->next = misfits;
+			misfits = s;
+			s = NULL;
+		}
 	}
 	if (!s) {
 		/* made now, cold or warm, and the next one finds a spare */
@@ -649,6 +657,8 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 		r = rwarm_relay_go(s->watch, s->pidfd, go, &wr, &s->f, o, err);
 		close(go);
 		s->watch = s->pidfd = -1; /* (closed by the relay) */
+		if (r >= 0)
+			o->controls_lost = rcg_limits_lost(&s->cg);
 		/* every process of the run is gone (reported), or killed now with the cgroups */
 		int cr = rcg_destroy(&s->cg);
 		if (r >= 0 && cr < 0)
