@@ -280,7 +280,8 @@ void govex__outcome_diagnostics(govex_result *res, const struct govex__outcome *
 				   (unsigned long long)l->stdout_bytes,
 				   (unsigned long long)l->stderr_bytes);
 	if (o->controls_lost) {
-		json_t *extra = json_pack("{s:o}", "controls", govex__ctlset_json(o->controls_lost));
+		json_t *extra =
+		    json_pack("{s:o}", "controls", govex__ctlset_json(o->controls_lost));
 		govex__result_diag(res, "controls_lost", extra,
 				   "the run's cgroup limits did not hold to its end: a controller "
 				   "was taken away from govex's cgroup (its cgroup.subtree_control "

@@ -336,22 +336,60 @@ void rcg_run_init(struct rcg_run *r)
 }
 
 static int kill_listed(const char *dir);
+static int rcg_remove_depth(const char *dir, int depth);
 
-int rcg_remove(const char *dir)
+/* Removes the cgroups below dir, deepest first (depth levels at most). */
+static int remove_children(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	int ret = 0;
+	const struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		char sub[PATH_MAX];
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= (int)sizeof(sub) ||
+		    depth <= 0) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		if ((ret = rcg_remove_depth(sub, depth - 1)) < 0)
+			break;
+	}
+	closedir(d);
+	return ret;
+}
+
+static int rcg_remove_depth(const char *dir, int depth)
 {
 	/* none should be left in a finished run (the PID namespace died with the shim),
-	 * but a cgroup is not removed while something runs in it */
+	 * but a cgroup is not removed while something runs in it, nor while it has
+	 * cgroups below it: a run's own has none, one planted under a slot's name by the
+	 * cgroup's owner may (reclaimed whole; cgroup.kill reaches its subtree) */
 	for (int tries = 0; tries < 300; tries++) {
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return 0;
 		if (errno != EBUSY)
 			return -errno;
-		rcg_write_str(dir, "cgroup.kill", "1"); /* v2: the whole cgroup at once */
+		rcg_write_str(dir, "cgroup.kill", "1"); /* v2: the whole subtree at once */
 		kill_listed(dir);
+		int e = remove_children(dir, depth);
+		if (e < 0)
+			return e;
+		if (rmdir(dir) == 0)
+			return 0;
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 	return -EBUSY;
+}
+
+int rcg_remove(const char *dir)
+{
+	return rcg_remove_depth(dir, 8);
 }
 
 /* Whether the host has swap in use (a line past /proc/swaps' header): then a memory
@@ -407,13 +445,16 @@ static int cg_make_dir(const struct rcg_setup *s, int i, const char *name, bool 
 		/* left by a run of this slot that died: ours now (we hold the slot's lock),
 		 * reclaimed */
 		*what = "reclaim";
-		if ((e = rcg_remove(r->dir[i])) < 0) {
-			r->owner[i] = false; /* not ours to remove again */
-			return e;
+		e = rcg_remove(r->dir[i]);
+		if (e == 0) {
+			*what = "mkdir";
+			e = govex__neg_errno(mkdir(r->dir[i], 0755));
 		}
-		*what = "mkdir";
-		if ((e = govex__neg_errno(mkdir(r->dir[i], 0755))) < 0) {
+		if (e < 0) {
+			/* not ours to remove again */
 			r->owner[i] = false;
+			free(r->dir[i]);
+			r->dir[i] = NULL;
 			return e;
 		}
 	}
@@ -563,11 +604,12 @@ int rcg_create(const struct rcg_setup *s, const char *name, const struct govex__
 		if (e == -ENOENT && p->version == 2 && i != RCG_CPU)
 			/* the run's cgroup has no such file: its controller is not enabled in
 			 * the host cgroup's subtree_control (it was when govex settled it) */
-			return govex__err(err, ENOENT, ENOENT,
-					  "cgroup: %s: the %s controller is no longer enabled in the "
-					  "cgroup.subtree_control of govex's cgroup (it was taken away "
-					  "since govex enabled it)",
-					  what, i == RCG_MEM ? "memory" : "pids");
+			return govex__err(
+			    err, ENOENT, ENOENT,
+			    "cgroup: %s: the %s controller is no longer enabled in the "
+			    "cgroup.subtree_control of govex's cgroup (it was taken away "
+			    "since govex enabled it)",
+			    what, i == RCG_MEM ? "memory" : "pids");
 		if (e < 0)
 			return govex__err(err, -e, -e, "cgroup: %s: %s", what, strerror(-e));
 	}
