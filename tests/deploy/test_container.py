@@ -8,7 +8,7 @@ needed: with the runtime's masked /proc (procMount: Default) or a seccomp profil
 refuses user namespaces (what RuntimeDefault does without CAP_SYS_ADMIN) the restricted
 backend is unavailable, and says why.  With the cgroup file system read-only the
 aggregate limits are missing and a policy that sets them is refused by name, never run
-best-effort (docs/deploy.md, "Cgroups: the gap").
+best-effort (docs/deploy.md, "Cgroups: where a container gets them").
 
 Only what runc and this kernel allow; no network (the container has a network namespace
 of its own with nothing in it).  Without runc the suite skips (feature:runc: CI installs
@@ -175,7 +175,7 @@ AGGREGATES = {"memory_aggregate", "pids_aggregate", "cpu_time_aggregate"}
 
 def test_pod_posture(tmp):
     """The Deployment's pod: the sandbox works; strict's aggregate limits are refused
-    by name (the cgroup gap), or, once govex can have them, enforced."""
+    by name (a read-only cgroup file system), or, once govex can have them, enforced."""
     need_runc()
     c = base_config(tmp)
     unmask(c)
@@ -364,7 +364,7 @@ def test_pod_serves(tmp):
     """The Deployment's server in the pod's posture, under deploy/seccomp/govex.json: govex
     mcp --http with the token as the kubelet gives it (a file root:10001, mode 0440, by
     subPath) answers a stateless tools/call (under a policy without aggregate limits: the
-    cgroup gap) and exits 0 on SIGTERM; the token as a Secret volume's key (a symlink into
+    read-only cgroup file system) and exits 0 on SIGTERM; the token as a Secret volume's key (a symlink into
     ..data/, no subPath) is refused (exit 125)."""
     need_runc()
     need_http()
@@ -401,7 +401,7 @@ def test_pod_serves(tmp):
                         "source": tok, "options": ["bind", "ro"]})       # subPath: token
     c["mounts"].append({"destination": "/var/run/govex/secret", "type": "bind",
                         "source": secret, "options": ["rbind", "ro"]})   # no subPath
-    # strict's aggregate limits are refused in a pod (the cgroup gap): the policy without them
+    # strict's aggregate limits are refused in a pod (a read-only cgroup file system): the policy without them
     pol = no_aggregates_policy(tmp)
     for name, path in (("subpath", "/var/run/govex/token"),
                        ("symlink", "/var/run/govex/secret/token")):

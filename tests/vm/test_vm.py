@@ -38,6 +38,7 @@ FILES = [
     ("both", "hosts/test_smoke.py"),
     ("both", "hosts/test_redteam_hosts.py"),
     ("root", "hosts/test_rootless_root.py"),
+    ("root", "hosts/test_podman.py"),
     ("root", "escape/test_limits.py"),
     ("both", "escape/test_resources.py"),
     ("both", "escape/test_unprivileged.py"),

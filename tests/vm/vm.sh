@@ -35,7 +35,7 @@ mkdir -p "$state"
 pkgs=systemd-sysv,linux-image-amd64,sudo,ca-certificates,openssh-server,libpam-systemd
 pkgs=$pkgs,dbus-user-session,iproute2,procps,less,attr,python3,libjansson4,libssl3
 pkgs=$pkgs,libseccomp2,libmicrohttpd12,libsubunit0,libasan8,libubsan1,util-linux
-pkgs=$pkgs,podman,crun,uidmap,slirp4netns,fuse-overlayfs,netavark,aardvark-dns,curl
+pkgs=$pkgs,podman,crun,uidmap,slirp4netns,fuse-overlayfs,netavark,aardvark-dns,iptables,curl
 
 # the disk is made again when this script's recipe changes
 recipe=$(sed -n '/^pkgs=/p;/^make_image()/,/^}/p' "$0" | sha256sum | cut -c1-16)
