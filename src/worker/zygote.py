@@ -42,6 +42,11 @@ def _zyg_main_shape(g):
 
 _G0 = _zyg_main_shape(dict(globals()))
 
+# 3.13+ keeps `python -c`'s source for tracebacks (linecache.cache["<string>"]): this
+# file's, in the template; a run's is the run's code (_zyg_lines), as a cold run's is
+_LC = sys.modules.get("linecache")
+_LC = _LC if _LC is not None and "<string>" in getattr(_LC, "cache", {}) else None
+
 with open("/proc/self/comm", "rb") as _f:
     _COMM = _f.read().rstrip(b"\n")
 
@@ -53,7 +58,8 @@ class _Prog(ctypes.Structure):
 class _Params(ctypes.Structure):  # zyg.c, struct zyg_params
     _fields_ = [("ctl", ctypes.c_int), ("spares", ctypes.c_int), ("netns", ctypes.c_int),
                 ("n_guards", ctypes.c_int), ("guards", ctypes.POINTER(ctypes.POINTER(_Prog))),
-                ("filter", ctypes.POINTER(_Prog)), ("after_fork_child", ctypes.c_void_p),
+                ("filter", ctypes.POINTER(_Prog)), ("before_fork", ctypes.c_void_p),
+                ("after_fork_parent", ctypes.c_void_p), ("after_fork_child", ctypes.c_void_p),
                 ("comm", ctypes.c_char_p)]
 
 
@@ -116,6 +122,11 @@ def _zyg_finish(out):
         return code
     sys.modules["__main__"] = _fresh_main()
     return code
+
+
+def _zyg_lines(src):
+    """linecache's entry of `python -c SRC` (3.13+, linecache._register_code)."""
+    return (len(src), None, [line + "\n" for line in src.splitlines()], "<string>")
 
 
 def _zyg_environ(pairs):
@@ -204,6 +215,7 @@ _PRECOMPILED = {}
 _TEXTS = []
 _TEXTS_FS = []  # the texts as os.fsdecode gives them (a run's sys.orig_argv)
 _PREMAIN = {}  # text index: that worker text's __main__, its body run (a worker template)
+_TEXTS_LC = {}  # text: its linecache entry (3.13+: _LC)
 
 
 def _zyg_precompile(ctl):
@@ -228,6 +240,8 @@ def _zyg_precompile(ctl):
     for t in texts:
         _TEXTS.append(t.encode())
         _TEXTS_FS.append(os.fsdecode(_TEXTS[-1]))
+        if _LC is not None:
+            _TEXTS_LC[_TEXTS[-1]] = _zyg_lines(t)
         if _PARAMS["worker"]:  # (only the worker's template runs them)
             _PRECOMPILED[_TEXTS[-1]] = compile(t, "<string>", "exec", dont_inherit=True)
     if _PARAMS["worker"]:
@@ -294,14 +308,24 @@ def _zyg_serve():
     ctl.sendall(b"READY")
     zyg = _zyg_precompile(ctl)
     api = ctypes.pythonapi
+    # Python's fork protocol around each program's fork (zyg.c, init_clone), as os.fork
+    # keeps it; 3.13's PyOS_AfterFork_Child releases the import lock PyOS_BeforeFork
+    # took, and aborts the program without it (3.6 has PyOS_AfterFork only)
     after = getattr(api, "PyOS_AfterFork_Child", None) or api.PyOS_AfterFork
+    before = getattr(api, "PyOS_BeforeFork", None)
+    parent = getattr(api, "PyOS_AfterFork_Parent", None)
+
+    def addr(f):
+        return ctypes.cast(f, ctypes.c_void_p).value if f is not None else None
+
     guards = _PARAMS["guards"]
     garr = (ctypes.POINTER(_Prog) * max(1, len(guards)))(
         *[ctypes.pointer(g[0]) for g in guards])
     p = _Params(ctl=3, spares=_SPARES, netns=1 if _PARAMS["netns"] else 0,
                 n_guards=len(guards), guards=garr,
                 filter=ctypes.pointer(_PARAMS["filter"][0]),
-                after_fork_child=ctypes.cast(after, ctypes.c_void_p).value, comm=_COMM)
+                before_fork=addr(before), after_fork_parent=addr(parent),
+                after_fork_child=addr(after), comm=_COMM)
     ctl.detach()  # (a run's fd 3 is its own: nothing here may close it later)
     out = _Out()
     zyg.govex_zyg_serve.argtypes = [ctypes.POINTER(_Params), ctypes.POINTER(_Out)]
@@ -374,6 +398,10 @@ def _zyg_run(code):
     cookie), with its exit status; the traceback shows the user's frames only."""
     status, ki = 0, False
     try:
+        if _LC is not None:
+            lc = _TEXTS_LC.get(code)
+            _LC.cache["<string>"] = lc if lc is not None else _zyg_lines(
+                code.decode("utf-8", "surrogateescape"))
         main = sys.modules["__main__"]
         if any(main is m for m in _PREMAIN.values()):
             main.main()  # (what the text's last statement does)

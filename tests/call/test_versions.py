@@ -106,9 +106,54 @@ def t_timeout(t, label, path):
     check(0.5 <= r.wall < 4.0, "a 500 ms deadline took %.2f s" % r.wall)
 
 
+WARM = {"GOVEX_WARM": "1"}
+
+
+def warm_env():
+    e = dict(os.environ)
+    e.update(WARM)
+    return e
+
+
+def t_warm_snippet(t, label, path):
+    """A warm run of a snippet (GOVEX_WARM=1: forked from a warm template) works as the
+    cold one: its output, and the traceback of its exception shows the code's own
+    line (3.13 keeps `python -c`'s source for tracebacks; the template's own must not
+    show instead).  3.13.0 ended every warm run signal 6, empty stderr: the template
+    called PyOS_AfterFork_Child without PyOS_BeforeFork (zyg.c, init_clone)."""
+    if path is None:
+        raise C.Skip("%s not installed" % label)
+    opts = interp_policy(t, path)
+    code = "import sys\nprint(6*7, sys.version_info[:2])\nx = 1\n1/0  # the line\n"
+    docs = []
+    for env in (None, warm_env()):
+        r = t.run(["run", "--json"] + opts + ["-c", code], env=env, timeout=C.CALL_TIMEOUT)
+        doc = r.result()
+        check(doc["signal"] is None, "signal %r\n%s" % (doc["signal"], r.describe()))
+        eq(doc["status"], "execution_failed", "status (the code raises)")
+        eq(doc["exit_code"], 1, "exit code")
+        docs.append(doc)
+    cold, warm = docs
+    want = version_of(path)
+    if want:
+        eq(warm["stdout"], "42 (%d, %d)\n" % want, "warm stdout")
+    eq(warm["stdout"], cold["stdout"], "warm stdout is cold's")
+    eq(warm["stderr"], cold["stderr"], "warm stderr (the traceback) is cold's")
+    check("ZeroDivisionError" in warm["stderr"], "no traceback: %r" % warm["stderr"])
+    check("govex" not in warm["stderr"] and "zyg" not in warm["stderr"],
+          "the template shows in the traceback: %r" % warm["stderr"])
+
+
+def t_warm_call(t, label, path):
+    m, opts = setup(t, label, path)
+    r = C.call(t, m + ":add", {"a": 41}, opts=opts, env=warm_env())
+    eq(C.value_of(t, r), {"sum": 42}, "value (warm)")
+
+
 CORE = (("sync via plan", t_sync), ("async", t_async), ("pos-only/kw-only", t_kinds),
         ("result_invalid", t_result_invalid), ("output_limit", t_output_limit),
-        ("worker_failed", t_worker_failed), ("timeout", t_timeout))
+        ("worker_failed", t_worker_failed), ("timeout", t_timeout),
+        ("warm snippet (as cold)", t_warm_snippet), ("warm call", t_warm_call))
 
 targets = C.interpreters()
 targets.append(("/usr/bin/python3",

@@ -131,12 +131,19 @@ static long init_clone(struct init_arg *ia, int *pidfd, int taken, struct zyg_ou
 	    CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD;
 	if (ZYG_SHARED_INIT)
 		flags |= CLONE_VM;
+	/* the program is a fork of this memory (B's, while this thread waits below): the
+	 * interpreter's fork protocol around it, as os.fork keeps it (the import lock held,
+	 * its before-fork handlers run; P releases the lock, T too once P is made) */
+	if (ia->p->before_fork)
+		ia->p->before_fork();
 	long pid = clone(init_entry, ia->stack + ia->stack_len - ZYG_PAGE, flags, ia, pidfd);
-	if (pid < 0)
-		return -errno;
+	int e = errno;
 	char f = 0;
-	read1(taken, &f);
-	return pid;
+	if (pid >= 0)
+		read1(taken, &f);
+	if (ia->p->after_fork_parent)
+		ia->p->after_fork_parent();
+	return pid < 0 ? -e : pid;
 }
 
 /* The buffers the init recorded and its stack: T's memory (the init shared it), unmapped

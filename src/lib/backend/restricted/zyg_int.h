@@ -155,8 +155,14 @@ struct zyg_params {
 	int n_guards;
 	const struct sock_fprog *const *guards; /* loaded first, with a listener under notify */
 	const struct sock_fprog *filter;	/* the allowlist, loaded last */
-	void (*after_fork_child)(void);		/* PyOS_AfterFork_Child */
-	const char *comm;			/* the program's name (the interpreter's) */
+	/* Python's fork protocol, as os.fork keeps it: before_fork and after_fork_parent in
+	 * T around each program's fork (made by B while T waits), after_fork_child in P.
+	 * 3.13's after_fork_child releases the import lock before_fork took (3.12 and
+	 * earlier re-initialized it): without before_fork it aborts (a fatal error). */
+	void (*before_fork)(void);	 /* PyOS_BeforeFork, or NULL (3.6) */
+	void (*after_fork_parent)(void); /* PyOS_AfterFork_Parent, or NULL (3.6) */
+	void (*after_fork_child)(void);	 /* PyOS_AfterFork_Child (3.6: PyOS_AfterFork) */
+	const char *comm;		 /* the program's name (the interpreter's) */
 };
 
 /* What a run's program gets back (in P only). */
