@@ -662,14 +662,7 @@ int rcg_send(int sock, const struct rcg_run *r)
 
 int rcg_receive(int sock, struct rcg_run *ret)
 {
-	for (int i = 0; i < RCG_N; i++) {
-		ret->dir[i] = NULL;
-		ret->owner[i] = false;
-		ret->procs_fd[i] = -1;
-	}
-	ret->cpu_fd = ret->peak_fd = ret->oom_fd = -1;
-	ret->limit_fd[0] = ret->limit_fd[1] = -1;
-	ret->cpu_version = ret->mem_version = 0;
+	rcg_run_init(ret); /* (memset and stores: async-signal-safe) */
 	struct cg_wire wire;
 	memset(&wire, 0, sizeof(wire)); /* (filled by recvmsg; cppcheck cannot tell) */
 	union {

@@ -341,7 +341,8 @@ struct rcg_run {
 	bool final_oom;
 	govex__ctlset final_lost;
 };
-/* No cgroup, no descriptor (-1). */
+/* No cgroup, no descriptor (-1): the one way a struct rcg_run starts (.ci/lint checks it),
+ * since rcg_destroy closes every descriptor >= 0.  Async-signal-safe. */
 void rcg_run_init(struct rcg_run *r);
 
 /* Makes the run's cgroups, named name (the slot's), in every usable hierarchy, with

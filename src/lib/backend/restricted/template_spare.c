@@ -252,7 +252,9 @@ static struct rspare *spare_make(const struct rstate *st, struct rtemplate *t, s
 	}
 	s->shape = sh;
 	s->slot = (struct rslot){.n = -1, .fd = -1};
-	s->cg = (struct rcg_run){.procs_fd = {-1, -1, -1}, .cpu_fd = -1};
+	/* every descriptor -1: a spare that fails before its cgroups exist is freed by
+	 * rcg_destroy, which closes what is >= 0 (fd 0 of a zeroed struct, issue 23) */
+	rcg_run_init(&s->cg);
 	s->watch = s->pidfd = -1;
 	int *all[] = {s->f.in, s->f.out, s->f.err, s->f.ce, s->f.rep, s->f.kill};
 	for (size_t i = 0; i < ARRAY_SIZE(all); i++)
