@@ -49,6 +49,7 @@ def need_podman():
 def rootfs(t):
     """An empty root owned by the container's root: mount points and the /usr links."""
     r = t.path("rootfs")
+    os.chmod(t.tmp, 0o755)      # the container's root (uid 300000 here) walks to it
     for d in ("usr", "etc", "proc", "sys", "dev", "tmp", "run", "var/tmp"):
         os.makedirs(os.path.join(r, d), exist_ok=True)
     for link in ("bin", "lib", "lib64", "sbin"):
@@ -112,7 +113,6 @@ def test_memory_limit_holds(t):
     pol["limits"]["memory_bytes"] = 32 * MIB
     pol["limits"]["wall_ms"] = 60000
     path = t.write_json("p.json", pol)
-    os.chmod(t.tmp, 0o755)
     os.chmod(path, 0o644)
     code = ("b = b'x' * (1 << 20)\nwith open('/tmp/fill', 'wb') as f:\n"
             "    for _ in range(48):\n        f.write(b)\nprint('wrote 48 MiB')")
