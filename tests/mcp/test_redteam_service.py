@@ -4,6 +4,7 @@
 
 - a spare that fails before its cgroups exist leaves the server's descriptors alone
   (fd 0 was closed, then whatever took fd 0 after it);
+- paths match exactly: "/mcp%00" is not "/mcp";
 Stdlib only.
 """
 import http.client as httpclient
@@ -140,9 +141,32 @@ def test_spare_failure_keeps_descriptors(t):
     m.eq(s.stop(), 0, "exit status after SIGTERM")
 
 
+def test_paths_exact(t):
+    """A path is served only when it is exactly /mcp, /healthz, /readyz or /metrics as sent:
+    a percent-encoded NUL (libmicrohttpd decodes it, and C strings end there) or any other
+    escape is 404, for every method; the plain paths still work."""
+    s = HttpServer(t)
+    body = json.dumps(modern(1, "tools/list")).encode()
+    for path in ("/mcp", "/healthz", "/readyz", "/metrics"):
+        for bad in (path + "%00", path + "%00.json", path + "%2500", path[:2] + "%%%02x" %
+                    ord(path[2]) + path[3:], path + "%2f", path + "/", "/" + path):
+            for method in ("POST", "GET", "DELETE"):
+                r = http(s.port, method, bad, JSON_HEADERS, body if method == "POST" else b"")
+                m.eq(r.status, 404, "%s %s" % (method, bad))
+    r = http(s.port, "POST", "/mcp", JSON_HEADERS, body)
+    m.eq(r.status, 200, "POST /mcp")
+    m.check(r.response_to(1).get("result", {}).get("tools"), "tools/list: %r" % r.body[:300])
+    r = http(s.port, "POST", "/mcp?x=%00", JSON_HEADERS, body)
+    m.eq(r.status, 200, "POST /mcp with a query (the query is not the path)")
+    for path in ("/healthz", "/readyz", "/metrics"):
+        m.eq(http(s.port, "GET", path).status, 200, "GET " + path)
+    m.eq(s.stop(), 0, "exit status after SIGTERM")
+
+
 TESTS = [
     ("a spare failing before its cgroups leaves fd 0 and the others alone",
      test_spare_failure_keeps_descriptors),
+    ("paths match exactly: /mcp%00 is 404", test_paths_exact),
 ]
 
 if __name__ == "__main__":
