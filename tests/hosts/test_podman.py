@@ -78,7 +78,7 @@ def podman(t, argv, user="0", caps=("setfcap",), unmask="ALL", timeout=600):
         cmd += ["--security-opt", "unmask=" + unmask]
     for b in binds:
         cmd += ["-v", "%s:%s:ro" % (b, b)]
-    cmd += ["--rootfs", rootfs(t) if not os.path.isdir(t.path("rootfs")) else t.path("rootfs")]
+    cmd += ["--rootfs", t.path("rootfs") if os.path.isdir(t.path("rootfs")) else rootfs(t)]
     p = subprocess.run(cmd + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=timeout)
     return (p.returncode, p.stdout.decode("utf-8", "replace"),
