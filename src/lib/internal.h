@@ -214,7 +214,8 @@ struct govex_policy {
 
 	char *interpreter; /* absolute path, or NULL for "auto" */
 	bool site;
-	char *workdir; /* NULL = fresh */
+	char **preload; /* modules warm templates import (sorted), or NULL */
+	char *workdir;	/* NULL = fresh */
 	struct govex__limits limits;
 	char **read_roots; /* normalized absolute paths, sorted, unique */
 	char **write_roots;
@@ -253,6 +254,13 @@ struct govex__interp {
 	char **paths;	   /* directories the interpreter needs to read: stdlib, platstdlib,
 			    * lib-dynload, and those of the shared libraries it maps */
 	char **libs;	   /* shared-library files the interpreter maps at start */
+	/* a venv's: the python its policy names (sys.executable, a symlink into the venv
+	 * whose pyvenv.cfg makes it the venv), run as the program; NULL otherwise */
+	char *exec;
+	/* what the environment's packages need (packages.c), bound read-only, followed
+	 * through symlinks: site directories, libraries as the loader opens them, the
+	 * targets of their symlinks, data files; NULL until resolved */
+	char **env_files;
 };
 void govex__interp_free(struct govex__interp *in);
 /* How an interpreter may be probed.  SANDBOXED: inside the restricted sandbox (the only
@@ -274,6 +282,9 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
  * 0 within timeout_ms. */
 int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[], size_t out_max,
 			   uint64_t timeout_ms, char **ret_out, struct govex_error *err);
+/* Runs argv as a plain child on the host (GOVEX_PROBE_HOST only): stdout as above. */
+int govex__probe_host(const char *exe, char *const argv[], size_t out_max, uint64_t timeout_ms,
+		      char **ret_out, struct govex_error *err);
 
 /* ---- the cache directory (cache.c) -------------------------------------------------- */
 

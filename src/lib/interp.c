@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -74,6 +75,8 @@ void govex__interp_free(struct govex__interp *in)
 	free(in->base_prefix);
 	govex__strv_free(in->paths);
 	govex__strv_free(in->libs);
+	free(in->exec);
+	govex__strv_free(in->env_files);
 	memset(in, 0, sizeof(*in));
 }
 
@@ -90,7 +93,8 @@ static bool is_elf(const char *path)
  * controlled backend (trusted code; it runs the same interpreter on the host anyway).
  * stdout collected (bounded), stderr discarded, hard timeout.
  */
-static int run_probe_host(const char *exe, char **ret_out, struct govex_error *err)
+int govex__probe_host(const char *exe, char *const argv[], size_t out_max, uint64_t timeout_ms,
+		      char **ret_out, struct govex_error *err)
 {
 	int out[2];
 	int pr = govex__pipe(out, 0);
@@ -112,7 +116,6 @@ static int run_probe_host(const char *exe, char **ret_out, struct govex_error *e
 	sigfillset(&all);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	char *argv[] = {(char *)exe, "-I", "-S", "-c", (char *)probe_code, NULL};
 	pid_t pid;
 	/* The caller's environment: a shim (pyenv) needs it to find the interpreter. */
 	int r = posix_spawn(&pid, exe, &fa, &at, argv, environ);
@@ -125,8 +128,8 @@ static int run_probe_host(const char *exe, char **ret_out, struct govex_error *e
 				  exe, strerror(r));
 	}
 	size_t len = 0;
-	char *buf = malloc(PROBE_OUTPUT_MAX + 1);
-	uint64_t deadline = govex__now_ns() + PROBE_TIMEOUT_MS * 1000000ULL;
+	char *buf = malloc(out_max + 1);
+	uint64_t deadline = govex__now_ns() + timeout_ms * 1000000ULL;
 	bool timed_out = false;
 	while (buf) {
 		uint64_t now = govex__now_ns();
@@ -140,13 +143,13 @@ static int run_probe_host(const char *exe, char **ret_out, struct govex_error *e
 			continue;
 		if (n <= 0)
 			continue;
-		ssize_t k = read(out[0], buf + len, PROBE_OUTPUT_MAX - len);
+		ssize_t k = read(out[0], buf + len, out_max - len);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
 			break;
 		len += (size_t)k;
-		if (len == PROBE_OUTPUT_MAX)
+		if (len == out_max)
 			break;
 	}
 	close(out[0]);
@@ -233,6 +236,28 @@ static bool elf_file(const char *path, int type)
 	if (type)
 		return eh.e_type == type;
 	return eh.e_type == ET_DYN || eh.e_type == ET_EXEC;
+}
+
+/* The venv an interpreter named by path belongs to, as Python finds it: the directory
+ * holding a regular pyvenv.cfg, the executable's own or its parent (malloc'd), or NULL. */
+static char *venv_dir(const char *exe)
+{
+	char d[PATH_MAX];
+	if (strlen(exe) >= sizeof(d))
+		return NULL;
+	memcpy(d, exe, strlen(exe) + 1);
+	for (int up = 0; up < 2; up++) {
+		char *slash = strrchr(d, '/');
+		if (!slash || slash == d)
+			return NULL;
+		*slash = '\0';
+		char cfg[PATH_MAX + 16];
+		struct stat st;
+		snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", d);
+		if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
+			return strdup(d);
+	}
+	return NULL;
 }
 
 /* Parses the answer's JSON; checks its form.  The files it names are checked by
@@ -347,6 +372,15 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 		r |= add_dir_of(&in->paths, json_string_value(e));
 	}
 	r |= add_dir_of(&in->paths, in->path);
+	/* a venv: its python, as named, is what runs, so that the interpreter finds its
+	 * pyvenv.cfg (site.py makes sys.prefix the venv: the probe, without site, sees the
+	 * base's); the venv is its prefix */
+	char *venv = venv_dir(exe);
+	if (venv) {
+		free(in->prefix);
+		in->prefix = venv;
+		r |= !(in->exec = strdup(exe));
+	}
 	if (r) {
 		govex__interp_free(in);
 		return govex__err(err, ENOMEM, ENOMEM, "interpreter: out of memory");
@@ -382,6 +416,17 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 				  "interpreter '%.100s': invalid probe answer: the executable is "
 				  "under neither prefix '%.100s' nor base_prefix '%.100s'",
 				  exe, in->prefix, in->base_prefix);
+	if (in->exec) {
+		/* a venv's python: inside the venv, and the executable itself */
+		_cleanup_free_ char *real = realpath(in->exec, NULL);
+		_cleanup_free_ char *venv = venv_dir(in->exec);
+		if (!answer_path_ok(in->exec) || !venv || strcmp(venv, in->prefix) != 0 || !real ||
+		    strcmp(real, in->path) != 0)
+			return govex__err(err, GOVEX_EINTERP, 0,
+					  "interpreter '%.100s': invalid probe answer: the venv's "
+					  "python '%.100s' is not the executable in its prefix",
+					  exe, in->exec);
+	}
 	for (size_t i = 0; in->paths && in->paths[i]; i++)
 		if (!answer_path_ok(in->paths[i]))
 			return govex__err(
@@ -559,9 +604,10 @@ static char *pyenv_selection_key(const char *script)
 static int run_probe(const char *exe, enum govex__probe_mode mode, char **ret_out,
 		     struct govex_error *err)
 {
-	if (mode == GOVEX_PROBE_HOST)
-		return run_probe_host(exe, ret_out, err);
 	char *argv[] = {(char *)exe, "-I", "-S", "-c", (char *)probe_code, NULL};
+	if (mode == GOVEX_PROBE_HOST)
+		return govex__probe_host(exe, argv, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS, ret_out,
+					 err);
 	/* The caller's environment and cwd: a shim (pyenv) reads PYENV_VERSION and
 	 * .python-version from the directories above the cwd. */
 	return govex__probe_sandboxed(exe, argv, environ, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS,

@@ -26,9 +26,11 @@ govex_result *govex__job_refuse(govex_runtime *rt, enum govex_status st, const c
 void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8])
 {
 	size_t ac = 0;
-	argv[ac++] = rt->interp.path;
+	/* a venv's python as named (its pyvenv.cfg makes it the venv), with site: a venv's
+	 * packages are what naming it asks for */
+	argv[ac++] = rt->interp.exec ? rt->interp.exec : rt->interp.path;
 	argv[ac++] = "-I";
-	if (!rt->policy->site)
+	if (!rt->policy->site && !rt->interp.exec)
 		argv[ac++] = "-S";
 	argv[ac++] = "-c";
 	argv[ac++] = (char *)text;

@@ -105,8 +105,8 @@ static json_t *interpreter_json(const struct govex__plan_fields *f)
 	json_array_append_new(args, json_string("-I"));
 	if (!f->interpreter.site)
 		json_array_append_new(args, json_string("-S"));
-	return json_pack("{s:s, s:s, s:o}", "path", f->interpreter.path, "version",
-			 f->interpreter.version, "args", args);
+	return json_pack("{s:s, s:s, s:o, s:s*}", "path", f->interpreter.path, "version",
+			 f->interpreter.version, "args", args, "executable", f->interpreter.exec);
 }
 
 /* a run's: its code, stdin, interpreter and the request's digest */
@@ -212,6 +212,9 @@ json_t *govex__plan_json(const struct govex__plan_fields *f)
 		break;
 	}
 	r |= optional_members(doc, f);
+	if (f->packages && f->kind != GOVEX_JOB_EXEC)
+		r |= json_object_set_new(doc, "packages",
+					 govex__packages_json(f->packages, f->preload));
 	if (r) {
 		json_decref(doc);
 		return NULL;
@@ -243,7 +246,9 @@ static const char *const pf_filesystem[] = {"read", "write", "platform_defaults"
 static const char *const pf_controls[] = {"required", NULL};
 static const char *const pf_code[] = {"language", "digest", "bytes", "source_path", NULL};
 static const char *const pf_stdin[] = {"digest", "bytes", NULL};
-static const char *const pf_interpreter[] = {"path", "version", "args", NULL};
+static const char *const pf_interpreter[] = {"path", "version", "args", "executable", NULL};
+static const char *const pf_packages[] = {"digest",  "site",	      "libraries", "data",
+					  "preload", "distributions", NULL};
 static const char *const pf_source[] = {"digest",	   "bytes",  "path",
 					"notebook_digest", "module", NULL};
 static const char *const pf_effects[] = {"require_known", "observed", NULL};
@@ -263,15 +268,22 @@ static const struct plan_field pf_run[] = {PF_COMMON,
 					   {"code", pf_code},
 					   {"stdin", pf_stdin},
 					   {"interpreter", pf_interpreter},
+					   {"packages", pf_packages},
 					   {"request_digest", NULL},
 					   {"repl", pf_repl},
 					   {"files", NULL},
 					   {"outputs", pf_outputs},
 					   {NULL, NULL}};
-static const struct plan_field pf_call[] = {
-    PF_COMMON,		{"interpreter", pf_interpreter}, {"source", pf_source},
-    {"function", NULL}, {"inspection_digest", NULL},	 {"effects", pf_effects},
-    {"files", NULL},	{"outputs", pf_outputs},	 {NULL, NULL}};
+static const struct plan_field pf_call[] = {PF_COMMON,
+					    {"interpreter", pf_interpreter},
+					    {"packages", pf_packages},
+					    {"source", pf_source},
+					    {"function", NULL},
+					    {"inspection_digest", NULL},
+					    {"effects", pf_effects},
+					    {"files", NULL},
+					    {"outputs", pf_outputs},
+					    {NULL, NULL}};
 static const struct plan_field pf_exec[] = {PF_COMMON,
 					    {"executable", pf_executable},
 					    {"argv", NULL},
@@ -373,6 +385,17 @@ govex_result *govex__plan_mismatch(govex_runtime *rt, const govex_plan *given,
 		govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
 		govex__result_diag(r, "policy_changed", NULL,
 				   "policy: its digest differs from the plan's");
+		return r;
+	}
+	json_t *gk = json_object_get(json_object_get(g, "packages"), "digest");
+	json_t *fk = json_object_get(json_object_get(f, "packages"), "digest");
+	if (!json_equal(gk, fk) && (gk || fk)) {
+		govex_result *r = govex__refusal(rt, GOVEX_STATUS_POLICY_REFUSED);
+		govex__result_diag(
+		    r, "environment_changed", NULL,
+		    "packages: the interpreter's environment differs from the plan's (packages "
+		    "installed, removed or changed: digest %.23s... in the plan, %.23s... now)",
+		    gk ? json_string_value(gk) : "none", fk ? json_string_value(fk) : "none");
 		return r;
 	}
 	char keys[300] = "";

@@ -5,6 +5,7 @@
 #define GOVEX_PLAN_H
 
 #include "internal.h"
+#include "packages.h"
 
 struct govex__job;
 
@@ -90,8 +91,12 @@ struct govex__plan_fields {
 	struct {
 		const char *path;
 		const char *version;
-		bool site; /* args: ["-I"], or ["-I","-S"] without site */
+		bool site;	  /* args: ["-I"], or ["-I","-S"] without site */
+		const char *exec; /* a venv's python ("executable"), or NULL */
 	} interpreter;
+	/* the environment's packages ("packages"), or NULL when not resolved */
+	const struct govex__packages *packages;
+	char *const *preload;
 
 	/* call, inspect */
 	struct {

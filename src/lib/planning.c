@@ -5,10 +5,13 @@
  * (struct govex__plan_fields) from which its canonical document is made.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "approval.h"
 #include "files.h"
@@ -33,6 +36,16 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 		rt->probe_r = govex__interp_probe(rt->policy->interpreter, rt->probe_cache_dir,
 						  mode, &rt->interp, &rt->probe_err);
 		rt->probed = true;
+		/* a venv's packages, or the site directories the policy asks for: resolved
+		 * with the interpreter, before anything (a template) is built from it */
+		if (rt->probe_r == 0 && (rt->interp.exec || rt->policy->site)) {
+			rt->probe_r = govex__packages_resolve(
+			    &rt->pkgs, &rt->interp, rt->probe_cache_dir, mode, &rt->probe_err);
+			if (rt->probe_r == 0 && govex__packages_bind(&rt->pkgs, &rt->interp) < 0)
+				rt->probe_r = govex__err(&rt->probe_err, ENOMEM, ENOMEM,
+							 "packages: out of memory");
+			rt->pkgs_resolved = rt->probe_r == 0;
+		}
 	}
 	int r = rt->probe_r;
 	if (r < 0 && err)
@@ -104,6 +117,9 @@ static const char *interp_file_unreadable(const govex_runtime *rt)
 	for (size_t i = 0; in->libs && in->libs[i]; i++)
 		if (!readable_by_roots(p, in->libs[i]))
 			return in->libs[i];
+	for (size_t i = 0; in->env_files && in->env_files[i]; i++)
+		if (!readable_by_roots(p, in->env_files[i]))
+			return in->env_files[i];
 	/* the executable's own directory is not needed (it is bound as a file) */
 	const char *slash = in->path ? strrchr(in->path, '/') : NULL;
 	size_t dlen = slash ? (size_t)(slash - in->path) : 0;
@@ -132,6 +148,7 @@ struct planning {
 	struct decision d;
 	json_t *meta; /* the request's metadata, owned until the request document takes it */
 	bool probe_on_host;
+	bool packages_checked; /* plan_packages: once, after whichever probe ran */
 	govex_plan *plan;
 	govex_result *res;
 };
@@ -223,6 +240,83 @@ static int plan_interpreter(struct planning *pl)
 	pl->probe_on_host = !govex__sandbox_available(pl->rt);
 	if (!pl->probe_on_host && interp_unavailable(pl->rt, GOVEX_PROBE_SANDBOXED, &pl->res) != 0)
 		return pl->res ? 1 : -ENOMEM;
+	return 0;
+}
+
+/* Whether top-level module name (of a dotted one) is a file or package in dir. */
+static bool module_in(const char *dir, const char *dotted)
+{
+	size_t n = strcspn(dotted, ".");
+	_cleanup_free_ char *name = strndup(dotted, n);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = name && dfd >= 0 ? fdopendir(dup(dfd)) : NULL;
+	bool hit = false;
+	struct dirent *e;
+	while (d && !hit && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, name, n) != 0)
+			continue;
+		const char *rest = e->d_name + n;
+		/* a package (a directory), name.py, name.pyc, name.<abi>.so, name.so */
+		hit = (len == n && e->d_type != DT_REG) || strcmp(rest, ".py") == 0 ||
+		      strcmp(rest, ".pyc") == 0 ||
+		      (rest[0] == '.' && len > 3 && strcmp(e->d_name + len - 3, ".so") == 0);
+	}
+	if (d)
+		closedir(d);
+	return hit;
+}
+
+/* python.preload: each module is the environment's (the standard library's or a site
+ * directory's), never a file of the run's or the caller's */
+static int plan_preload(struct planning *pl)
+{
+	const govex_runtime *rt = pl->rt;
+	char *const *dirs[] = {rt->interp.paths, rt->pkgs.site};
+	for (size_t i = 0; pl->p->preload && pl->p->preload[i]; i++) {
+		const char *m = pl->p->preload[i];
+		bool found = false;
+		for (size_t k = 0; k < ARRAY_SIZE(dirs) && !found; k++)
+			for (size_t j = 0; dirs[k] && dirs[k][j] && !found; j++)
+				found = module_in(dirs[k][j], m);
+		if (!found)
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "preload_not_found",
+			       json_pack("{s:s}", "module", m),
+			       "python.preload '%.100s' is not a module of the interpreter's "
+			       "environment (its standard library%s): only installed modules "
+			       "are preloaded",
+			       m,
+			       rt->pkgs_resolved ? " or site directories"
+						 : "; python.site: true or a venv adds site "
+						   "directories");
+	}
+	return 0;
+}
+
+/* the environment's packages: unchanged since this runtime resolved them (its binds are
+ * for that environment) */
+static int plan_packages(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	char now[72];
+	if (pl->packages_checked || pl->kind == GOVEX_JOB_EXEC || !rt->probed || rt->probe_r < 0)
+		return 0;
+	pl->packages_checked = true;
+	int pr = plan_preload(pl);
+	if (pr != 0 || !rt->pkgs_resolved)
+		return pr;
+	pthread_mutex_lock(&rt->lock);
+	int r = govex__packages_current(&rt->pkgs, &rt->interp, now);
+	pthread_mutex_unlock(&rt->lock);
+	if (r < 0)
+		return r;
+	if (strcmp(now, rt->pkgs.digest) != 0)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "environment_changed",
+		       json_pack("{s:s, s:s}", "resolved", rt->pkgs.digest, "now", now),
+		       "the interpreter's environment changed (packages installed or removed) "
+		       "since this runtime resolved it: its digest was %.23s..., now %.23s...; "
+		       "start a new runtime (restart the server) to use it",
+		       rt->pkgs.digest, now);
 	return 0;
 }
 
@@ -439,7 +533,10 @@ static int plan_fields_common(struct planning *pl, struct govex__plan_fields *f)
 	    .approval = d->approve,
 	    .required = d->required,
 	    .policy_digest = p->digest,
-	    .interpreter = {pl->rt->interp.path, pl->rt->interp.version, p->site},
+	    .interpreter = {pl->rt->interp.path, pl->rt->interp.version,
+			    p->site || pl->rt->interp.exec, pl->rt->interp.exec},
+	    .packages = pl->rt->pkgs_resolved && pl->kind != GOVEX_JOB_EXEC ? &pl->rt->pkgs : NULL,
+	    .preload = p->preload,
 	    .outputs = req->outputs != 0,
 	    .outputs_max_files = pl->d.limits.files_out_count,
 	    .outputs_max_bytes = pl->d.limits.files_out_bytes,
@@ -487,10 +584,19 @@ static int plan_documents(struct planning *pl)
 
 /* The steps of planning, in order (see struct planning). */
 static int (*const plan_steps[])(struct planning *) = {
-    plan_request,     plan_host_limits,		plan_needs_workdir_metadata,
-    plan_environment, plan_interpreter,		plan_protected_paths,
-    plan_backend,     plan_interpreter_on_host, plan_interpreter_readable,
-    plan_approval,    plan_documents,
+    plan_request,
+    plan_host_limits,
+    plan_needs_workdir_metadata,
+    plan_environment,
+    plan_interpreter,
+    plan_protected_paths,
+    plan_packages,
+    plan_backend,
+    plan_interpreter_on_host,
+    plan_packages,
+    plan_interpreter_readable,
+    plan_approval,
+    plan_documents,
 };
 
 int govex__plan_internal(struct govex__job *j, govex_plan **ret_plan, struct decision *ret_d,

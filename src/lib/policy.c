@@ -61,6 +61,7 @@ GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 	govex__strv_free(p->env_allow);
 	govex__strv_free(p->env_set);
 	govex__strv_free(p->require_known);
+	govex__strv_free(p->preload);
 	free(p->backend);
 	free(p);
 	return NULL;
@@ -106,7 +107,7 @@ static json_t *policy_json(const govex_policy *p)
 	approval = govex__strv_json(ap);
 	govex__strv_free(ap);
 
-	return json_pack(
+	json_t *doc = json_pack(
 	    "{s:s, s:[s], s:{s:s, s:b}, s:s, s:o, s:{s:o, s:o, s:b}, s:s, s:s, s:s,"
 	    " s:{s:b, s:o, s:o}, s:o, s:{s:o}, s:s?}",
 	    "version", GOVEX_POLICY_VERSION, "languages", "python", "python", "interpreter",
@@ -118,6 +119,14 @@ static json_t *policy_json(const govex_policy *p)
 	    p->shell ? "allow" : "deny", "environment", "inherit", p->env_inherit, "allow",
 	    govex__strv_json(p->env_allow), "set", env_set, "approval", approval, "effects",
 	    "require_known", govex__strv_json(p->require_known), "backend", p->backend);
+	/* left out at its default: the digests of policies without it do not change */
+	if (doc && p->preload &&
+	    json_object_set_new(json_object_get(doc, "python"), "preload",
+				govex__strv_json(p->preload)) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 int govex__policy_finish(govex_policy *p, struct govex_error *err)

@@ -312,9 +312,32 @@ static int parse_languages(const json_t *v, govex_policy *p, struct govex_error 
 	return 0;
 }
 
+/* A module's dotted name: identifiers (ASCII) joined by dots, at most 100 bytes. */
+static bool module_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 100)
+		return false;
+	bool start = true;
+	for (const char *c = s; *c; c++) {
+		bool alpha = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '_';
+		bool digit = *c >= '0' && *c <= '9';
+		if (*c == '.') {
+			if (start)
+				return false;
+			start = true;
+		} else if (alpha || (digit && !start)) {
+			start = false;
+		} else {
+			return false;
+		}
+	}
+	return !start;
+}
+
 static int parse_python(const json_t *v, govex_policy *p, struct govex_error *err)
 {
-	static const char *const pk[] = {"interpreter", "site", NULL};
+	static const char *const pk[] = {"interpreter", "site", "preload", NULL};
 	json_t *e;
 	int r;
 	if ((r = want_type(v, JSON_OBJECT, "python", "an object", err)) < 0 ||
@@ -332,6 +355,15 @@ static int parse_python(const json_t *v, govex_policy *p, struct govex_error *er
 		if ((r = want_type(e, JSON_TRUE, "python.site", "a boolean", err)) < 0)
 			return r;
 		p->site = json_is_true(e);
+	}
+	if ((e = json_object_get(v, "preload"))) {
+		if (json_is_array(e) && json_array_size(e) > 32)
+			return fail(err, "python.preload", "more than 32 modules");
+		if ((r = get_name_set(e, "python.preload", NULL, 0, module_name, &p->preload,
+				      err)) < 0)
+			return r;
+		if (!p->preload[0])
+			p->preload = govex__strv_free(p->preload);
 	}
 	return 0;
 }

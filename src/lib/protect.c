@@ -228,6 +228,11 @@ const char *govex__protected_overlap(const govex_runtime *rt, const char *writab
 				push_forms(&prot, rt->interp.paths[i]);
 			for (size_t i = 0; rt->interp.libs && rt->interp.libs[i]; i++)
 				push_forms(&prot, rt->interp.libs[i]);
+			/* the environment: a venv (its prefix), its packages' files */
+			if (rt->interp.exec)
+				push_forms(&prot, rt->interp.prefix);
+			for (size_t i = 0; rt->interp.env_files && rt->interp.env_files[i]; i++)
+				push_forms(&prot, rt->interp.env_files[i]);
 		}
 		for (size_t i = 0; prot[i] && !hit; i++)
 			for (size_t j = 0; w[j] && !hit; j++)

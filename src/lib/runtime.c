@@ -82,6 +82,7 @@ GOVEX_API govex_runtime *govex_runtime_free(govex_runtime *rt)
 		free(rt->inspections[i].canon);
 	}
 	govex__interp_free(&rt->interp);
+	govex__packages_free(&rt->pkgs);
 	govex_policy_free(rt->policy);
 	free(rt->probe_cache_dir);
 	free(rt->cgroup);

@@ -8,6 +8,7 @@
 #include "approval.h"
 #include "audit.h"
 #include "internal.h"
+#include "packages.h"
 #include "plan.h"
 #include "registry.h"
 #include "request.h"
@@ -28,6 +29,12 @@ struct govex_runtime {
 	int probe_r;
 	struct govex_error probe_err;
 	struct govex__interp interp;
+	/* the environment's packages, resolved once (planning.c), when the interpreter is a
+	 * venv or the policy names its site directories */
+	bool pkgs_resolved;
+	int pkgs_r;
+	struct govex_error pkgs_err;
+	struct govex__packages pkgs;
 	struct govex__report reports[8];
 	void *states[8];
 	bool prepared[8];

@@ -145,6 +145,18 @@ static char *normalized(const govex_plan *plan, json_t **ret_doc)
 		json_array_set_new(json_object_get(doc, "argv"), 0, json_string("@EXE_PATH@"));
 		json_object_set_new(doc, "binds", json_string("@BINDS@"));
 	}
+	/* the host's installed packages (python.site): their shape, then a placeholder */
+	json_t *pk = json_object_get(doc, "packages");
+	if (pk) {
+		static const char *const keys[] = {"digest", "site",	"libraries",
+						   "data",   "preload", "distributions"};
+		ck_assert_uint_eq(json_object_size(pk), 6);
+		for (size_t i = 0; i < 6; i++)
+			ck_assert_msg(json_object_get(pk, keys[i]), "packages.%s", keys[i]);
+		ck_assert(strncmp(json_string_value(json_object_get(pk, "digest")), "sha256:", 7) ==
+			  0);
+		json_object_set_new(doc, "packages", json_string("@PACKAGES@"));
+	}
 	if (json_object_get(doc, "function")) {
 		json_object_set_new(doc, "function", json_string("@FUNCTION@"));
 		set_str(doc, "inspection_digest", "@INSPECTION_DIGEST@");

@@ -332,6 +332,10 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 		}
 		for (size_t i = 0; in->libs && in->libs[i]; i++)
 			TRY(add_bind(&pl, RM_BIND_RO, in->libs[i], ro, err));
+		/* the environment's packages (packages.c): followed through their symlinks,
+		 * each of which the sandbox gets too (/etc/alternatives) */
+		for (size_t i = 0; in->env_files && in->env_files[i]; i++)
+			TRY(add_bind(&pl, RM_BIND_RO, in->env_files[i], ro, err));
 		/* the C.UTF-8 locale (LANG's platform default, platform.c): glibc >= 2.35
 		 * loads it from here; left out where the host has none */
 		TRY(add_bind(&pl, RM_BIND_RO, "/usr/lib/locale/C.utf8", ro, err));

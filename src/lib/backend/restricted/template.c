@@ -528,11 +528,13 @@ static int tstart_args(struct tstart *t, const struct govex__launch *l, bool no_
 	/* netns: under network: deny, each run's own network namespace (made ahead with its
 	 * other namespaces): in one shared namespace concurrent runs would see each other's
 	 * unix sockets in /proc/self/net/unix, whatever Landlock scopes */
+	/* preload: the policy's python.preload, imported by the template (zygote.py) */
 	json_t *params = json_pack(
-	    "{s:o, s:b, s:o, s:o, s:b}", "keys", keys, "worker", kind == 1, "guards", guards,
+	    "{s:o, s:b, s:o, s:o, s:b, s:o}", "keys", keys, "worker", kind == 1, "guards", guards,
 	    "filter",
 	    rwarm_hex(t->st->filter.insns, t->st->filter.len * sizeof(*t->st->filter.insns)),
-	    "netns", t->st->deny_net);
+	    "netns", t->st->deny_net, "preload",
+	    govex__strv_json(l->policy ? l->policy->preload : NULL));
 	char *kj = params ? json_dumps(params, JSON_COMPACT) : NULL;
 	json_decref(params); /* freed by the caller once the template is started */
 	size_t a = 0;
