@@ -447,8 +447,28 @@ int govex__packages_bind(const struct govex__packages *pk, struct govex__interp 
 
 json_t *govex__packages_json(const struct govex__packages *pk, char *const *preload)
 {
-	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:I}", "digest", pk->digest, "site",
+	/* "name==version", sorted, unique */
+	char **dists = calloc(1, sizeof(char *));
+	size_t i;
+	json_t *e;
+	json_array_foreach(pk->dists, i, e)
+	{
+		char *s = NULL;
+		if (!dists ||
+		    asprintf(&s, "%s==%s", json_string_value(json_array_get(e, 0)),
+			     json_string_value(json_array_get(e, 1))) < 0 ||
+		    govex__strv_push_take(&dists, s) < 0) {
+			govex__strv_free(dists);
+			return NULL;
+		}
+	}
+	if (!dists)
+		return NULL;
+	govex__strv_sort_uniq(dists);
+	json_t *d = govex__strv_json(dists);
+	govex__strv_free(dists);
+	return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "digest", pk->digest, "site",
 			 govex__strv_json(pk->site), "libraries", govex__strv_json(pk->libs),
 			 "data", govex__strv_json(pk->data), "preload", govex__strv_json(preload),
-			 "distributions", (json_int_t)json_array_size(pk->dists));
+			 "distributions", d);
 }

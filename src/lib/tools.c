@@ -67,6 +67,10 @@ static void facts_from(struct govex__tool_facts *f, json_t *doc, bool is_plan)
 			if (json_is_string(a) && strcmp(json_string_value(a), "-S") == 0)
 				f->site = false;
 		}
+		f->venv = json_object_get(in, "executable") != NULL;
+		json_t *pk = json_object_get(doc, "packages");
+		f->dists = json_incref(json_object_get(pk, "distributions"));
+		f->preload = json_incref(json_object_get(pk, "preload"));
 		const char *b =
 		    json_string_value(json_object_get(json_object_get(doc, "backend"), "name"));
 		snprintf(f->backend, sizeof(f->backend), "%s", b ? b : "");
@@ -140,12 +144,52 @@ static void put_paths(FILE *o, json_t *paths)
 	}
 }
 
+/* The installed distributions, the common data stack's first, at most 24 named. */
+static void put_dists(FILE *o, json_t *dists)
+{
+	static const char *const first[] = {"numpy",	    "pandas", "matplotlib", "scipy",
+					    "scikit-learn", "polars", "pyarrow",    "sympy",
+					    "requests",	    "pillow", "seaborn",    "statsmodels"};
+	size_t n = json_array_size(dists), shown = 0, i;
+	json_t *d;
+	fprintf(o, "%zu distributions installed", n);
+	for (size_t k = 0; k <= ARRAY_SIZE(first); k++)
+		json_array_foreach(dists, i, d)
+		{
+			const char *s = json_string_value(d);
+			size_t nl = s ? strcspn(s, "=") : 0;
+			bool known = false;
+			for (size_t j = 0; j < ARRAY_SIZE(first) && s; j++)
+				known |=
+				    strlen(first[j]) == nl && strncasecmp(s, first[j], nl) == 0;
+			bool now = k < ARRAY_SIZE(first) ? s && strlen(first[k]) == nl &&
+							       strncasecmp(s, first[k], nl) == 0
+							 : s && !known;
+			if (!now || shown >= 24)
+				continue;
+			fprintf(o, "%s%.*s %s", shown++ ? ", " : " (", (int)nl, s, s + nl + 2);
+		}
+	if (shown)
+		fprintf(o, "%s)", shown < n ? ", ..." : "");
+}
+
 /* "Python ...; network ...; ..." : what the code can and cannot do, and its limits. */
 static void put_policy(FILE *o, const struct govex__tool_facts *f)
 {
-	fprintf(o, "Environment: %s, %s. ", f->python,
-		f->site ? "with the interpreter's site-packages"
-			: "only the standard library (no third-party packages)");
+	fprintf(o, "Environment: %s, ", f->python);
+	if (f->site && f->dists) {
+		fprintf(o, "%s: ", f->venv ? "a virtual environment" : "with its site-packages");
+		put_dists(o, f->dists);
+		if (json_array_size(f->preload)) {
+			fputs("; already imported in each run: ", o);
+			put_paths(o, f->preload);
+		}
+		fputs(". ", o);
+	} else {
+		fputs(f->site ? "with the interpreter's site-packages. "
+			      : "only the standard library (no third-party packages). ",
+		      o);
+	}
 	fprintf(o, "Network access is %s; starting subprocesses is %s. ",
 		f->network ? "allowed" : "DENIED by the sandbox",
 		f->subprocess ? "allowed" : "DENIED");
@@ -527,6 +571,8 @@ GOVEX_API govex_toolset *govex_toolset_free(govex_toolset *ts)
 	}
 	free(ts->modules);
 	json_decref(ts->facts.read);
+	json_decref(ts->facts.dists);
+	json_decref(ts->facts.preload);
 	json_decref(ts->facts.write);
 	free(ts);
 	return NULL;

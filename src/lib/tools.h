@@ -24,7 +24,10 @@ struct govex__tool_facts {
 	uint64_t stdout_bytes, stderr_bytes, call_input_bytes, call_output_bytes;
 	bool network, subprocess, site;
 	json_t *read, *write; /* arrays of paths (new references) */
-	char python[96];      /* "Python 3.11.7 (python3.11)", or "Python 3" when unknown */
+	json_t *dists;	      /* the plan's packages.distributions ("name==version"), or NULL */
+	json_t *preload;      /* python.preload (array), or NULL */
+	bool venv;
+	char python[96]; /* "Python 3.11.7 (python3.11)", or "Python 3" when unknown */
 	char backend[32];
 };
 
