@@ -418,10 +418,13 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 				  exe, in->prefix, in->base_prefix);
 	if (in->exec) {
 		/* a venv's python: inside the venv, and the executable itself */
-		_cleanup_free_ char *real = realpath(in->exec, NULL);
-		_cleanup_free_ char *venv = venv_dir(in->exec);
-		if (!answer_path_ok(in->exec) || !venv || strcmp(venv, in->prefix) != 0 || !real ||
-		    strcmp(real, in->path) != 0)
+		char *real = realpath(in->exec, NULL);
+		char *venv = venv_dir(in->exec);
+		bool ok = answer_path_ok(in->exec) && venv && strcmp(venv, in->prefix) == 0 &&
+			  real && strcmp(real, in->path) == 0;
+		free(real);
+		free(venv);
+		if (!ok)
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: the venv's "
 					  "python '%.100s' is not the executable in its prefix",

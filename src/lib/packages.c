@@ -131,23 +131,27 @@ static bool ends_with(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-/* One site directory's part of the key: its .pth files and distributions, sorted. */
-static void feed_site(FILE *k, const char *dir)
+/* One site directory's part of the key: its .pth files and distributions, sorted.  0 or
+ * -ENOMEM. */
+static int feed_site(FILE *k, const char *dir)
 {
 	fprintf(k, "site %s\n", dir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dup(dfd)) : NULL;
 	if (!d) {
 		fputs("unreadable\n", k);
-		return;
+		return 0;
 	}
-	char **names = NULL;
+	char **names = calloc(1, sizeof(char *));
 	struct dirent *e;
-	while ((e = readdir(d)))
-		if (ends_with(e->d_name, ".pth") || ends_with(e->d_name, ".dist-info") ||
-		    ends_with(e->d_name, ".egg-info") || ends_with(e->d_name, ".egg-link"))
-			govex__strv_push(&names, e->d_name);
+	while (names && (e = readdir(d)))
+		if ((ends_with(e->d_name, ".pth") || ends_with(e->d_name, ".dist-info") ||
+		     ends_with(e->d_name, ".egg-info") || ends_with(e->d_name, ".egg-link")) &&
+		    govex__strv_push(&names, e->d_name) < 0)
+			names = govex__strv_free(names);
 	closedir(d);
+	if (!names)
+		return -ENOMEM;
 	size_t n = govex__strv_len(names);
 	if (n)
 		qsort(names, n, sizeof(*names), name_cmp);
@@ -175,6 +179,7 @@ static void feed_site(FILE *k, const char *dir)
 		}
 	}
 	govex__strv_free(names);
+	return 0;
 }
 
 /* The identities the quick check compares: the site directories and pyvenv.cfg. */
@@ -212,9 +217,10 @@ static int compute_digest(const struct govex__interp *in, char *const *site, cha
 		_cleanup_close_ int pfd = open(in->prefix, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		feed_file(k, "cfg", pfd, "pyvenv.cfg");
 	}
+	bool ok = true;
 	for (size_t i = 0; site && site[i]; i++)
-		feed_site(k, site[i]);
-	bool ok = !ferror(k);
+		ok &= feed_site(k, site[i]) == 0;
+	ok &= !ferror(k);
 	if (fclose(k) != 0 || !ok || !buf) {
 		free(buf);
 		return -ENOMEM;

@@ -247,14 +247,12 @@ static int plan_interpreter(struct planning *pl)
 static bool module_in(const char *dir, const char *dotted)
 {
 	size_t n = strcspn(dotted, ".");
-	_cleanup_free_ char *name = strndup(dotted, n);
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = name && dfd >= 0 ? fdopendir(dup(dfd)) : NULL;
+	DIR *d = opendir(dir);
 	bool hit = false;
 	struct dirent *e;
 	while (d && !hit && (e = readdir(d))) {
 		size_t len = strlen(e->d_name);
-		if (strncmp(e->d_name, name, n) != 0)
+		if (len < n || strncmp(e->d_name, dotted, n) != 0)
 			continue;
 		const char *rest = e->d_name + n;
 		/* a package (a directory), name.py, name.pyc, name.<abi>.so, name.so */
