@@ -265,12 +265,23 @@ static json_t *b64_string(const void *data, size_t len)
 
 static bool textual(const char *mime)
 {
-	return strncmp(mime, "text/", 5) == 0 || strcmp(mime, "application/json") == 0;
+	return strncmp(mime, "text/", 5) == 0 || strcmp(mime, "application/json") == 0 ||
+	       strcmp(mime, "image/svg+xml") == 0;
+}
+
+/* The raster formats model APIs take as an image (an SVG is XML text: a resource). */
+static bool raster(const char *mime)
+{
+	static const char *const types[] = {"image/png", "image/jpeg", "image/gif", "image/webp"};
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if (strcmp(mime, types[i]) == 0)
+			return true;
+	return false;
 }
 
 static json_t *file_content(const char *name, const char *mime, const void *data, size_t len)
 {
-	if (strncmp(mime, "image/", 6) == 0)
+	if (raster(mime))
 		return json_pack("{s:s, s:o, s:s}", "type", "image", "data", b64_string(data, len),
 				 "mimeType", mime);
 	char uri[200];
