@@ -120,7 +120,9 @@ static void put_stream(FILE *f, const char *name, json_t *doc, const char *cut)
 		fputs("(then the traceback shown above)\n", f);
 }
 
-static void put_diag(FILE *f, json_t *d, const char **tb)
+/* succeeded: the run's status is success (a denial then stopped nothing: its message
+ * says so, and there is nothing to retry). */
+static void put_diag(FILE *f, json_t *d, const char **tb, bool succeeded)
 {
 	const char *code = json_string_value(json_object_get(d, "code"));
 	const char *msg = json_string_value(json_object_get(d, "message"));
@@ -131,7 +133,7 @@ static void put_diag(FILE *f, json_t *d, const char **tb)
 	if (etype && msg && !strstr(msg, etype))
 		fprintf(f, " (%s)", etype); /* call mode before its exception frame */
 	json_t *ctl = json_object_get(d, "controls");
-	if (strcmp(code, "denied_by_policy") == 0) {
+	if (strcmp(code, "denied_by_policy") == 0 && !succeeded) {
 		fputs(" (denied by the policy", f);
 		size_t i;
 		json_t *c;
@@ -208,6 +210,8 @@ static char *summary_text(json_t *doc)
 	size_t i, shown = 0;
 	json_t *d;
 	const char *tb = NULL;
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	bool succeeded = status && strcmp(status, "success") == 0;
 	json_array_foreach(json_object_get(doc, "diagnostics"), i, d)
 	{
 		const char *code = json_string_value(json_object_get(d, "code"));
@@ -218,7 +222,7 @@ static char *summary_text(json_t *doc)
 			fputs("(more diagnostics in structuredContent)\n", f);
 			break;
 		}
-		put_diag(f, d, &tb);
+		put_diag(f, d, &tb, succeeded);
 	}
 	json_t *v = json_object_get(doc, "value");
 	if (v && !json_is_null(v)) {
