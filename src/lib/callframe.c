@@ -330,8 +330,16 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 			json_object_set_new(extra, "exception_type", json_string(et));
 		if (extra && cut)
 			json_object_set_new(extra, "message_truncated", json_true());
-		govex__result_diag(res, code, extra, "%s",
-				   msg && msg[0] ? msg : "the worker reported a failure");
+		/* a value that is not JSON: the fix, by name (its words are govex's) */
+		const char *fixname = st == GOVEX_STATUS_RESULT_INVALID
+					  ? json_string_value(json_object_get(resp, "fix"))
+					  : NULL;
+		const char *fix = govex__value_fix(fixname);
+		if (extra && fix)
+			json_object_set_new(extra, "fix", json_string(fixname));
+		govex__result_diag(res, code, extra, "%s%s%s",
+				   msg && msg[0] ? msg : "the worker reported a failure",
+				   fix ? "; " : "", fix ? fix : "");
 		free(msg);
 		json_decref(resp);
 		resp = NULL;

@@ -177,29 +177,65 @@ int govex__exception_diag(govex_result *res, const char *code, json_t *exc)
 	return 0;
 }
 
-/* The value_omitted diagnostic: the value exists but is not in the result. */
+const char *govex__value_fix(const char *name)
+{
+	static const struct {
+		const char *name, *text;
+	} fixes[] = {
+	    {"finite", "NaN and infinities are not JSON: replace them (e.g. by None)"},
+	    {"float", "convert it: float(x), int(x) or bool(x)"},
+	    {"tolist", "convert it: x.tolist()"},
+	    {"to_dict", "convert it: df.to_dict() (by column), df.to_dict('records') (by row)"},
+	    {"series", "convert it: s.tolist() (the values) or s.to_dict() (index to value)"},
+	    {"str", "convert it: str(x) (or x.isoformat())"},
+	    {"list", "convert it: list(x)"},
+	    {"complex", "convert it: [x.real, x.imag] (an array's: .tolist() of each)"},
+	    {"keys", "object keys must be strings: {str(k): v for k, v in d.items()}"},
+	    {"int_range", "integers are kept to 64 bits: str(x) keeps it exact"},
+	    {"none", "a missing value: use None"},
+	};
+	for (size_t i = 0; name && i < ARRAY_SIZE(fixes); i++)
+		if (strcmp(name, fixes[i].name) == 0)
+			return fixes[i].text;
+	return NULL;
+}
+
+/* The value_omitted diagnostic: the value exists but is not in the result.  The frame
+ * may name the item refused inside it (item_type) and a fix (value_fix). */
 static void value_omitted(govex_result *res, json_t *om)
 {
 	const char *reason = json_string_value(json_object_get(om, "reason"));
 	const char *type = json_string_value(json_object_get(om, "type"));
+	const char *item = json_string_value(json_object_get(om, "item_type"));
+	const char *fixname = json_string_value(json_object_get(om, "fix"));
+	const char *fix = govex__value_fix(fixname);
 	json_t *jb = json_object_get(om, "bytes");
 	bool large = reason && strcmp(reason, "too_large") == 0;
 	if (!type || !govex__identifier(type, strlen(type), EXC_TYPE_MAX))
 		type = "object";
+	if (item && !govex__identifier(item, strlen(item), EXC_TYPE_MAX))
+		item = NULL;
 	json_t *extra =
 	    json_pack("{s:s, s:s}", "reason", large ? "too_large" : "not_json", "type", type);
 	if (extra && json_is_integer(jb) && json_integer_value(jb) >= 0)
 		json_object_set_new(extra, "bytes", json_integer(json_integer_value(jb)));
+	if (extra && item)
+		json_object_set_new(extra, "item_type", json_string(item));
+	if (extra && fix)
+		json_object_set_new(extra, "fix", json_string(fixname));
+	bool inner = item && strcmp(item, type) != 0;
 	if (large)
 		govex__result_diag(res, "value_omitted", extra,
 				   "value: the final expression's value (%s) exceeds "
-				   "limits.call_output_bytes or the value node budget",
-				   type);
+				   "limits.call_output_bytes or the value node budget%s%s%s%s",
+				   type, inner ? ": it holds an item of type " : "",
+				   inner ? item : "", fix ? "; " : "", fix ? fix : "");
 	else
 		govex__result_diag(res, "value_omitted", extra,
 				   "value: the final expression's value (%s) is not finite JSON "
-				   "data",
-				   type);
+				   "data%s%s%s%s",
+				   type, inner ? ": it holds an item of type " : "",
+				   inner ? item : "", fix ? "; " : "", fix ? fix : "");
 }
 
 static void worker_failed(govex_result *res, const char *msg)

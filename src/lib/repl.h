@@ -42,5 +42,9 @@ int govex__repl_finish(govex_runtime *rt, const struct govex__outcome *o, govex_
  * "exception" object {type, message, traceback} (text bounded and cleaned: the code
  * under test chose it).  0 when added, 1 when exc is not such an object, -ENOMEM. */
 int govex__exception_diag(govex_result *res, const char *code, json_t *exc);
+/* The words of a fix for a value that is not JSON, by the name a worker frame gives
+ * (worker.py's VALUE_FIXES: a snippet's value_omitted, a call's result_invalid), or NULL
+ * for a name that is not one: only a name crosses the frame, never the worker's text. */
+const char *govex__value_fix(const char *name);
 
 #endif

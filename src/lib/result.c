@@ -128,34 +128,73 @@ void govex__result_set_value(govex_result *r, json_t *value)
 	r->view.value = r->value_text;
 }
 
+/* What a control denies, in the denied_by_policy messages. */
+static const struct {
+	size_t off;
+	const char *control, *what;
+} denial_kinds[] = {
+    {offsetof(struct govex__outcome, net_denied), "network_deny", "network access"},
+    {offsetof(struct govex__outcome, exec_denied), "subprocess_deny", "starting programs"},
+};
+
 /* Denials the sandbox counted (contract section 6): they come from the shim's report,
- * never from the run's output or frames, so a run cannot forge or hide them. */
+ * never from the run's output or frames, so a run cannot forge or hide them.  Each was
+ * refused with an error the code saw, and the run went on; the message is worded for a
+ * run that did not succeed (the denial may be why), and again by denials_succeeded. */
 static void denials(govex_result *r, const struct govex__outcome *o)
 {
-	static const struct {
-		size_t off;
-		const char *control, *what;
-	} kinds[] = {
-	    {offsetof(struct govex__outcome, net_denied), "network_deny", "network access"},
-	    {offsetof(struct govex__outcome, exec_denied), "subprocess_deny", "starting programs"},
-	};
 	/* the shim stops answering (so counting) after this many refusals of either kind,
 	 * so that a flood costs its supervisor nothing more; the kernel refuses the rest */
 	bool stopped = o->net_denied + o->exec_denied >= GOVEX_DENIALS_COUNTED_MAX;
-	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(denial_kinds); i++) {
 		uint64_t n;
-		memcpy(&n, (const char *)o + kinds[i].off, sizeof(n));
+		memcpy(&n, (const char *)o + denial_kinds[i].off, sizeof(n));
 		if (!n)
 			continue;
 		govex__result_diag(
 		    r, "denied_by_policy",
-		    json_pack("{s:[s], s:I, s:b}", "controls", kinds[i].control, "attempts",
+		    json_pack("{s:[s], s:I, s:b}", "controls", denial_kinds[i].control, "attempts",
 			      (json_int_t)n, "counting_stopped", stopped),
-		    "the policy denies %s (%s%llu attempt%s refused%s)", kinds[i].what,
+		    "the policy denies %s (%s%llu attempt%s refused%s)", denial_kinds[i].what,
 		    stopped ? "at least " : "", (unsigned long long)n, n == 1 ? "" : "s",
 		    stopped ? "; counting stopped there: later attempts of any kind "
 			      "were refused uncounted"
 			    : "");
+	}
+}
+
+/* A run that succeeded despite its denials (pandas tries `uname -p` at import): each
+ * denied_by_policy message says what happened -- attempted, refused, the run went on --
+ * with nothing to fix or retry. */
+static void denials_succeeded(govex_result *r)
+{
+	size_t i;
+	json_t *d;
+	json_array_foreach(r->diagnostics, i, d)
+	{
+		const char *code = json_string_value(json_object_get(d, "code"));
+		if (!code || strcmp(code, "denied_by_policy") != 0)
+			continue;
+		const char *ctl =
+		    json_string_value(json_array_get(json_object_get(d, "controls"), 0));
+		json_t *jn = json_object_get(d, "attempts");
+		for (size_t k = 0; ctl && json_is_integer(jn) && k < ARRAY_SIZE(denial_kinds);
+		     k++) {
+			if (strcmp(ctl, denial_kinds[k].control) != 0)
+				continue;
+			unsigned long long n = (unsigned long long)json_integer_value(jn);
+			bool stopped = json_is_true(json_object_get(d, "counting_stopped"));
+			char msg[400];
+			snprintf(msg, sizeof(msg),
+				 "the policy refused %s (%s%llu attempt%s, control %s%s); the "
+				 "code went on and the run succeeded",
+				 denial_kinds[k].what, stopped ? "at least " : "", n,
+				 n == 1 ? "" : "s", ctl,
+				 stopped ? "; counting stopped there: later attempts of any kind "
+					   "were refused uncounted"
+					 : "");
+			json_object_set_new(d, "message", json_string(msg));
+		}
 	}
 }
 
@@ -322,6 +361,8 @@ static int render(govex_result *r)
 int govex__result_finish(govex_result *r)
 {
 	struct govex_result_view *v = &r->view;
+	if (v->status == GOVEX_STATUS_SUCCESS)
+		denials_succeeded(r);
 	if (v->stdout_truncated)
 		govex__result_diag(r, "stdout_truncated", NULL, "stdout: kept %zu of %llu bytes",
 				   v->stdout_len, (unsigned long long)v->stdout_bytes);

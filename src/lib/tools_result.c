@@ -120,7 +120,9 @@ static void put_stream(FILE *f, const char *name, json_t *doc, const char *cut)
 		fputs("(then the traceback shown above)\n", f);
 }
 
-static void put_diag(FILE *f, json_t *d, const char **tb)
+/* succeeded: the run's status is success (a denial then stopped nothing: its message
+ * says so, and there is nothing to retry). */
+static void put_diag(FILE *f, json_t *d, const char **tb, bool succeeded)
 {
 	const char *code = json_string_value(json_object_get(d, "code"));
 	const char *msg = json_string_value(json_object_get(d, "message"));
@@ -131,7 +133,7 @@ static void put_diag(FILE *f, json_t *d, const char **tb)
 	if (etype && msg && !strstr(msg, etype))
 		fprintf(f, " (%s)", etype); /* call mode before its exception frame */
 	json_t *ctl = json_object_get(d, "controls");
-	if (strcmp(code, "denied_by_policy") == 0) {
+	if (strcmp(code, "denied_by_policy") == 0 && !succeeded) {
 		fputs(" (denied by the policy", f);
 		size_t i;
 		json_t *c;
@@ -208,6 +210,8 @@ static char *summary_text(json_t *doc)
 	size_t i, shown = 0;
 	json_t *d;
 	const char *tb = NULL;
+	const char *status = json_string_value(json_object_get(doc, "status"));
+	bool succeeded = status && strcmp(status, "success") == 0;
 	json_array_foreach(json_object_get(doc, "diagnostics"), i, d)
 	{
 		const char *code = json_string_value(json_object_get(d, "code"));
@@ -218,7 +222,7 @@ static char *summary_text(json_t *doc)
 			fputs("(more diagnostics in structuredContent)\n", f);
 			break;
 		}
-		put_diag(f, d, &tb);
+		put_diag(f, d, &tb, succeeded);
 	}
 	json_t *v = json_object_get(doc, "value");
 	if (v && !json_is_null(v)) {
@@ -265,12 +269,23 @@ static json_t *b64_string(const void *data, size_t len)
 
 static bool textual(const char *mime)
 {
-	return strncmp(mime, "text/", 5) == 0 || strcmp(mime, "application/json") == 0;
+	return strncmp(mime, "text/", 5) == 0 || strcmp(mime, "application/json") == 0 ||
+	       strcmp(mime, "image/svg+xml") == 0;
+}
+
+/* The raster formats model APIs take as an image (an SVG is XML text: a resource). */
+static bool raster(const char *mime)
+{
+	static const char *const types[] = {"image/png", "image/jpeg", "image/gif", "image/webp"};
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
+		if (strcmp(mime, types[i]) == 0)
+			return true;
+	return false;
 }
 
 static json_t *file_content(const char *name, const char *mime, const void *data, size_t len)
 {
-	if (strncmp(mime, "image/", 6) == 0)
+	if (raster(mime))
 		return json_pack("{s:s, s:o, s:s}", "type", "image", "data", b64_string(data, len),
 				 "mimeType", mime);
 	char uri[200];

@@ -85,6 +85,7 @@ class Failure(Exception):
         self.exc_type = _type_name(exc) if exc is not None else None
         self.message = message
         self.exception = None
+        self.fix = None  # a result_invalid's fix, by name (VALUE_FIXES)
 
     def frame(self):
         f = {"version": FRAME_VERSION, "ok": False, "status": self.status,
@@ -92,6 +93,8 @@ class Failure(Exception):
              "exception_type": self.exc_type}
         if self.exception is not None:
             f["exception"] = self.exception
+        if self.fix is not None:
+            f["fix"] = self.fix
         return f
 
 
@@ -536,6 +539,7 @@ def do_call(req, source, digest, module, filename):
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     except BaseException:
         pass
+    _mpl_backend()
     # the "module starts" mark: from here on the module's code may write frames itself
     try:
         write_all(_resp_fd, bytes(8))
@@ -660,29 +664,34 @@ def annotation_rejects_null(text):
 
 
 def plain_value(value, depth_max, nodes_max=VALUE_NODES_MAX):
-    """(why, plain): why VALUE is not finite JSON data (None when it is) and, when it is,
-    PLAIN, a copy of it made of exact builtin types.  Finite JSON data: None, bool, int in
-    64 bits, finite float, str, list, dict with str keys (exact types, or INPUTS'
-    read-only list and dict), at most DEPTH_MAX deep and NODES_MAX nodes counted with
-    sharing expanded (a string counts its length / 64 too).  Containers are read through
-    the base types' own methods (list.__iter__, dict.items), never a method the code
-    could have replaced on a subclass, and each is charged to the budget before its
-    elements are, so a lying container costs nothing.  The copy is what is encoded:
-    exactly what was checked.  The one check of call values and snippet values; why is
-    "too_large", "too_deep", "int_out_of_range" or "not_json"."""
+    """(why, plain, bad): why VALUE is not finite JSON data (None when it is) and, when it
+    is, PLAIN, a copy of it made of exact builtin types; when it is not, BAD, the refused
+    item's (type name, fix name or None) where one was found (VALUE_FIXES).  Finite JSON
+    data: None, bool, int in 64 bits, finite float, str, list, dict with str keys (exact
+    types, or INPUTS' read-only list and dict) and, when the code imported numpy, numpy's
+    bool, integer, float (at most 64 bits) and str scalars and plain ndarrays of those
+    dtypes, converted exactly (_from_numpy: numpy is never imported here, and only its
+    own methods are called, on its exact types); at most DEPTH_MAX deep and NODES_MAX
+    nodes counted with sharing expanded (a string counts its length / 64 too).
+    Containers are read through the base types' own methods (list.__iter__, dict.items),
+    never a method the code could have replaced on a subclass, and each is charged to the
+    budget before its elements are, so a lying container costs nothing.  The copy is
+    what is encoded: exactly what was checked.  The one check of call values and snippet
+    values; why is "too_large", "too_deep", "int_out_of_range" or "not_json"."""
     inf = float("inf")
     root = [None]
     stack = [(value, 0, root, 0)]  # (value, depth, container of its copy, key)
     budget = nodes_max
     lists = (list, _ro_types[1])
     dicts = (dict, _ro_types[0])
+    numpy = None  # (numpy, its scalar types), once a value needs it
     while stack:
         v, d, into, key = stack.pop()
         budget -= 1
         if budget < 0:
-            return "too_large", None
+            return "too_large", None, None
         if d > depth_max:
-            return "too_deep", None
+            return "too_deep", None, None
         t = type(v)
         if v is None or t is bool or t is float and v == v and v != inf and v != -inf:
             into[key] = v
@@ -691,7 +700,7 @@ def plain_value(value, depth_max, nodes_max=VALUE_NODES_MAX):
             # JSON has no integer bound, but the parent (and most JSON readers) keep
             # integers in 64 bits: a larger one could not be carried exactly
             if v < -(1 << 63) or v > (1 << 63) - 1:
-                return "int_out_of_range", None
+                return "int_out_of_range", None, _bad(v, "int_range")
             into[key] = v
             continue
         if t is str:
@@ -699,14 +708,14 @@ def plain_value(value, depth_max, nodes_max=VALUE_NODES_MAX):
             try:
                 v.encode("utf-8")
             except UnicodeError:
-                return "not_json", None
+                return "not_json", None, _bad(v, None)
             into[key] = v
             continue
         if t in lists:
             n = list.__len__(v)
             budget -= n
             if budget < 0:
-                return "too_large", None
+                return "too_large", None, None
             copy = [None] * n
             into[key] = copy
             for i, x in enumerate(list.__iter__(v)):
@@ -718,22 +727,144 @@ def plain_value(value, depth_max, nodes_max=VALUE_NODES_MAX):
             n = dict.__len__(v)
             budget -= n
             if budget < 0:
-                return "too_large", None
+                return "too_large", None, None
             copy = {}
             into[key] = copy
             for k, x in dict.items(v):
                 if type(k) is not str:
-                    return "not_json", None
+                    return "not_json", None, _bad(v, "keys")
                 budget -= len(k) >> 6
                 try:
                     k.encode("utf-8")
                 except UnicodeError:
-                    return "not_json", None
+                    return "not_json", None, _bad(v, "keys")
                 copy[k] = None  # the key's place, in the value's order
                 stack.append((x, d + 1, copy, k))
             continue
-        return "not_json", None
-    return None, root[0]
+        if t is float:
+            return "not_json", None, _bad(v, "finite")  # NaN or an infinity
+        # numpy's values, when the code imported numpy (never imported here): a scalar
+        # or a plain array converted exactly, in place of the value
+        if numpy is None:
+            numpy = _numpy_kinds()
+        x = _from_numpy(numpy, v, t, budget, depth_max - d)
+        if x is None:
+            return "not_json", None, _bad(v, _fix_of(v, t))
+        if type(x) is str:  # why not: an exact conversion does not exist
+            return ("too_large" if x == "too_large" else "not_json"), None, _bad(v, x)
+        budget += 1  # the converted value takes the value's place and its count
+        stack.append((x[0], d, into, key))
+    return None, root[0], None
+
+
+def _bad(v, fix):
+    """The detail of a refused value: (its type's name, the fix's name or None)."""
+    return (_type_name(v) or "object", fix)
+
+
+def _numpy_kinds():
+    """(numpy, {scalar type: "b", "i", "f" or "s"}) when the code imported numpy, else
+    (None, {}).  Exact types only, numpy's own: a subclass the code defined is not one."""
+    np = sys.modules.get("numpy")
+    kinds = {}
+    if np is None:
+        return None, kinds
+    try:
+        for st in set(np.sctypeDict.values()):
+            if not (isinstance(st, type) and issubclass(st, np.generic)):
+                continue
+            if issubclass(st, np.bool_):
+                kinds[st] = "b"
+            elif issubclass(st, np.integer):
+                kinds[st] = "i"
+            elif issubclass(st, np.floating) and np.dtype(st).itemsize <= 8:
+                kinds[st] = "f"  # a long double has no exact double: refused
+            elif issubclass(st, np.str_):
+                kinds[st] = "s"
+        return np, kinds
+    except BaseException:
+        return None, {}
+
+
+def _from_numpy(numpy, v, t, budget, depth_left):
+    """A numpy value as exact builtins: (value,) for a bool, integer, float (at most 64
+    bits) or str scalar, and for an ndarray (exactly that type) of those dtypes, its
+    nested lists; a fix's name when it has none (a NaN, too large, another dtype); None
+    when V is not numpy's."""
+    np, kinds = numpy
+    if np is None:
+        return None
+    k = kinds.get(t)
+    try:
+        if k == "b":
+            return (bool(v),)
+        if k == "i":
+            x = int(v)
+            return (x,) if -(1 << 63) <= x < (1 << 63) else "int_range"
+        if k == "f":
+            x = float(v)
+            return (x,) if x - x == 0.0 else "finite"
+        if k == "s":
+            return (str.__str__(v),)
+        if t is not np.ndarray:
+            return None
+        dt = v.dtype
+        if dt.kind == "c":
+            return "complex"
+        if dt.kind not in "biufU" or dt.kind == "f" and dt.itemsize > 8:
+            return "tolist"
+        if v.size > budget:
+            return "too_large"
+        if v.ndim > depth_left:
+            return "tolist"
+        if dt.kind == "f" and not np.isfinite(v).all():
+            return "finite"
+        return (v.tolist(),)
+    except (ValueError, TypeError, OverflowError, MemoryError):
+        return "tolist"
+
+
+def _fix_of(v, t):
+    """The name of the fix for a value that is not JSON (repl.c and check_result word
+    them), or None."""
+    if t is tuple or t in (set, frozenset):
+        return "list"
+    if t is complex:
+        return "complex"
+    try:
+        mod = type.__getattribute__(t, "__module__")
+        name = type.__getattribute__(t, "__name__")
+    except BaseException:
+        return None
+    if type(mod) is not str or type(name) is not str:
+        return None
+    top = mod.split(".", 1)[0]
+    if top == "numpy":
+        if name in ("datetime64", "timedelta64"):
+            return "str"
+        if "complex" in name:
+            return "complex"
+        return "tolist" if name in ("ndarray", "matrix", "MaskedArray") else "float"
+    if top == "pandas":
+        if name == "DataFrame":
+            return "to_dict"
+        if name == "Series":
+            return "series"
+        if name in ("NaTType", "NAType"):
+            return "none"
+        if name in ("Timestamp", "Timedelta", "Period", "Interval"):
+            return "str"
+        return "tolist"
+    if top == "datetime" or top == "decimal" or top == "uuid" or top == "pathlib":
+        return "str"
+    return None
+
+
+# The fixes for a value that is not JSON, by name: the frame carries the name (a
+# snippet's value_omitted, a call's result_invalid), the C side words it (repl.c,
+# govex__value_fix), so that no text of this process reaches the result for it
+VALUE_FIXES = frozenset(("finite", "float", "tolist", "to_dict", "series", "str", "list",
+                         "complex", "keys", "int_range", "none"))
 
 
 def value_problem(value, depth_max, nodes_max=VALUE_NODES_MAX):
@@ -751,16 +882,23 @@ def encode_value(value):
 def check_result(value, out_max):
     """A call's return value: finite JSON (plain_value) within the output bound; returns
     its plain copy."""
-    why, plain = plain_value(value, RESULT_DEPTH_MAX)
+    why, plain, bad = plain_value(value, RESULT_DEPTH_MAX)
     if why == "too_large":
         raise Failure("output_limit", "output_too_large")
+    if why is None:
+        return plain
+    tname = _type_name(value) or "object"
+    msg = MESSAGES.get(why, why)
     if why == "not_json":
-        raise Failure("result_invalid", why,
-                      message="the result is not finite json data (a %s)"
-                      % (_type_name(value) or "object").lower())
-    if why is not None:
-        raise Failure("result_invalid", why)
-    return plain
+        msg = "the result is not finite json data (a %s)" % tname.lower()
+    f = Failure("result_invalid", why)
+    if bad is not None:
+        if bad[0] != tname:
+            msg += ": it holds an item of type %s" % bad[0].lower()
+        if bad[1] in VALUE_FIXES:
+            f.fix = bad[1]
+    f.message = msg
+    raise f
 
 
 # ---------------------------------------------------------------------------------------
@@ -885,25 +1023,35 @@ def do_snippet(req):
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
         raise exception_failure(e, SNIPPET_FILENAME)
     sys.modules["__main__"] = mod
+    _mpl_backend()
+    figures = _figures_start()
     try:
         value = _snippet_run(code, expr, g)
     except SystemExit as e:
         raise _UserExit(e)
     except BaseException as e:
-        raise exception_failure(e, SNIPPET_FILENAME)
+        failure = exception_failure(e, SNIPPET_FILENAME)
+        _figures_end(figures)
+        raise failure
+    _figures_end(figures)
     frame = {"version": FRAME_VERSION, "ok": True, "status": "success"}
     if value is None:
         return frame
     tname = _type_name(value) or "object"
-    why, plain = plain_value(value, SNIPPET_DEPTH_MAX)
+    why, plain, bad = plain_value(value, SNIPPET_DEPTH_MAX)
     if why is None:
         try:
             data = encode_value(plain)
         except (ValueError, TypeError, UnicodeError, RecursionError):
             why = "not_json"
     if why is not None:
-        frame["value_omitted"] = {"reason": "too_large" if why == "too_large" else "not_json",
-                                  "type": tname}
+        om = {"reason": "too_large" if why == "too_large" else "not_json", "type": tname}
+        # what repl.c words: the refused item's type and the fix, by name
+        if bad is not None:
+            om["item_type"] = bad[0]
+            if bad[1] in VALUE_FIXES:
+                om["fix"] = bad[1]
+        frame["value_omitted"] = om
         return frame
     n = len(data.encode("utf-8"))
     if n > value_max:
@@ -913,6 +1061,161 @@ def do_snippet(req):
     # text as encoded
     return (b'{"ok":true,"status":"success","value":' + data.encode("utf-8")
             + b',"version":"' + FRAME_VERSION.encode("ascii") + b'"}')
+
+
+# ---------------------------------------------------------------------------------------
+# matplotlib: a backend without a display, and a snippet's figures as PNG outputs
+#
+# Never imported here: a snippet that imports matplotlib.pyplot has its show() replaced
+# (by _Figures, a meta path finder that only watches that one import and leaves
+# sys.meta_path at once) with one that writes each open figure to GOVEX_OUTPUT_DIR as
+# figure-N.png and closes it, as a notebook's inline backend does; the figures still
+# open when the snippet ends are written the same way.  Those files come back as the
+# run's other outputs do (the MCP server sends them as image content).
+
+MPL_BACKEND = "Agg"
+
+
+def _mpl_backend():
+    """MPLBACKEND=Agg unless the run's environment names a backend: matplotlib then never
+    looks for a display or a GUI toolkit (Debian's /etc/matplotlibrc names TkAgg), in
+    this process and in the programs it starts."""
+    try:
+        if not os.environ.get("MPLBACKEND"):
+            os.environ["MPLBACKEND"] = MPL_BACKEND
+    except BaseException:
+        pass
+
+
+class _Figures(object):
+    """A snippet's figures: where they go (the output directory named when the snippet
+    started) and how many were written."""
+
+    def __init__(self, outdir):
+        self.outdir = outdir
+        self.n = 0
+        self.watching = False
+
+    # the meta path finder: answers no import; matplotlib.pyplot's own finder's loader
+    # gets an exec_module that patches the module once its code has run
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        self.unwatch()
+        spec = None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        real = getattr(loader, "exec_module", None)
+        if real is None:
+            return spec
+        figures = self
+
+        def exec_module(module):
+            if getattr(module, "__name__", None) != name:
+                return real(module)
+            try:
+                del loader.exec_module
+            except BaseException:
+                pass
+            real(module)
+            figures.patch(module)
+        try:
+            loader.exec_module = exec_module
+        except BaseException:
+            pass
+        return spec
+
+    def watch(self):
+        sys.meta_path.insert(0, self)
+        self.watching = True
+
+    def unwatch(self):
+        if self.watching:
+            self.watching = False
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
+
+    def patch(self, plt):
+        """plt.show: the open figures written and closed (no window to show them in)."""
+        real = getattr(plt, "show", None)
+        if not callable(real) or getattr(real, "_govex_figures", False):
+            return
+        figures = self
+
+        def show(*args, **kwargs):
+            figures.save(plt)
+        show.__name__ = "show"
+        show.__qualname__ = "show"
+        show.__doc__ = getattr(real, "__doc__", None)
+        show.__wrapped__ = real
+        show._govex_figures = True
+        plt.show = show
+
+    def save(self, plt):
+        """Writes each open figure as figure-N.png (a name no file has: N counts on past
+        one there), then closes them all; a figure that cannot be written is said on
+        stderr and the run goes on."""
+        try:
+            nums = list(plt.get_fignums())
+        except BaseException:
+            return
+        for num in nums:
+            try:
+                fig = plt.figure(num)
+                while True:
+                    self.n += 1
+                    path = os.path.join(self.outdir, "figure-%d.png" % self.n)
+                    try:
+                        f = open(path, "xb")
+                        break
+                    except FileExistsError:
+                        continue
+                with f:
+                    fig.savefig(f, format="png")
+            except BaseException as e:
+                try:
+                    sys.stderr.write("govex: figure %r was not written: %s: %s\n"
+                                     % (num, _type_name(e) or "Exception", e))
+                except BaseException:
+                    pass
+        try:
+            plt.close("all")
+        except BaseException:
+            pass
+
+
+def _figures_start():
+    """The snippet's _Figures when it has an output directory (None without one):
+    pyplot patched now when it is imported already (a warm template's preload), else
+    watched for."""
+    outdir = os.environ.get("GOVEX_OUTPUT_DIR")
+    if not outdir:
+        return None
+    figures = _Figures(outdir)
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        figures.patch(plt)
+    else:
+        figures.watch()
+    return figures
+
+
+def _figures_end(figures):
+    """At the snippet's end: the figures it left open are written too."""
+    if figures is None:
+        return
+    figures.unwatch()
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        figures.save(plt)
 
 
 # Called by govex's warm template in a spare run process before its request comes
@@ -932,7 +1235,7 @@ def _prewarm_snippet():
     types.ModuleType("__main__")
     code, expr = _snippet_compile(_field(req, "code", (str,)))
     value = _snippet_run(code, expr, {"__builtins__": builtins})
-    why, plain = plain_value(value, SNIPPET_DEPTH_MAX)
+    why, plain, bad = plain_value(value, SNIPPET_DEPTH_MAX)
     (_type_name(value) or "object").lower()
     b'{"value":' + encode_value(plain).encode("utf-8")
     encode_frame(Failure("worker_failed", "bad_request", message="-").frame())

@@ -52,9 +52,16 @@ def test_network_denials_counted(t):
     d = _denials(doc)
     g.check(("network_deny",) in d, "no network_deny denial: %r" % doc["diagnostics"])
     g.eq(d[("network_deny",)]["attempts"], 4, "attempts")
+    # the run succeeded: the message says what happened, nothing to fix or retry
     g.eq(d[("network_deny",)]["message"],
-         "the policy denies network access (4 attempts refused)", "message")
+         "the policy refused network access (4 attempts, control network_deny); the code "
+         "went on and the run succeeded", "message")
     g.check(("subprocess_deny",) not in d, "no exec was tried: %r" % d)
+    # a run that then fails: the denial may be why
+    doc = _run(t, SOCKETS + "raise SystemExit(2)\n")
+    g.eq(doc["status"], "execution_failed", "status")
+    g.eq(_denials(doc)[("network_deny",)]["message"],
+         "the policy denies network access (4 attempts refused)", "message of a failed run")
 
 
 def test_resolve_denied(t):

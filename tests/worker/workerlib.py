@@ -257,6 +257,11 @@ def expect_failure(run, status, code, exc_type=None):
               "exception.type %r" % (exc,))
         check('File "<string>"' not in exc["traceback"],
               "the worker's own frames in the traceback: %r" % exc["traceback"])
+    # a result that is not JSON may name its fix (the C side words it)
+    if status == "result_invalid" and "fix" in resp:
+        keys.add("fix")
+        check(isinstance(resp["fix"], str) and resp["fix"].isidentifier(),
+              "fix %r" % (resp["fix"],))
     check(set(resp) == keys, "failure keys %r" % sorted(resp))
     check(isinstance(resp["message"], str) and resp["message"] == resp["message"].lower(),
           "message %r" % resp["message"])
