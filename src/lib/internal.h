@@ -184,24 +184,48 @@ enum govex__perm {
 
 /* Limits: 0 means unlimited for the nullable ones (cpu, memory, processes, open_files,
  * file_size). */
+/*
+ * The policy's limits, the one list (libuv's UV_ERRNO_MAP style): the struct's members,
+ * the table policy parsing, canonical output and defaults use (policy.c), the fields a
+ * plan's "limits" may hold (plan.c), and, for those a request may set (REQ: the members
+ * of the public struct govex_limits), request capping and the request's digest
+ * (request.c).  tests/unit/test_policy.c checks that govex-policy(5) documents each.
+ *
+ *   X(name, nullable, min, max, default, omit_default, REQ or NOREQ)
+ *
+ * nullable: null means "no limit" (stored as 0).  omit_default: left out of canonical
+ * bytes at its default (fields newer than v1's first: older policies keep their digests).
+ */
+#define GOVEX__LIMITS(X)                                                                           \
+	X(wall_ms, false, 1, GOVEX_WALL_MS_MAX, 5000, false, REQ)                                  \
+	X(cpu_ms, true, 1, 24ULL * GOVEX_WALL_MS_MAX, 0, false, REQ)                               \
+	X(memory_bytes, true, 1ULL << 20, 1ULL << 42, 0, false, REQ)                               \
+	X(processes, true, 1, 1ULL << 20, 0, false, REQ)                                           \
+	X(open_files, true, 8, 1ULL << 20, 0, false, REQ)                                          \
+	X(file_size_bytes, true, 1, 1ULL << 50, 0, false, REQ)                                     \
+	X(code_bytes, false, 1, 64ULL << 20, 64ULL << 10, false, NOREQ)                            \
+	X(stdin_bytes, false, 0, 1ULL << 30, 1ULL << 20, false, NOREQ)                             \
+	X(stdout_bytes, false, 0, 1ULL << 30, 64ULL << 10, false, REQ)                             \
+	X(stderr_bytes, false, 0, 1ULL << 30, 64ULL << 10, false, REQ)                             \
+	X(call_input_bytes, false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20, false, NOREQ)              \
+	X(call_output_bytes, false, GOVEX_CALL_OUTPUT_MIN, GOVEX_CALL_BYTES_MAX, 1ULL << 20,       \
+	  false, NOREQ)                                                                            \
+	X(files_in_bytes, false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT, true, NOREQ)              \
+	X(files_out_bytes, false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT, true, NOREQ)            \
+	X(files_out_count, false, 0, GOVEX__FILES_COUNT_MAX, GOVEX__FILES_COUNT_DEFAULT, true,     \
+	  NOREQ)
+
 struct govex__limits {
-	uint64_t wall_ms;
-	uint64_t cpu_ms;
-	uint64_t memory_bytes;
-	uint64_t processes;
-	uint64_t open_files;
-	uint64_t file_size_bytes;
-	uint64_t code_bytes;
-	uint64_t stdin_bytes;
-	uint64_t stdout_bytes;
-	uint64_t stderr_bytes;
-	uint64_t call_input_bytes;
-	uint64_t call_output_bytes;
-	/* files in and out (files.c); omitted from canonical bytes at their defaults */
-	uint64_t files_in_bytes;
-	uint64_t files_out_bytes;
-	uint64_t files_out_count;
+#define GOVEX__LIMIT_MEMBER(name, ...) uint64_t name;
+	GOVEX__LIMITS(GOVEX__LIMIT_MEMBER)
+#undef GOVEX__LIMIT_MEMBER
 };
+/* The limits' names, NULL-terminated (an initializer) */
+#define GOVEX__LIMIT_NAME(name, ...) #name,
+#define GOVEX__LIMIT_NAMES                                                                         \
+	{                                                                                          \
+		GOVEX__LIMITS(GOVEX__LIMIT_NAME) NULL                                              \
+	}
 
 #define GOVEX_WALL_MS_MAX     3600000ULL
 #define GOVEX_CALL_BYTES_MAX  (16ULL << 20)

@@ -235,11 +235,7 @@ struct plan_field {
 };
 
 static const char *const pf_backend[] = {"name", "version", NULL};
-static const char *const pf_limits[] = {
-    "wall_ms",	      "cpu_ms",		 "memory_bytes",     "processes",
-    "open_files",     "file_size_bytes", "code_bytes",	     "stdin_bytes",
-    "stdout_bytes",   "stderr_bytes",	 "call_input_bytes", "call_output_bytes",
-    "files_in_bytes", "files_out_bytes", "files_out_count",  NULL};
+static const char *const pf_limits[] = GOVEX__LIMIT_NAMES;
 static const char *const pf_environment[] = {"names", NULL};
 static const char *const pf_workdir[] = {"mode", "path", NULL};
 static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};

@@ -18,27 +18,10 @@
 
 #define POLICY_FILE_MAX (1u << 20)
 
-#define LIM(f) offsetof(struct govex__limits, f)
-const struct govex__limit_desc govex__limit_table[] = {
-    {"wall_ms", LIM(wall_ms), false, 1, GOVEX_WALL_MS_MAX, 5000},
-    {"cpu_ms", LIM(cpu_ms), true, 1, 24ULL * GOVEX_WALL_MS_MAX, 0},
-    {"memory_bytes", LIM(memory_bytes), true, 1ULL << 20, 1ULL << 42, 0},
-    {"processes", LIM(processes), true, 1, 1ULL << 20, 0},
-    {"open_files", LIM(open_files), true, 8, 1ULL << 20, 0},
-    {"file_size_bytes", LIM(file_size_bytes), true, 1, 1ULL << 50, 0},
-    {"code_bytes", LIM(code_bytes), false, 1, 64ULL << 20, 64ULL << 10},
-    {"stdin_bytes", LIM(stdin_bytes), false, 0, 1ULL << 30, 1ULL << 20},
-    {"stdout_bytes", LIM(stdout_bytes), false, 0, 1ULL << 30, 64ULL << 10},
-    {"stderr_bytes", LIM(stderr_bytes), false, 0, 1ULL << 30, 64ULL << 10},
-    {"call_input_bytes", LIM(call_input_bytes), false, 1, GOVEX_CALL_BYTES_MAX, 1ULL << 20},
-    {"call_output_bytes", LIM(call_output_bytes), false, GOVEX_CALL_OUTPUT_MIN,
-     GOVEX_CALL_BYTES_MAX, 1ULL << 20},
-    {"files_in_bytes", LIM(files_in_bytes), false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT, true},
-    {"files_out_bytes", LIM(files_out_bytes), false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT, true},
-    {"files_out_count", LIM(files_out_count), false, 0, GOVEX__FILES_COUNT_MAX,
-     GOVEX__FILES_COUNT_DEFAULT, true},
-};
-#undef LIM
+#define LIMIT_DESC(n, nul, mn, mx, df, omit, req)                                                  \
+	{#n, offsetof(struct govex__limits, n), nul, mn, mx, df, omit},
+const struct govex__limit_desc govex__limit_table[] = {GOVEX__LIMITS(LIMIT_DESC)};
+#undef LIMIT_DESC
 
 uint64_t *govex__limit_ptr(struct govex__limits *l, const struct govex__limit_desc *d)
 {

@@ -187,11 +187,7 @@ static int get_paths(const json_t *v, const char *path, char ***ret, struct gove
 
 static int parse_limits(const json_t *v, struct govex__limits *l, struct govex_error *err)
 {
-	static const char *const keys[] = {
-	    "wall_ms",	      "cpu_ms",		 "memory_bytes",     "processes",
-	    "open_files",     "file_size_bytes", "code_bytes",	     "stdin_bytes",
-	    "stdout_bytes",   "stderr_bytes",	 "call_input_bytes", "call_output_bytes",
-	    "files_in_bytes", "files_out_bytes", "files_out_count",  NULL};
+	static const char *const keys[] = GOVEX__LIMIT_NAMES;
 	int r = want_type(v, JSON_OBJECT, "limits", "an object", err);
 	if (r < 0 || (r = check_keys(v, "limits", keys, err)) < 0)
 		return r;

@@ -187,6 +187,22 @@ int govex__request_check_stdin(govex_runtime *rt, const struct govex_request *re
 	return 0;
 }
 
+/* The limits a request may set (REQ in GOVEX__LIMITS): the members of struct govex_limits,
+ * capped by the policy's */
+#define CAP(n, nul, mn, mx, df, omit, req) CAP_##req(n)
+#define CAP_REQ(n)			   {#n, req->limits.n, p->limits.n, &l->n},
+#define CAP_NOREQ(n)
+#define COPY(n, nul, mn, mx, df, omit, req) COPY_##req(n)
+#define COPY_REQ(n)			    reqlim.n = req->limits.n;
+#define COPY_NOREQ(n)
+
+#define COUNT(n, nul, mn, mx, df, omit, req) +COUNT_##req
+#define COUNT_REQ			     1
+#define COUNT_NOREQ			     0
+_Static_assert(sizeof(struct govex_limits) == (0 GOVEX__LIMITS(COUNT)) * sizeof(uint64_t),
+	       "struct govex_limits has a member GOVEX__LIMITS does not mark REQ");
+#undef COUNT
+
 int govex__request_limits(govex_runtime *rt, const struct govex_request *req,
 			  struct govex__limits *l, govex_result **ret_refusal)
 {
@@ -195,17 +211,7 @@ int govex__request_limits(govex_runtime *rt, const struct govex_request *req,
 		const char *name;
 		uint64_t want, max;
 		uint64_t *out;
-	} caps[] = {
-	    {"wall_ms", req->limits.wall_ms, p->limits.wall_ms, &l->wall_ms},
-	    {"cpu_ms", req->limits.cpu_ms, p->limits.cpu_ms, &l->cpu_ms},
-	    {"memory_bytes", req->limits.memory_bytes, p->limits.memory_bytes, &l->memory_bytes},
-	    {"processes", req->limits.processes, p->limits.processes, &l->processes},
-	    {"open_files", req->limits.open_files, p->limits.open_files, &l->open_files},
-	    {"file_size_bytes", req->limits.file_size_bytes, p->limits.file_size_bytes,
-	     &l->file_size_bytes},
-	    {"stdout_bytes", req->limits.stdout_bytes, p->limits.stdout_bytes, &l->stdout_bytes},
-	    {"stderr_bytes", req->limits.stderr_bytes, p->limits.stderr_bytes, &l->stderr_bytes},
-	};
+	} caps[] = {GOVEX__LIMITS(CAP)};
 	for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
 		if (govex__cap_limit(rt, caps[i].name, caps[i].want, caps[i].max, caps[i].out,
 				     ret_refusal) != 0)
@@ -300,14 +306,7 @@ int govex__request_digest(const struct govex_request *req, const char *code_dige
 			  const char *stdin_digest, unsigned needs_perm, json_t *meta, char ret[72])
 {
 	struct govex__limits reqlim = {0};
-	reqlim.wall_ms = req->limits.wall_ms;
-	reqlim.cpu_ms = req->limits.cpu_ms;
-	reqlim.memory_bytes = req->limits.memory_bytes;
-	reqlim.processes = req->limits.processes;
-	reqlim.open_files = req->limits.open_files;
-	reqlim.file_size_bytes = req->limits.file_size_bytes;
-	reqlim.stdout_bytes = req->limits.stdout_bytes;
-	reqlim.stderr_bytes = req->limits.stderr_bytes;
+	GOVEX__LIMITS(COPY)
 	json_t *rl = json_object();
 	{
 		/* requested limits: only those the request named */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "policy.h"
 
 #define V "\"version\":\"govex.policy/v1\""
 
@@ -564,6 +565,55 @@ END_TEST
 
 /* ---- presets and files -------------------------------------------------------------- */
 
+/* "2^20", "86400000", "null": a number of the man page's limits table */
+static unsigned long long man_number(const char *s)
+{
+	if (strncmp(s, "2^", 2) == 0)
+		return 1ULL << strtoul(s + 2, NULL, 10);
+	return strtoull(s, NULL, 10);
+}
+
+/* govex-policy(5)'s limits table lists exactly GOVEX__LIMITS, with its defaults and
+ * ranges: the docs cannot drift from the one list */
+START_TEST(test_limits_documented)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/../../../docs/govex-policy.5", GOLDEN_DIR);
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	char line[512];
+	size_t seen = 0;
+	bool in_table = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "field|default|range|requires", 28) == 0) {
+			in_table = true;
+			continue;
+		}
+		if (!in_table || line[0] == '_')
+			continue;
+		if (strncmp(line, ".TE", 3) == 0)
+			break;
+		char name[64], def[32], lo[32], hi[32];
+		ck_assert_msg(
+		    sscanf(line, "%63[^|]|%31[^|]|%31[^\\]\\(en%31[^|]|", name, def, lo, hi) == 4,
+		    "unreadable row: %s", line);
+		ck_assert_uint_lt(seen, govex__limit_count);
+		const struct govex__limit_desc *d = &govex__limit_table[seen++];
+		ck_assert_str_eq(name, d->name);
+		if (strcmp(def, "null") == 0)
+			ck_assert_msg(d->nullable && d->def == 0, "%s: default null", name);
+		else
+			ck_assert_uint_eq(man_number(def), d->def);
+		ck_assert_uint_eq(man_number(lo), d->min);
+		ck_assert_uint_eq(man_number(hi), d->max);
+	}
+	fclose(f);
+	ck_assert_uint_eq(seen, govex__limit_count);
+	static const char *const names[] = GOVEX__LIMIT_NAMES;
+	ck_assert_uint_eq(ARRAY_SIZE(names) - 1, govex__limit_count);
+}
+END_TEST
+
 START_TEST(test_presets)
 {
 	static const char *const names[] = {"strict", "workspace", "trusted"};
@@ -742,6 +792,7 @@ static Suite *policy_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("presets");
+	tcase_add_test(tc, test_limits_documented);
 	tcase_add_test(tc, test_presets);
 	tcase_add_test(tc, test_preset_workspace_reads_cwd);
 	tcase_add_test(tc, test_unknown_preset);
