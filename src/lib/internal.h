@@ -388,6 +388,12 @@ struct govex__launch {
 	struct govex__sweep *sweep;
 };
 
+/* The file a launch executes: argv[0], but for a venv's python (interp->exec, argv[0]
+ * as job.c names it) the planned real file (interp->path), run under the venv's name
+ * (Python finds pyvenv.cfg from argv[0]): the venv's bin/python is a symlink its owner
+ * may retarget after planning, and the program a run executes is the plan's. */
+const char *govex__launch_exe(const struct govex__launch *l);
+
 struct govex__buf {
 	char *data;
 	size_t len, cap;

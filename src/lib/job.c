@@ -23,6 +23,15 @@ govex_result *govex__job_refuse(govex_runtime *rt, enum govex_status st, const c
 	return r;
 }
 
+const char *govex__launch_exe(const struct govex__launch *l)
+{
+	const struct govex__interp *in = l->interp;
+	if (in && in->exec && in->path && l->argv && l->argv[0] &&
+	    strcmp(l->argv[0], in->exec) == 0)
+		return in->path;
+	return l->argv ? l->argv[0] : NULL;
+}
+
 void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8])
 {
 	size_t ac = 0;

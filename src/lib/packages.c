@@ -10,11 +10,22 @@
  * on the host only for a run planned on the controlled backend.  Its answer is
  * untrusted (the probe runs the environment's .pth files) and is validated here before
  * anything uses it:
- *   site    existing directories, absolute and normalized, not under /proc, /sys, /dev;
+ *   site    existing directories, absolute and normalized, not under /proc, /sys, /dev,
+ *           never /etc nor the root of a system tree (/usr, /home, ...), each one the
+ *           host derives itself: a site-packages or dist-packages directory under the
+ *           interpreter's prefix or base prefix, or a directory that a path line of a
+ *           .pth file in one of those names (read here, as site.py reads it: what an
+ *           editable install adds) that the run's uid could reach on the host (no
+ *           0700 directory above it: a bind recreates its parents searchable).  The
+ *           code a .pth runs in the probe can print any answer; it cannot make a host
+ *           directory the environment's;
  *   libs    each resolves (through its symlinks) to a regular ELF shared object;
  *   links   each a symlink under a site directory whose target, resolved here, is the
  *           one the answer names (a target is bound read-only: the answer cannot name
- *           a file no symlink of the environment points to);
+ *           a file no symlink of the environment points to); a target that is a
+ *           system tree's root, under /etc (but a regular file: certifi's bundle) or
+ *           that the run's uid could not reach on the host is left unbound, the link
+ *           dangling in the run;
  *   dists   names, which only select entries of govex's own table of data files the
  *           common stack reads (data_table): the answer names no data path itself.
  * What is accepted goes to the interpreter's env_files, which the restricted backend
@@ -264,6 +275,129 @@ static bool is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The host's configuration (the sandbox's /etc is its own: contract section 5) or the
+ * root of a whole system tree (mounts.c, system_tree): never the environment's as a
+ * directory, however it is named. */
+static bool system_dir(const char *p)
+{
+	static const char *const roots[] = {"/usr",  "/usr/local", "/usr/lib", "/usr/share", "/opt",
+					    "/home", "/root",	   "/var",     "/srv",	     "/tmp",
+					    "/run",  "/mnt",	   "/media",   "/boot"};
+	if (!path_ok(p) || govex__path_under(p, "/etc"))
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(roots); i++)
+		if (strcmp(p, roots[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A site directory's own name: site-packages or dist-packages of an installation the
+ * interpreter's probe validated (a venv's prefix, the base interpreter's). */
+static bool base_site(const struct govex__interp *in, const char *d)
+{
+	const char *b = strrchr(d, '/');
+	return b && (strcmp(b, "/site-packages") == 0 || strcmp(b, "/dist-packages") == 0) &&
+	       ((in->prefix && govex__path_under(d, in->prefix)) ||
+		(in->base_prefix && govex__path_under(d, in->base_prefix)));
+}
+
+/* Whether a path line of a .pth file in dir names the directory want (compared by
+ * identity), as site.addpackage reads them: comments, blank and import lines skipped,
+ * the rest stripped at the right and joined to dir. */
+static bool pth_names(const char *dir, const struct stat *want)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool hit = false;
+	size_t files = 0;
+	while (d && !hit && files < 1000 && (e = readdir(d))) {
+		if (!ends_with(e->d_name, ".pth"))
+			continue;
+		files++;
+		char p[PATH_MAX];
+		_cleanup_free_ char *text = NULL;
+		size_t len;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p) ||
+		    govex__read_file(p, 1u << 20, &text, &len, NULL) < 0 || memchr(text, 0, len))
+			continue;
+		for (char *line = text, *next; line && *line && !hit; line = next) {
+			next = strchr(line, '\n');
+			if (next)
+				*next++ = '\0';
+			size_t n = strlen(line);
+			while (n && strchr(" \t\r\f\v", line[n - 1]))
+				line[--n] = '\0';
+			if (!n || line[0] == '#' || strncmp(line, "import ", 7) == 0 ||
+			    strncmp(line, "import\t", 7) == 0)
+				continue;
+			char c[PATH_MAX];
+			struct stat st;
+			if ((size_t)snprintf(c, sizeof(c), "%s%s%s", line[0] == '/' ? "" : dir,
+					     line[0] == '/' ? "" : "/", line) < sizeof(c) &&
+			    stat(c, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == want->st_dev &&
+			    st.st_ino == want->st_ino)
+				hit = true;
+		}
+	}
+	if (d)
+		closedir(d);
+	return hit;
+}
+
+/* Whether the run's identity could reach real (a resolved path) on the host without the
+ * sandbox: every directory above it searchable and real itself readable (a directory:
+ * searchable) -- as root by others (a run's uid is a sandbox uid of no group), else by
+ * the caller (whom the run's user namespace maps).  A bind recreates a path's parents
+ * searchable inside: what a symlink or a .pth line of the environment names outside its
+ * installation must not become readable through that past a 0700 directory (another
+ * user's venv naming the caller's private files). */
+static bool run_reachable(const char *real)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	bool root = geteuid() == 0;
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", real) >= sizeof(buf) || stat(real, &st) < 0)
+		return false;
+	bool dir = S_ISDIR(st.st_mode);
+	if (root ? !(st.st_mode & (dir ? S_IXOTH : S_IROTH)) : access(real, dir ? X_OK : R_OK) < 0)
+		return false;
+	for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
+		*slash = '\0';
+		if (root ? stat(buf, &st) < 0 || !(st.st_mode & S_IXOTH) : access(buf, X_OK) < 0)
+			return false;
+	}
+	return true;
+}
+
+/* A site directory of the answer that the host derives itself (the top of this file). */
+static bool site_derived(const struct govex__interp *in, char *const *accepted, const char *d)
+{
+	_cleanup_free_ char *real = realpath(d, NULL);
+	struct stat st;
+	if (!real || system_dir(d) || system_dir(real) || stat(d, &st) < 0)
+		return false;
+	if (base_site(in, d))
+		return true;
+	for (size_t i = 0; accepted && accepted[i]; i++)
+		if (base_site(in, accepted[i]) && pth_names(accepted[i], &st))
+			return run_reachable(real);
+	return false;
+}
+
+/* A symlink's target the sandbox may get: one the run could reach on the host, not a
+ * system directory, and under /etc only a regular file (python3-certifi's cacert.pem ->
+ * /etc/ssl/certs/ca-certificates.crt). */
+static bool link_target_bound(const char *t)
+{
+	struct stat st;
+	if (!run_reachable(t))
+		return false;
+	if (!system_dir(t))
+		return true;
+	return govex__path_under(t, "/etc") && strcmp(t, "/etc") != 0 && stat(t, &st) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
 /* Resolves to a regular ELF shared object. */
 static bool elf_dso(const char *p)
 {
@@ -283,9 +417,10 @@ static bool under_any(const char *p, char *const *dirs)
 	return false;
 }
 
-static int decode(const char *exe, const char *text, struct govex__packages *pk,
+static int decode(const struct govex__interp *in, const char *text, struct govex__packages *pk,
 		  struct govex_error *err)
 {
+	const char *exe = in->exec ? in->exec : in->path;
 	json_error_t je;
 	_cleanup_json_ json_t *j = json_loads(text, 0, &je);
 	json_t *site, *libs, *links, *dists, *unres;
@@ -304,6 +439,14 @@ static int decode(const char *exe, const char *text, struct govex__packages *pk,
 		const char *d = json_string_value(e);
 		if (!path_ok(d) || !is_dir(d))
 			return invalid(err, exe, "site directory", d);
+		if (!site_derived(in, pk->site, d))
+			return govex__err(
+			    err, GOVEX_EINTERP, 0,
+			    "interpreter '%.80s': invalid environment probe answer: "
+			    "site directory '%.120s' is not the environment's (a "
+			    "site-packages of its prefixes or a .pth path line the run "
+			    "could read on the host; never /etc)",
+			    exe, d);
 		if (govex__strv_push(&pk->site, d) < 0)
 			return -ENOMEM;
 	}
@@ -325,7 +468,7 @@ static int decode(const char *exe, const char *text, struct govex__packages *pk,
 		    !S_ISLNK(st.st_mode) || !real || !t || strcmp(real, t) != 0 || !path_ok(t) ||
 		    under_any(t, pk->site))
 			return invalid(err, exe, "symlink", l);
-		if (govex__strv_push(&pk->data, t) < 0)
+		if (link_target_bound(t) && govex__strv_push(&pk->data, t) < 0)
 			return -ENOMEM;
 	}
 	pk->dists = json_array();
@@ -390,7 +533,7 @@ static int accept_cached(const struct govex__interp *in, const char *payload,
 	const char *dg = json_string_value(json_object_get(j, "digest"));
 	const char *answer = json_string_value(json_object_get(j, "answer"));
 	char now[72];
-	if (!dg || !answer || decode(in->path, answer, pk, NULL) < 0 ||
+	if (!dg || !answer || decode(in, answer, pk, NULL) < 0 ||
 	    govex__packages_current(pk, in, now) < 0 || strcmp(now, dg) != 0) {
 		govex__packages_free(pk);
 		return -1;
@@ -420,7 +563,7 @@ int govex__packages_resolve(struct govex__packages *pk, const struct govex__inte
 	}
 	if ((r = run_envprobe(in, mode, &answer, err)) < 0)
 		return r;
-	if ((r = decode(in->exec ? in->exec : in->path, answer, pk, err)) < 0 ||
+	if ((r = decode(in, answer, pk, err)) < 0 ||
 	    (r = govex__packages_current(pk, in, pk->digest)) < 0) {
 		govex__packages_free(pk);
 		return r == -ENOMEM ? govex__err(err, ENOMEM, ENOMEM, "packages: out of memory")

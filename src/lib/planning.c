@@ -271,12 +271,18 @@ static int plan_preload(struct planning *pl)
 {
 	const govex_runtime *rt = pl->rt;
 	char *const *dirs[] = {rt->interp.paths, rt->pkgs.site};
+	/* the executable's own directory (/usr/bin) is among the interpreter's paths but on
+	 * no sys.path: /usr/bin/python3 is no module */
+	const char *slash = rt->interp.path ? strrchr(rt->interp.path, '/') : NULL;
+	size_t dlen = slash ? (size_t)(slash - rt->interp.path) : 0;
 	for (size_t i = 0; pl->p->preload && pl->p->preload[i]; i++) {
 		const char *m = pl->p->preload[i];
 		bool found = false;
 		for (size_t k = 0; k < ARRAY_SIZE(dirs) && !found; k++)
 			for (size_t j = 0; dirs[k] && dirs[k][j] && !found; j++)
-				found = module_in(dirs[k][j], m);
+				found = !(k == 0 && dlen && strlen(dirs[k][j]) == dlen &&
+					  strncmp(dirs[k][j], rt->interp.path, dlen) == 0) &&
+					module_in(dirs[k][j], m);
 		if (!found)
 			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "preload_not_found",
 			       json_pack("{s:s}", "module", m),

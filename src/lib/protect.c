@@ -28,6 +28,50 @@ static void push_forms(char ***v, const char *path)
 	free(real);
 }
 
+/* push_forms of path, and of each symlink its last component leads through (as they
+ * really lie): a library the loader opens as libs/libfoo.so -> alt/libfoo.so -> real/...
+ * (an /etc/alternatives of the user's) is changed by retargeting the link in alt/, which
+ * neither the path nor its real file shows. */
+static void push_link_chain(char ***v, const char *path)
+{
+	char cur[4096];
+	push_forms(v, path);
+	if (!path || path[0] != '/' || snprintf(cur, sizeof(cur), "%s", path) >= (int)sizeof(cur))
+		return;
+	for (int hops = 0; hops < 40; hops++) {
+		struct stat st;
+		char target[4096], next[4096];
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+			return;
+		ssize_t n = readlink(cur, target, sizeof(target) - 1);
+		if (n <= 0)
+			return;
+		target[n] = '\0';
+		char *slash = strrchr(cur, '/');
+		/* the link itself, where it really lies: its directory resolved */
+		*slash = '\0';
+		char *dir = realpath(cur[0] ? cur : "/", NULL);
+		*slash = '/';
+		if (dir) {
+			if (snprintf(next, sizeof(next), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir,
+				     slash + 1) < (int)sizeof(next) &&
+			    govex__path_normalized(next))
+				govex__strv_push(v, next);
+			free(dir);
+		}
+		if (target[0] == '/') {
+			snprintf(next, sizeof(next), "%s", target);
+		} else {
+			*slash = '\0';
+			int w = snprintf(next, sizeof(next), "%s/%s", cur, target);
+			*slash = '/';
+			if (w >= (int)sizeof(next))
+				return;
+		}
+		memcpy(cur, next, sizeof(cur));
+	}
+}
+
 /* Whether the file at path, or one of its ancestors, is the file (dev, ino): catches a
  * bind mount that shows the same directory under another name, which no string
  * comparison sees. */
@@ -227,12 +271,12 @@ const char *govex__protected_overlap(const govex_runtime *rt, const char *writab
 			for (size_t i = 0; rt->interp.paths && rt->interp.paths[i]; i++)
 				push_forms(&prot, rt->interp.paths[i]);
 			for (size_t i = 0; rt->interp.libs && rt->interp.libs[i]; i++)
-				push_forms(&prot, rt->interp.libs[i]);
+				push_link_chain(&prot, rt->interp.libs[i]);
 			/* the environment: a venv (its prefix), its packages' files */
 			if (rt->interp.exec)
 				push_forms(&prot, rt->interp.prefix);
 			for (size_t i = 0; rt->interp.env_files && rt->interp.env_files[i]; i++)
-				push_forms(&prot, rt->interp.env_files[i]);
+				push_link_chain(&prot, rt->interp.env_files[i]);
 		}
 		for (size_t i = 0; prot[i] && !hit; i++)
 			for (size_t j = 0; w[j] && !hit; j++)

@@ -110,7 +110,7 @@ static __attribute__((noreturn)) void program_child(const struct govex__launch *
 	int r = program_setup(l, f, &ce, &step);
 	if (r >= 0) {
 		step = GOVEX_STEP_EXECVE;
-		r = govex__neg_errno(execve(l->argv[0], l->argv, l->envp));
+		r = govex__neg_errno(execve(govex__launch_exe(l), l->argv, l->envp));
 	}
 	govex__child_fail(ce, step, -r);
 	_exit(127);

@@ -161,6 +161,7 @@ void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *b
 struct run_ctx {
 	const struct rstate *st;
 	const struct govex__launch *l;
+	const char *exe; /* what the program child executes (govex__launch_exe) */
 	struct govex__pipes f;
 	struct rplan plan;
 	struct rscratch scr;
@@ -299,7 +300,7 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 	int r = program_setup(c, &ce, &step);
 	if (r >= 0) {
 		step = GOVEX_STEP_EXECVE;
-		r = govex__neg_errno(execve(c->l->argv[0], c->l->argv, c->l->envp));
+		r = govex__neg_errno(execve(c->exe, c->l->argv, c->l->envp));
 	}
 	govex__child_fail(ce, step, r < 0 ? -r : EPERM);
 	_exit(127);
@@ -671,7 +672,8 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 	char wd_opts[128];
 	rworkdir_opts(c->uid, c->gid, l, wd_opts, sizeof(wd_opts));
 	c->wd_tmpfs = wd_tmpfs;
-	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, l->argv[0],
+	c->exe = govex__launch_exe(l);
+	if ((r = rplan_for_run(&st->plan, l->workdir, wd_tmpfs ? wd_opts : NULL, c->exe,
 			       l->extra_ro, &c->plan)) < 0 ||
 	    (r = rplan_add_identity(&c->plan, c->uid, c->gid, l->workdir, l->policy->shell)) < 0 ||
 	    (r = rscratch_alloc(&c->scr, c->plan.n)) < 0)

@@ -538,7 +538,7 @@ static int tstart_args(struct tstart *t, const struct govex__launch *l, bool no_
 	char *kj = params ? json_dumps(params, JSON_COMPACT) : NULL;
 	json_decref(params); /* freed by the caller once the template is started */
 	size_t a = 0;
-	t->exe = l->argv[0];
+	t->exe = govex__launch_exe(l); /* a venv's python: the planned file */
 	t->argv[a++] = l->argv[0];
 	t->argv[a++] = (char *)"-I";
 	if (no_site)
@@ -626,7 +626,7 @@ int rwarm_template_start(char why[256], const struct rstate *st, const struct go
 	/* the identity files are placeholders (mount points): each run binds its own over
 	 * them (zygote.py, _Run.enter) */
 	if ((r = tstart_args(&t, l, no_site, kind, &st->guard)) < 0 ||
-	    (r = rplan_for_run(&st->plan, l->workdir, TEMPLATE_WORKDIR_OPTS, l->argv[0], NULL,
+	    (r = rplan_for_run(&st->plan, l->workdir, TEMPLATE_WORKDIR_OPTS, t.exe, NULL,
 			       &t.plan)) < 0 ||
 	    (r = rplan_add_identity(&t.plan, 65534, 65534, l->workdir,
 				    l->policy && l->policy->shell)) < 0 ||
