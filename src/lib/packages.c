@@ -5,51 +5,46 @@
  * digest that binds a plan to the environment as installed.
  *
  * Resolved once per runtime, when the interpreter is a venv or the policy asks for the
- * site directories (or preloads modules), by the environment probe
- * (src/worker/envprobe.py) run like the interpreter probe: inside the probe sandbox, or
- * on the host only for a run planned on the controlled backend.  Its answer is
- * untrusted (the probe runs the environment's .pth files) and is validated here before
- * anything uses it:
- *   site    existing directories, absolute and normalized, not under /proc, /sys, /dev,
- *           never /etc nor the root of a system tree (/usr, /home, ...), each one the
- *           host derives itself: a site-packages or dist-packages directory under the
- *           interpreter's prefix or base prefix, or a directory that a path line of a
- *           .pth file in one of those names (read here, as site.py reads it: what an
- *           editable install adds) that the run's uid could reach on the host (no
- *           0700 directory above it: a bind recreates its parents searchable).  The
- *           code a .pth runs in the probe can print any answer; it cannot make a host
- *           directory the environment's;
- *   libs    each resolves (through its symlinks) to a regular ELF shared object;
- *   links   each a symlink under a site directory whose target, resolved here, is the
- *           one the answer names (a target is bound read-only: the answer cannot name
- *           a file no symlink of the environment points to); a target that is a
- *           system tree's root, under /etc (but a regular file: certifi's bundle) or
- *           that the run's uid could not reach on the host is left unbound, the link
- *           dangling in the run;
- *   dists   names, which only select entries of govex's own table of data files the
- *           common stack reads (data_table): the answer names no data path itself.
- * What is accepted goes to the interpreter's env_files, which the restricted backend
- * binds read-only (following symlinks, so /etc/alternatives' links are kept) and the
- * protected paths keep from every write root.
+ * site directories, on the host, from the files alone: nothing of the environment runs
+ * (an earlier design ran a probe of it in the probe sandbox; the code its .pth files run
+ * could print any answer and, as root, choose which public files to name by what it
+ * read: tests/escape/test_redteam_packages.py).  What is resolved:
+ *   site    the directories site.py makes: site-packages (and Debian's dist-packages)
+ *           of the venv, and of the base installation unless a venv's pyvenv.cfg
+ *           excludes the system's; then the directories their .pth files' path lines
+ *           name (site.addpackage's reading) that the run's uid could reach on the host
+ *           (run_reachable: no 0700 directory above it, since a bind recreates its
+ *           parents searchable).  Never /etc nor the root of a system tree; not what a
+ *           .pth's import line adds at run time (an editable install's finder);
+ *   libs    the shared libraries the packages' ELF objects (*.so, *.so.N) need:
+ *           DT_NEEDED resolved by the loader's rules (elfdeps.c), recursively, kept as
+ *           the loader opens them (their symlinks, /etc/alternatives, bound too);
+ *   data    the targets of symlinks that lead out of the site directories, unless a
+ *           system tree's root, under /etc (but a regular file: certifi's bundle), or
+ *           out of the run's reach (link_target_bound); and govex's own table of data
+ *           files the common stack reads, for the distributions installed (data_table);
+ *   dists   the distributions, by their metadata directories' names.
+ * All of it goes to the interpreter's env_files, which the restricted backend binds
+ * read-only (following symlinks) and the protected paths keep from every write root.
+ * Nothing is cached across processes: resolving Debian's ~20,000-entry dist-packages
+ * with numpy, pandas and matplotlib takes ~20 ms (readdir's d_type, a stat only where
+ * it says nothing, an ELF read per shared object).
  *
- * The digest is computed here, on the host, from what is installed: the interpreter, a
- * venv's pyvenv.cfg, and per site directory its .pth files and each distribution's name
- * and version (its directory's name) with its RECORD (dist-info) or installed-files.txt
+ * The digest is computed here from what is installed: the interpreter, a venv's
+ * pyvenv.cfg, and per site directory its .pth files and each distribution's name and
+ * version (its directory's name) with its RECORD (dist-info) or installed-files.txt
  * (egg-info), or the identity of its metadata where it has neither.  Not every byte of
  * every file: a file edited in place after installation is not seen.  Each planning
  * re-checks the identities (device, inode, mtime, ctime) of the site directories and
  * pyvenv.cfg, and recomputes the digest when one changed: installing or removing a
  * distribution changes its directory.  A changed digest refuses the run
  * (environment_changed): this runtime's binds were resolved for the old one.
- *
- * The probe's answer is cached across processes under the interpreter's identity, with
- * the digest it was made for: a cached answer is used only when the digest is still
- * the environment's, and is validated like a fresh one.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,15 +52,10 @@
 #include "internal.h"
 #include "packages.h"
 
-extern char **environ;
-extern const char govex__envprobe_py[];
-
-#define ENVPROBE_TIMEOUT_MS 30000
-#define ENVPROBE_OUTPUT_MAX (4u << 20)
-#define SITE_MAX	    64
-#define LIBS_MAX	    4000
-#define LINKS_MAX	    4000
-#define RECORD_MAX	    (16u << 20)
+#define SITE_MAX   64
+#define LIBS_MAX   4000
+#define WALK_MAX   400000
+#define RECORD_MAX (16u << 20)
 
 void govex__packages_free(struct govex__packages *pk)
 {
@@ -260,15 +250,6 @@ int govex__packages_current(struct govex__packages *pk, const struct govex__inte
 	return 0;
 }
 
-/* ---- the answer ---------------------------------------------------------------------- */
-
-static int invalid(struct govex_error *err, const char *exe, const char *what, const char *p)
-{
-	return govex__err(err, GOVEX_EINTERP, 0,
-			  "interpreter '%.100s': invalid environment probe answer: %s '%.150s'",
-			  exe, what, p ? p : "(not a string)");
-}
-
 static bool is_dir(const char *p)
 {
 	struct stat st;
@@ -289,59 +270,6 @@ static bool system_dir(const char *p)
 		if (strcmp(p, roots[i]) == 0)
 			return true;
 	return false;
-}
-
-/* A site directory's own name: site-packages or dist-packages of an installation the
- * interpreter's probe validated (a venv's prefix, the base interpreter's). */
-static bool base_site(const struct govex__interp *in, const char *d)
-{
-	const char *b = strrchr(d, '/');
-	return b && (strcmp(b, "/site-packages") == 0 || strcmp(b, "/dist-packages") == 0) &&
-	       ((in->prefix && govex__path_under(d, in->prefix)) ||
-		(in->base_prefix && govex__path_under(d, in->base_prefix)));
-}
-
-/* Whether a path line of a .pth file in dir names the directory want (compared by
- * identity), as site.addpackage reads them: comments, blank and import lines skipped,
- * the rest stripped at the right and joined to dir. */
-static bool pth_names(const char *dir, const struct stat *want)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	bool hit = false;
-	size_t files = 0;
-	while (d && !hit && files < 1000 && (e = readdir(d))) {
-		if (!ends_with(e->d_name, ".pth"))
-			continue;
-		files++;
-		char p[PATH_MAX];
-		_cleanup_free_ char *text = NULL;
-		size_t len;
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p) ||
-		    govex__read_file(p, 1u << 20, &text, &len, NULL) < 0 || memchr(text, 0, len))
-			continue;
-		for (char *line = text, *next; line && *line && !hit; line = next) {
-			next = strchr(line, '\n');
-			if (next)
-				*next++ = '\0';
-			size_t n = strlen(line);
-			while (n && strchr(" \t\r\f\v", line[n - 1]))
-				line[--n] = '\0';
-			if (!n || line[0] == '#' || strncmp(line, "import ", 7) == 0 ||
-			    strncmp(line, "import\t", 7) == 0)
-				continue;
-			char c[PATH_MAX];
-			struct stat st;
-			if ((size_t)snprintf(c, sizeof(c), "%s%s%s", line[0] == '/' ? "" : dir,
-					     line[0] == '/' ? "" : "/", line) < sizeof(c) &&
-			    stat(c, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == want->st_dev &&
-			    st.st_ino == want->st_ino)
-				hit = true;
-		}
-	}
-	if (d)
-		closedir(d);
-	return hit;
 }
 
 /* Whether the run's identity could reach real (a resolved path) on the host without the
@@ -369,21 +297,6 @@ static bool run_reachable(const char *real)
 	return true;
 }
 
-/* A site directory of the answer that the host derives itself (the top of this file). */
-static bool site_derived(const struct govex__interp *in, char *const *accepted, const char *d)
-{
-	_cleanup_free_ char *real = realpath(d, NULL);
-	struct stat st;
-	if (!real || system_dir(d) || system_dir(real) || stat(d, &st) < 0)
-		return false;
-	if (base_site(in, d))
-		return true;
-	for (size_t i = 0; accepted && accepted[i]; i++)
-		if (base_site(in, accepted[i]) && pth_names(accepted[i], &st))
-			return run_reachable(real);
-	return false;
-}
-
 /* A symlink's target the sandbox may get: one the run could reach on the host, not a
  * system directory, and under /etc only a regular file (python3-certifi's cacert.pem ->
  * /etc/ssl/certs/ca-certificates.crt). */
@@ -398,17 +311,6 @@ static bool link_target_bound(const char *t)
 	       S_ISREG(st.st_mode);
 }
 
-/* Resolves to a regular ELF shared object. */
-static bool elf_dso(const char *p)
-{
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	struct stat st;
-	Elf64_Ehdr eh;
-	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	       pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
-	       memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_type == ET_DYN;
-}
-
 static bool under_any(const char *p, char *const *dirs)
 {
 	for (size_t i = 0; dirs && dirs[i]; i++)
@@ -417,166 +319,405 @@ static bool under_any(const char *p, char *const *dirs)
 	return false;
 }
 
-static int decode(const struct govex__interp *in, const char *text, struct govex__packages *pk,
-		  struct govex_error *err)
+/* ---- resolving, on the host ------------------------------------------------------------ */
+
+/* Whether a venv's pyvenv.cfg says include-system-site-packages = true. */
+static bool venv_includes_system(const struct govex__interp *in)
 {
-	const char *exe = in->exec ? in->exec : in->path;
-	json_error_t je;
-	_cleanup_json_ json_t *j = json_loads(text, 0, &je);
-	json_t *site, *libs, *links, *dists, *unres;
-	if (!j ||
-	    json_unpack(j, "{s:o, s:o, s:o, s:o, s?o}", "site", &site, "libs", &libs, "links",
-			&links, "dists", &dists, "unresolved", &unres) < 0 ||
-	    !json_is_array(site) || !json_is_array(libs) || !json_is_array(links) ||
-	    !json_is_array(dists) || json_array_size(site) > SITE_MAX ||
-	    json_array_size(libs) > LIBS_MAX || json_array_size(links) > LINKS_MAX)
-		return govex__err(err, GOVEX_EINTERP, 0,
-				  "interpreter '%.100s': unreadable environment probe answer", exe);
-	size_t i;
-	json_t *e;
-	json_array_foreach(site, i, e)
-	{
-		const char *d = json_string_value(e);
-		if (!path_ok(d) || !is_dir(d))
-			return invalid(err, exe, "site directory", d);
-		if (!site_derived(in, pk->site, d))
-			return govex__err(
-			    err, GOVEX_EINTERP, 0,
-			    "interpreter '%.80s': invalid environment probe answer: "
-			    "site directory '%.120s' is not the environment's (a "
-			    "site-packages of its prefixes or a .pth path line the run "
-			    "could read on the host; never /etc)",
-			    exe, d);
-		if (govex__strv_push(&pk->site, d) < 0)
-			return -ENOMEM;
+	char cfg[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	if ((size_t)snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", in->prefix) >= sizeof(cfg) ||
+	    govex__read_file(cfg, 1u << 16, &text, &len, NULL) < 0 || memchr(text, 0, len))
+		return false;
+	bool yes = false;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char key[64], val[16];
+		if (sscanf(line, " %63[^= \t] = %15s", key, val) == 2 &&
+		    strcmp(key, "include-system-site-packages") == 0)
+			yes = strcasecmp(val, "true") == 0;
 	}
-	json_array_foreach(libs, i, e)
-	{
-		const char *l = json_string_value(e);
-		if (!path_ok(l) || !elf_dso(l))
-			return invalid(err, exe, "library", l);
-		if (govex__strv_push(&pk->libs, l) < 0)
-			return -ENOMEM;
-	}
-	json_array_foreach(links, i, e)
-	{
-		const char *l = json_string_value(json_array_get(e, 0));
-		const char *t = json_string_value(json_array_get(e, 1));
-		struct stat st;
-		_cleanup_free_ char *real = l ? realpath(l, NULL) : NULL;
-		if (!path_ok(l) || !under_any(l, pk->site) || lstat(l, &st) < 0 ||
-		    !S_ISLNK(st.st_mode) || !real || !t || strcmp(real, t) != 0 || !path_ok(t) ||
-		    under_any(t, pk->site))
-			return invalid(err, exe, "symlink", l);
-		if (link_target_bound(t) && govex__strv_push(&pk->data, t) < 0)
-			return -ENOMEM;
-	}
-	pk->dists = json_array();
-	if (!pk->dists)
+	return yes;
+}
+
+static int push_dir_once(char ***v, const char *d)
+{
+	return govex__strv_contains(*v, d) ? 0 : govex__strv_push(v, d);
+}
+
+/* The site directories, as site.py makes them (posix, and Debian's dist-packages): of
+ * the venv, and of the base installation when it is not a venv or its pyvenv.cfg includes
+ * the system's; then what a .pth path line of theirs names (site_derived's rules). */
+static int derive_site(const struct govex__interp *in, char ***ret)
+{
+	const char *prefixes[2] = {in->prefix, NULL};
+	if (in->exec && venv_includes_system(in))
+		prefixes[1] = in->base_prefix;
+	char **site = calloc(1, sizeof(char *));
+	if (!site)
 		return -ENOMEM;
-	json_array_foreach(dists, i, e)
-	{
-		const char *name = json_string_value(json_array_get(e, 0));
-		const char *ver = json_string_value(json_array_get(e, 1));
-		if (!name || !ver || strlen(name) > 200 || strlen(ver) > 100 || i >= 100000)
-			return invalid(err, exe, "distribution", name);
-		json_array_append_new(pk->dists, json_pack("[s,s]", name, ver));
-		for (size_t t = 0; t < ARRAY_SIZE(data_table); t++)
-			if (strcasecmp(name, data_table[t].dist) == 0 &&
-			    access(data_table[t].path, F_OK) == 0 &&
-			    !govex__strv_contains(pk->data, data_table[t].path) &&
-			    govex__strv_push(&pk->data, data_table[t].path) < 0)
+	for (size_t p = 0; p < ARRAY_SIZE(prefixes); p++) {
+		if (!prefixes[p])
+			continue;
+		char d[5][PATH_MAX];
+		const char *P = prefixes[p];
+		int M = in->major, m = in->minor;
+		snprintf(d[0], PATH_MAX, "%s/lib/python%d.%d/site-packages", P, M, m);
+		snprintf(d[1], PATH_MAX, "%s/lib64/python%d.%d/site-packages", P, M, m);
+		snprintf(d[2], PATH_MAX, "%s/local/lib/python%d.%d/dist-packages", P, M, m);
+		snprintf(d[3], PATH_MAX, "%s/lib/python3/dist-packages", P);
+		snprintf(d[4], PATH_MAX, "%s/lib/python%d.%d/dist-packages", P, M, m);
+		for (size_t f = 0; f < ARRAY_SIZE(d); f++) {
+			if (!is_dir(d[f]) || system_dir(d[f]))
+				continue;
+			_cleanup_free_ char *real = realpath(d[f], NULL);
+			bool again = false; /* (a venv's lib64 is a symlink to its lib) */
+			for (size_t i = 0; real && site[i] && !again; i++) {
+				_cleanup_free_ char *ri = realpath(site[i], NULL);
+				again = ri && strcmp(ri, real) == 0;
+			}
+			if (!real || again || system_dir(real))
+				continue;
+			if (push_dir_once(&site, d[f]) < 0) {
+				govex__strv_free(site);
 				return -ENOMEM;
+			}
+		}
 	}
-	pk->unresolved = unres ? json_array_size(unres) : 0;
-	govex__strv_sort_uniq(pk->libs);
-	govex__strv_sort_uniq(pk->data);
+	/* .pth path lines of those (not of the directories they add: site.py reads .pth
+	 * files in site directories only) */
+	size_t nbase = govex__strv_len(site);
+	for (size_t i = 0; i < nbase && govex__strv_len(site) < SITE_MAX; i++) {
+		DIR *dd = opendir(site[i]);
+		struct dirent *e;
+		size_t files = 0;
+		while (dd && files < 1000 && (e = readdir(dd))) {
+			if (!ends_with(e->d_name, ".pth"))
+				continue;
+			files++;
+			char p[PATH_MAX];
+			_cleanup_free_ char *text = NULL;
+			size_t len;
+			if ((size_t)snprintf(p, sizeof(p), "%s/%s", site[i], e->d_name) >=
+				sizeof(p) ||
+			    govex__read_file(p, 1u << 20, &text, &len, NULL) < 0 ||
+			    memchr(text, 0, len))
+				continue;
+			for (char *line = text, *next; line && *line; line = next) {
+				next = strchr(line, '\n');
+				if (next)
+					*next++ = '\0';
+				size_t n = strlen(line);
+				while (n && strchr(" \t\r\f\v", line[n - 1]))
+					line[--n] = '\0';
+				if (!n || line[0] == '#' || strncmp(line, "import ", 7) == 0 ||
+				    strncmp(line, "import\t", 7) == 0)
+					continue;
+				char c[PATH_MAX];
+				if ((size_t)snprintf(c, sizeof(c), "%s%s%s",
+						     line[0] == '/' ? "" : site[i],
+						     line[0] == '/' ? "" : "/", line) >= sizeof(c))
+					continue;
+				_cleanup_free_ char *real = realpath(c, NULL);
+				if (!real || !is_dir(real) || system_dir(real) || !path_ok(real) ||
+				    !run_reachable(real))
+					continue;
+				if (push_dir_once(&site, real) < 0) {
+					closedir(dd);
+					govex__strv_free(site);
+					return -ENOMEM;
+				}
+			}
+		}
+		if (dd)
+			closedir(dd);
+	}
+	*ret = site;
 	return 0;
 }
 
-/* ---- resolving ----------------------------------------------------------------------- */
+/* The walk of the site directories: readdir's d_type, a stat only where it says
+ * nothing (no stat per file: Debian's dist-packages holds ~20,000 entries) */
+struct walk {
+	char **site;
+	char **objects; /* ELF candidates: *.so, *.so.N */
+	char **targets; /* symlinks' targets out of the site directories, to bind */
+	size_t entries;
+	int err;
+};
 
-static int run_envprobe(const struct govex__interp *in, enum govex__probe_mode mode, char **ret_out,
-			struct govex_error *err)
+static void walk_dir(struct walk *w, const char *path, int depth)
 {
-	const char *exe = in->exec ? in->exec : in->path;
-	char *argv[] = {(char *)exe, "-I", "-S", "-c", (char *)govex__envprobe_py, NULL};
-	if (mode == GOVEX_PROBE_HOST)
-		return govex__probe_host(exe, argv, ENVPROBE_OUTPUT_MAX, ENVPROBE_TIMEOUT_MS,
-					 ret_out, err);
-	return govex__probe_sandboxed(exe, argv, environ, ENVPROBE_OUTPUT_MAX, ENVPROBE_TIMEOUT_MS,
-				      ret_out, err);
+	DIR *d = depth <= 32 ? opendir(path) : NULL;
+	struct dirent *e;
+	while (d && !w->err && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+			continue;
+		if (++w->entries > WALK_MAX)
+			break;
+		char p[PATH_MAX];
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, n) >= sizeof(p))
+			continue;
+		unsigned char type = e->d_type;
+		struct stat st;
+		if (type == DT_UNKNOWN) {
+			if (lstat(p, &st) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode)   ? DT_DIR
+			       : S_ISLNK(st.st_mode) ? DT_LNK
+			       : S_ISREG(st.st_mode) ? DT_REG
+						     : DT_UNKNOWN;
+		}
+		if (type == DT_DIR) {
+			walk_dir(w, p, depth + 1);
+		} else if (type == DT_LNK) {
+			_cleanup_free_ char *t = realpath(p, NULL);
+			if (t && path_ok(t) && !under_any(t, w->site) && link_target_bound(t) &&
+			    !govex__strv_contains(w->targets, t) &&
+			    govex__strv_push(&w->targets, t) < 0)
+				w->err = -ENOMEM;
+		} else if (type == DT_REG && strstr(n, ".so") &&
+			   (ends_with(n, ".so") || strstr(n, ".so."))) {
+			if (govex__strv_push(&w->objects, p) < 0)
+				w->err = -ENOMEM;
+		}
+	}
+	if (d)
+		closedir(d);
 }
 
-/* The answer's cache entry: "pkgs-v1-<id digest>.json", keyed by the interpreter's
- * identity; the payload is {"digest": the environment's when probed, "answer": ...}. */
-static char *cache_key(const struct govex__interp *in)
+/* "$ORIGIN"/"${ORIGIN}" in an rpath entry, expanded to the object's directory. */
+static char *expand_origin(const char *entry, const char *object)
 {
-	struct stat st;
-	char *s = NULL;
-	if (stat(in->path, &st) < 0 ||
-	    asprintf(&s, "pkgs-v1|%s|%s|%llu|%llu|%lld.%ld", in->path, in->exec ? in->exec : "-",
-		     (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-		     (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec) < 0)
-		return NULL;
-	if (strchr(s, '\n')) {
-		free(s);
-		return NULL;
+	const char *slash = strrchr(object, '/');
+	size_t olen = slash ? (size_t)(slash - object) : 0;
+	char out[PATH_MAX];
+	size_t n = 0;
+	for (const char *c = entry; *c && n + 1 < sizeof(out);) {
+		size_t skip = strncmp(c, "${ORIGIN}", 9) == 0 ? 9
+			      : strncmp(c, "$ORIGIN", 7) == 0 ? 7
+							      : 0;
+		if (skip) {
+			if (n + olen >= sizeof(out))
+				return NULL;
+			memcpy(out + n, object, olen);
+			n += olen;
+			c += skip;
+		} else {
+			out[n++] = *c++;
+		}
 	}
-	return s;
+	out[n] = '\0';
+	return strdup(out);
 }
 
-static int accept_cached(const struct govex__interp *in, const char *payload,
-			 struct govex__packages *pk)
+/* path with its directory resolved (its last component kept: a symlink there, such as
+ * libblas.so.3 -> /etc/alternatives/..., is what the sandbox's plan must keep) */
+static int canon_dir(const char *path, char out[PATH_MAX])
 {
-	_cleanup_json_ json_t *j = json_loads(payload, 0, NULL);
-	const char *dg = json_string_value(json_object_get(j, "digest"));
-	const char *answer = json_string_value(json_object_get(j, "answer"));
-	char now[72];
-	if (!dg || !answer || decode(in, answer, pk, NULL) < 0 ||
-	    govex__packages_current(pk, in, now) < 0 || strcmp(now, dg) != 0) {
-		govex__packages_free(pk);
-		return -1;
+	const char *slash = strrchr(path, '/');
+	if (path[0] != '/' || !slash || !slash[1] || strcmp(slash, "/..") == 0 ||
+	    strcmp(slash, "/.") == 0)
+		return -EINVAL;
+	_cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+	_cleanup_free_ char *real = dir ? realpath(dir[0] ? dir : "/", NULL) : NULL;
+	if (!real || (size_t)snprintf(out, PATH_MAX, "%s%s", strcmp(real, "/") ? real : "",
+				      slash) >= PATH_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+/* Where the loader finds needed name for object (its deps d, its loaders' rpath): the
+ * first candidate that is an ELF shared object of the same machine, normalized. */
+static char *resolve_needed(const char *name, const char *object, const struct govex__elf_deps *d,
+			    char *const *loader_rpath, const struct govex__ldcache *cache)
+{
+	char **cands = calloc(1, sizeof(char *));
+	char *found = NULL;
+	if (!cands)
+		return NULL;
+	if (strchr(name, '/')) {
+		govex__strv_push(&cands, name);
+	} else {
+		char *const *lists[] = {d->runpath ? NULL : d->rpath,
+					d->runpath ? NULL : loader_rpath, d->runpath};
+		for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
+			for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+				_cleanup_free_ char *dir = expand_origin(lists[l][i], object);
+				char *c = NULL;
+				if (dir && asprintf(&c, "%s/%s", dir, name) >= 0)
+					govex__strv_push_take(&cands, c);
+			}
+		size_t it = 0;
+		const char *v;
+		while ((v = govex__ldcache_next(cache, name, &it)))
+			govex__strv_push(&cands, v);
+		static const char *const dflt[] = {"/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+		for (size_t i = 0; i < ARRAY_SIZE(dflt); i++) {
+			char *c = NULL;
+			if (asprintf(&c, "%s/%s", dflt[i], name) >= 0)
+				govex__strv_push_take(&cands, c);
+		}
 	}
-	memcpy(pk->digest, now, 72);
+	for (size_t i = 0; cands && cands[i] && !found; i++) {
+		struct govex__elf_deps cd;
+		char norm[PATH_MAX];
+		if (canon_dir(cands[i], norm) < 0)
+			continue;
+		if (govex__elf_deps(norm, &cd) == 0) {
+			if (cd.machine == d->machine && path_ok(norm))
+				found = strdup(norm);
+			govex__elf_deps_free(&cd);
+		}
+	}
+	govex__strv_free(cands);
+	return found;
+}
+
+/* The libraries the objects need, recursively, outside the site directories (as the
+ * loader opens them: through their symlinks). */
+static int resolve_libs(struct govex__packages *pk, char **objects)
+{
+	struct govex__ldcache cache;
+	govex__ldcache_load("/etc/ld.so.cache", &cache);
+	/* the work: (object, its loaders' rpath), objects first */
+	struct item {
+		char *path;
+		char **rpath;
+	};
+	size_t cap = govex__strv_len(objects) + LIBS_MAX + 1, n = 0, seen_n = 0;
+	struct item *work = calloc(cap, sizeof(*work));
+	char **seen = calloc(1, sizeof(char *));
+	int r = work && seen ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && objects[i]; i++)
+		if (!(work[n++].path = strdup(objects[i])))
+			r = -ENOMEM;
+	while (r == 0 && n > 0 && seen_n < LIBS_MAX + 64 * 1024) {
+		struct item it = work[--n];
+		_cleanup_free_ char *real = realpath(it.path, NULL);
+		struct govex__elf_deps d;
+		if (!real || govex__strv_contains(seen, real) || govex__elf_deps(it.path, &d) < 0) {
+			free(it.path);
+			govex__strv_free(it.rpath);
+			continue;
+		}
+		seen_n++;
+		if (govex__strv_push(&seen, real) < 0)
+			r = -ENOMEM;
+		char **rp = govex__strv_copy(it.rpath ? it.rpath : (char *[]){NULL});
+		for (size_t i = 0; rp && !d.runpath && d.rpath && d.rpath[i]; i++)
+			govex__strv_push_take(&rp, expand_origin(d.rpath[i], it.path));
+		for (size_t i = 0; r == 0 && d.needed && d.needed[i]; i++) {
+			char *lib = resolve_needed(d.needed[i], it.path, &d, it.rpath, &cache);
+			if (!lib) {
+				pk->unresolved++;
+				continue;
+			}
+			if (!under_any(lib, pk->site) && !govex__strv_contains(pk->libs, lib) &&
+			    govex__strv_len(pk->libs) < LIBS_MAX &&
+			    govex__strv_push(&pk->libs, lib) < 0)
+				r = -ENOMEM;
+			if (n < cap)
+				work[n++] = (struct item){lib, govex__strv_copy(rp)};
+			else
+				free(lib);
+		}
+		govex__strv_free(rp);
+		govex__elf_deps_free(&d);
+		free(it.path);
+		govex__strv_free(it.rpath);
+	}
+	while (work && n > 0) {
+		free(work[--n].path);
+		govex__strv_free(work[n].rpath);
+	}
+	free(work);
+	govex__strv_free(seen);
+	govex__ldcache_free(&cache);
+	return r;
+}
+
+/* The distributions (their metadata directories' names) and the data table's files. */
+static int find_dists(struct govex__packages *pk)
+{
+	if (!(pk->dists = json_array()))
+		return -ENOMEM;
+	for (size_t s = 0; pk->site[s]; s++) {
+		DIR *d = opendir(pk->site[s]);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			const char *suf = ends_with(e->d_name, ".dist-info")  ? ".dist-info"
+					  : ends_with(e->d_name, ".egg-info") ? ".egg-info"
+									      : NULL;
+			if (!suf || json_array_size(pk->dists) >= 100000)
+				continue;
+			size_t stem = strlen(e->d_name) - strlen(suf);
+			const char *dash = memchr(e->d_name, '-', stem);
+			size_t nl = dash ? (size_t)(dash - e->d_name) : stem;
+			const char *ver = dash ? dash + 1 : "";
+			size_t vl = dash ? stem - nl - 1 : 0;
+			const char *py = vl ? memmem(ver, vl, "-py", 3) : NULL;
+			if (py)
+				vl = (size_t)(py - ver);
+			if (!nl || nl > 200 || vl > 100)
+				continue;
+			json_array_append_new(
+			    pk->dists, json_pack("[s#,s#]", e->d_name, (int)nl, ver, (int)vl));
+			for (size_t t = 0; t < ARRAY_SIZE(data_table); t++)
+				if (strlen(data_table[t].dist) == nl &&
+				    strncasecmp(e->d_name, data_table[t].dist, nl) == 0 &&
+				    access(data_table[t].path, F_OK) == 0 &&
+				    !govex__strv_contains(pk->data, data_table[t].path) &&
+				    govex__strv_push(&pk->data, data_table[t].path) < 0) {
+					closedir(d);
+					return -ENOMEM;
+				}
+		}
+		if (d)
+			closedir(d);
+	}
 	return 0;
 }
 
 int govex__packages_resolve(struct govex__packages *pk, const struct govex__interp *in,
-			    const char *cache_dir, enum govex__probe_mode mode,
 			    struct govex_error *err)
 {
-	_cleanup_free_ char *key = NULL, *answer = NULL;
-	_cleanup_close_ int dfd = -1;
-	char name[64];
-	int r;
 	memset(pk, 0, sizeof(*pk));
-	if (cache_dir && cache_dir[0] == '/' && (key = cache_key(in)) &&
-	    (dfd = govex__cache_dir_open(cache_dir, true)) >= 0) {
-		char dg[72];
-		govex__sha256_digest(key, strlen(key), dg);
-		snprintf(name, sizeof(name), "pkgs-v1-%.16s.json", dg + 7);
-		_cleanup_free_ char *payload =
-		    govex__cache_get(dfd, name, key, ENVPROBE_OUTPUT_MAX);
-		if (payload && accept_cached(in, payload, pk) == 0)
-			return 0;
+	struct walk w = {0};
+	int r = derive_site(in, &pk->site);
+	if (r == 0 && !(pk->data = calloc(1, sizeof(char *))))
+		r = -ENOMEM;
+	if (r == 0 && !(pk->libs = calloc(1, sizeof(char *))))
+		r = -ENOMEM;
+	if (r == 0) {
+		w.site = pk->site;
+		w.objects = calloc(1, sizeof(char *));
+		w.targets = calloc(1, sizeof(char *));
+		for (size_t i = 0; w.objects && w.targets && pk->site[i] && !w.err; i++)
+			walk_dir(&w, pk->site[i], 0);
+		r = !w.objects || !w.targets ? -ENOMEM : w.err;
 	}
-	if ((r = run_envprobe(in, mode, &answer, err)) < 0)
-		return r;
-	if ((r = decode(in, answer, pk, err)) < 0 ||
-	    (r = govex__packages_current(pk, in, pk->digest)) < 0) {
+	if (r == 0)
+		r = resolve_libs(pk, w.objects);
+	for (size_t i = 0; r == 0 && w.targets[i]; i++)
+		if (!govex__strv_contains(pk->data, w.targets[i]))
+			r = govex__strv_push(&pk->data, w.targets[i]);
+	if (r == 0)
+		r = find_dists(pk);
+	govex__strv_free(w.objects);
+	govex__strv_free(w.targets);
+	if (r == 0) {
+		govex__strv_sort_uniq(pk->libs);
+		govex__strv_sort_uniq(pk->data);
+		r = govex__packages_current(pk, in, pk->digest);
+	}
+	if (r < 0) {
 		govex__packages_free(pk);
-		return r == -ENOMEM ? govex__err(err, ENOMEM, ENOMEM, "packages: out of memory")
-				    : r;
-	}
-	if (dfd >= 0) {
-		json_t *p = json_pack("{s:s, s:s}", "digest", pk->digest, "answer", answer);
-		char *text = p ? json_dumps(p, JSON_COMPACT) : NULL;
-		if (text)
-			govex__cache_put(dfd, name, key, text);
-		free(text);
-		json_decref(p);
-		govex__cache_prune(dfd, "pkgs-v1-", 16);
+		return govex__err(err, -r, -r, "packages: %s", strerror(-r));
 	}
 	return 0;
 }

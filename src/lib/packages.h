@@ -17,11 +17,28 @@ struct govex__packages {
 };
 
 void govex__packages_free(struct govex__packages *pk);
-/* Resolves the packages of interpreter in (probed; in->exec for a venv) through the
- * environment probe, or its cached answer when the environment is unchanged; validated.
- * 0 or -errno with err. */
+
+/* An ELF shared object's loader needs (elfdeps.c), read from untrusted bytes. */
+struct govex__elf_deps {
+	unsigned machine; /* e_machine */
+	char **needed, **rpath, **runpath;
+};
+/* 0 (ret filled: lists NULL when empty), -ENOEXEC (not a 64-bit LE ELF shared object),
+ * -ENOMEM. */
+int govex__elf_deps(const char *path, struct govex__elf_deps *ret);
+void govex__elf_deps_free(struct govex__elf_deps *d);
+struct govex__ldcache {
+	char *data;
+	size_t len, base, n;
+};
+/* Loads the loader's cache (a missing or unreadable one is empty); 0. */
+int govex__ldcache_load(const char *path, struct govex__ldcache *ret);
+void govex__ldcache_free(struct govex__ldcache *c);
+/* The cache's next path for name from *iter (0 first), or NULL. */
+const char *govex__ldcache_next(const struct govex__ldcache *c, const char *name, size_t *iter);
+/* Resolves the packages of interpreter in (probed; in->exec for a venv) on the host,
+ * from what is installed.  0 or -errno with err. */
 int govex__packages_resolve(struct govex__packages *pk, const struct govex__interp *in,
-			    const char *cache_dir, enum govex__probe_mode mode,
 			    struct govex_error *err);
 /* The environment's digest now (recomputed only when a site directory's or pyvenv.cfg's
  * identity changed since the last call).  Not thread-safe: under the runtime's lock. */

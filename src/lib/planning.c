@@ -39,8 +39,8 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 		/* a venv's packages, or the site directories the policy asks for: resolved
 		 * with the interpreter, before anything (a template) is built from it */
 		if (rt->probe_r == 0 && (rt->interp.exec || rt->policy->site)) {
-			rt->probe_r = govex__packages_resolve(
-			    &rt->pkgs, &rt->interp, rt->probe_cache_dir, mode, &rt->probe_err);
+			rt->probe_r =
+			    govex__packages_resolve(&rt->pkgs, &rt->interp, &rt->probe_err);
 			if (rt->probe_r == 0 && govex__packages_bind(&rt->pkgs, &rt->interp) < 0)
 				rt->probe_r = govex__err(&rt->probe_err, ENOMEM, ENOMEM,
 							 "packages: out of memory");
