@@ -83,11 +83,17 @@ int govex__elf_deps(const char *path, struct govex__elf_deps *ret)
 		return 0; /* nothing needed */
 	size_t dlen = dyn->p_filesz < DYN_MAX ? (size_t)dyn->p_filesz : DYN_MAX;
 	dlen -= dlen % sizeof(Elf64_Dyn);
-	_cleanup_free_ Elf64_Dyn *d = malloc(dlen ? dlen : 1);
-	if (!d)
-		return -ENOMEM;
-	if (!read_at(fd, d, dlen, dyn->p_offset, size))
-		return -ENOEXEC;
+	Elf64_Dyn *d = malloc(dlen ? dlen : 1);
+	char *strs = NULL;
+	int r = 0;
+	if (!d) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!read_at(fd, d, dlen, dyn->p_offset, size)) {
+		r = -ENOEXEC;
+		goto out;
+	}
 	uint64_t strtab = 0, strsz = 0;
 	bool have_tab = false;
 	size_t nd = dlen / sizeof(Elf64_Dyn);
@@ -100,7 +106,7 @@ int govex__elf_deps(const char *path, struct govex__elf_deps *ret)
 		}
 	}
 	if (!have_tab || strsz == 0 || strsz > STRTAB_MAX)
-		return 0;
+		goto out;
 	/* the table's address to its file offset, through the PT_LOAD holding it */
 	uint64_t off = 0;
 	bool mapped = false;
@@ -110,33 +116,39 @@ int govex__elf_deps(const char *path, struct govex__elf_deps *ret)
 			off = ph[i].p_offset + (strtab - ph[i].p_vaddr);
 			mapped = true;
 		}
-	if (!mapped || off > size)
-		return -ENOEXEC;
+	if (!mapped || off > size) {
+		r = -ENOEXEC;
+		goto out;
+	}
 	if (strsz > size - off)
 		strsz = size - off;
-	_cleanup_free_ char *strs = malloc(strsz + 1);
-	if (!strs)
-		return -ENOMEM;
-	if (!read_at(fd, strs, strsz, off, size))
-		return -ENOEXEC;
+	if (!(strs = malloc(strsz + 1))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (!read_at(fd, strs, strsz, off, size)) {
+		r = -ENOEXEC;
+		goto out;
+	}
 	strs[strsz] = '\0';
 	size_t names = 0;
-	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL; i++) {
+	for (size_t i = 0; i < nd && d[i].d_tag != DT_NULL && r == 0; i++) {
 		Elf64_Sxword tag = d[i].d_tag;
 		if (tag != DT_NEEDED && tag != DT_RPATH && tag != DT_RUNPATH)
 			continue;
 		if (d[i].d_un.d_val >= strsz || ++names > NEEDED_MAX)
 			continue;
 		const char *s = strs + d[i].d_un.d_val;
-		int r = tag == DT_NEEDED  ? govex__strv_push(&ret->needed, s)
-			: tag == DT_RPATH ? push_list(&ret->rpath, s)
-					  : push_list(&ret->runpath, s);
-		if (r < 0) {
-			govex__elf_deps_free(ret);
-			return -ENOMEM;
-		}
+		r = tag == DT_NEEDED  ? govex__strv_push(&ret->needed, s)
+		    : tag == DT_RPATH ? push_list(&ret->rpath, s)
+				      : push_list(&ret->runpath, s);
 	}
-	return 0;
+out:
+	free(d);
+	free(strs);
+	if (r < 0)
+		govex__elf_deps_free(ret);
+	return r;
 }
 
 /* ---- /etc/ld.so.cache ------------------------------------------------------------------ */

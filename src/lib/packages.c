@@ -523,12 +523,15 @@ static int canon_dir(const char *path, char out[PATH_MAX])
 	if (path[0] != '/' || !slash || !slash[1] || strcmp(slash, "/..") == 0 ||
 	    strcmp(slash, "/.") == 0)
 		return -EINVAL;
-	_cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
-	_cleanup_free_ char *real = dir ? realpath(dir[0] ? dir : "/", NULL) : NULL;
-	if (!real || (size_t)snprintf(out, PATH_MAX, "%s%s", strcmp(real, "/") ? real : "",
-				      slash) >= PATH_MAX)
-		return -EINVAL;
-	return 0;
+	char *dir = strndup(path, (size_t)(slash - path));
+	char *real = dir ? realpath(dir[0] ? dir : "/", NULL) : NULL;
+	int r = real && (size_t)snprintf(out, PATH_MAX, "%s%s", strcmp(real, "/") ? real : "",
+					 slash) < PATH_MAX
+		    ? 0
+		    : -EINVAL;
+	free(dir);
+	free(real);
+	return r;
 }
 
 /* Where the loader finds needed name for object (its deps d, its loaders' rpath): the
@@ -547,10 +550,11 @@ static char *resolve_needed(const char *name, const char *object, const struct g
 					d->runpath ? NULL : loader_rpath, d->runpath};
 		for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
 			for (size_t i = 0; lists[l] && lists[l][i]; i++) {
-				_cleanup_free_ char *dir = expand_origin(lists[l][i], object);
+				char *dir = expand_origin(lists[l][i], object);
 				char *c = NULL;
 				if (dir && asprintf(&c, "%s/%s", dir, name) >= 0)
 					govex__strv_push_take(&cands, c);
+				free(dir);
 			}
 		size_t it = 0;
 		const char *v;

@@ -63,6 +63,8 @@ def make_venv(t, name, system_site=False):
     extension module links a library in a directory outside every site directory."""
     if subprocess.run([PY, "-c", "import venv, ensurepip"], capture_output=True).returncode:
         raise g.Skip("feature:debian-packages: python3-venv is not installed")
+    if not shutil.which("cc"):
+        raise g.Skip("feature:cc: no C compiler for the venv's extension module")
     v = t.path(name)
     args = [PY, "-m", "venv", "--without-pip"] + (["--system-site-packages"] if system_site
                                                   else []) + [v]

@@ -35,6 +35,7 @@ GUEST = REPO            # the same path in the guest: plans and messages name it
 # test_redteam_denials.py (it builds a driver with cc, which the guest has not).
 FILES = [
     ("both", "hosts/test_hosts.py"),
+    ("both", "integration/test_packages.py"),
     ("both", "hosts/test_smoke.py"),
     ("both", "hosts/test_redteam_hosts.py"),
     ("root", "hosts/test_rootless_root.py"),

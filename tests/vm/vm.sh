@@ -31,11 +31,13 @@ pidf="$state/qemu.pid"
 mkdir -p "$state"
 
 # What the disk holds besides a minimal Debian: govex's run-time libraries and those of
-# its sanitized test build, the interpreter, what the suites call, and podman.
+# its sanitized test build, the interpreter, what the suites call, podman, and Debian's
+# data stack (integration/test_packages.py: strict with python.site as the login user).
 pkgs=systemd-sysv,linux-image-amd64,sudo,ca-certificates,openssh-server,libpam-systemd
 pkgs=$pkgs,dbus-user-session,iproute2,procps,less,attr,python3,libjansson4,libssl3
 pkgs=$pkgs,libseccomp2,libmicrohttpd12,libsubunit0,libasan8,libubsan1,util-linux
 pkgs=$pkgs,podman,crun,uidmap,slirp4netns,fuse-overlayfs,netavark,aardvark-dns,iptables,curl
+pkgs=$pkgs,python3-numpy,python3-pandas,python3-matplotlib,python3-venv
 
 # the disk is made again when this script's recipe changes
 recipe=$(sed -n '/^pkgs=/p;/^make_image()/,/^}/p' "$0" | sha256sum | cut -c1-16)
