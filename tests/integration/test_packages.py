@@ -129,8 +129,16 @@ def test_debian_site(t):
     g.eq(doc["stdout"], DATA_OUT, "stdout")
     with open(os.path.join(out, "f.png"), "rb") as f:
         g.eq(f.read(8), b"\x89PNG\r\n\x1a\n", "the figure")
-    g.check(doc["backend"]["name"] if isinstance(doc["backend"], dict) else doc["backend"],
-            "backend")
+    # scipy and scikit-learn too, where installed
+    for mod, code, want in (
+            ("scipy", "import scipy.stats; print(round(float(scipy.stats.norm.cdf(1.0)), 4))",
+             "0.8413\n"),
+            ("sklearn", "from sklearn.linear_model import LinearRegression as L\n"
+             "print(round(float(L().fit([[0], [1], [2]], [1, 3, 5]).coef_[0]), 3))", "2.0\n")):
+        if os.path.isdir(os.path.join(SITE, mod)):
+            r, doc = run_json(t, ["run", "--policy", pol, "-c", code])
+            g.eq((doc["status"], doc["stdout"]), ("success", want),
+                 "%s (stderr %r)" % (mod, doc.get("stderr", "")[-500:]))
 
 
 def test_plan_shows_packages(t):
