@@ -289,8 +289,9 @@ struct shape {
 static void shape_of(const char *body, size_t len, struct shape *sh)
 {
 	json_error_t e;
+	struct mcp_bignum big;
 	memset(sh, 0, sizeof(*sh));
-	sh->msg = json_loadb(body, len, JSON_DECODE_ANY, &e);
+	sh->msg = mcp_json_loadb(body, len, JSON_DECODE_ANY, &e, &big);
 	if (!json_is_object(sh->msg))
 		return;
 	sh->object = true;

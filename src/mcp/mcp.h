@@ -100,6 +100,20 @@ int mcp_server_init(struct mcp_server *srv, const govex_policy *policy, govex_ru
 		    size_t queue_max);
 void mcp_server_fini(struct mcp_server *srv);
 
+/* Numbers of a message past jansson's range (numbers.c): the "id" (as sent, when shorter
+ * than id_text) and the first other one (its path, as params.arguments.a). */
+struct mcp_bignum {
+	bool id;
+	char id_text[64];
+	char path[200]; /* "" none */
+	char text[48];	/* its first digits */
+};
+
+/* json_loadb, but a number out of range is read as null and said in *big instead of
+ * failing the parse.  NULL: e says why (another error, or ENOMEM). */
+json_t *mcp_json_loadb(const char *text, size_t len, size_t flags, json_error_t *e,
+		       struct mcp_bignum *big);
+
 /* Dispatches one JSON-RPC message (the text of a line or of a POST body). */
 void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *text, size_t len);
 

@@ -430,6 +430,62 @@ static void handle_notification(struct mcp_server *srv, struct mcp_msg *m, const
 	 * anything else (progress, roots/list_changed, unknown): nothing to do */
 }
 
+/* A request whose id is a number past 64 bits (numbers.c): -32600, answered with the id
+ * as it was sent (jansson cannot hold it; the line is written around it), or null when it
+ * is longer than struct mcp_bignum keeps. */
+static void refuse_big_id(struct mcp_msg *m, const struct mcp_bignum *big)
+{
+	m->answered = true;
+	const char *what = big->id_text[0] ? big->id_text : "(a number of 64 digits or more)";
+	char msg[300];
+	snprintf(msg, sizeof(msg),
+		 "Invalid Request: \"id\" %s is a number outside the 64-bit range; send it "
+		 "as a string or an integer from -2^63 to 2^63-1",
+		 what);
+	if (!big->id_text[0]) {
+		mcp_reply_error(m->sink, NULL, RPC_INVALID_REQUEST, msg, NULL);
+		return;
+	}
+	json_t *err = json_pack("{s:i, s:s}", "code", RPC_INVALID_REQUEST, "message", msg);
+	char *et = err ? json_dumps(err, JSON_COMPACT) : NULL;
+	json_decref(err);
+	char *line = NULL;
+	/* id_text is a JSON number token as jansson's scan delimited it: digits, sign,
+	 * point, exponent, nothing that could end the line or the object */
+	if (!et ||
+	    asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":%s}", big->id_text, et) < 0)
+		line = NULL;
+	free(et);
+	if (line)
+		mcp_send_text(m->sink, line);
+	else
+		mcp_log("cannot encode a reply (out of memory)");
+}
+
+/* A request with a number past 64 bits elsewhere: refused by its path, -32602 inside
+ * params (a tool's argument by name), -32600 outside. */
+static void refuse_big_number(struct mcp_msg *m, json_t *id, const char *method, json_t *params,
+			      const struct mcp_bignum *big)
+{
+	static const char args[] = "params.arguments.";
+	const char *tool = json_string_value(json_object_get(params, "name"));
+	if (strcmp(method, "tools/call") == 0 && tool &&
+	    strncmp(big->path, args, sizeof(args) - 1) == 0)
+		reply_errorf(m, id, RPC_INVALID_PARAMS,
+			     "tool '%.200s': argument '%s': %s is outside the 64-bit range "
+			     "(integers from -2^63 to 2^63-1, reals within a double's); this "
+			     "server does not take it",
+			     tool, big->path + sizeof(args) - 1, big->text);
+	else if (strncmp(big->path, "params", 6) == 0 && (!big->path[6] || big->path[6] == '.'))
+		reply_errorf(m, id, RPC_INVALID_PARAMS,
+			     "Invalid params: %s: %s is a number outside the 64-bit range",
+			     big->path, big->text);
+	else
+		reply_errorf(m, id, RPC_INVALID_REQUEST,
+			     "Invalid Request: %s: %s is a number outside the 64-bit range",
+			     big->path, big->text);
+}
+
 static bool valid_id(json_t *id)
 {
 	return json_is_string(id) || json_is_integer(id) || json_is_real(id);
@@ -438,7 +494,8 @@ static bool valid_id(json_t *id)
 void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, size_t len)
 {
 	json_error_t e;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
+	struct mcp_bignum big;
+	json_t *msg = mcp_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
 	if (!msg) {
 		/* jansson's text, unless it quotes invalid UTF-8 (then NULL) */
 		json_t *text = strstr(e.text, "JSON_ALLOW_NUL")
@@ -473,7 +530,9 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 		json_decref(msg);
 		return;
 	}
-	if (!jv || strcmp(jv, "2.0") != 0) {
+	if (big.id) {
+		refuse_big_id(m, &big);
+	} else if (!jv || strcmp(jv, "2.0") != 0) {
 		reply_error(m, rid, RPC_INVALID_REQUEST,
 			    "Invalid Request: \"jsonrpc\" must be \"2.0\"", NULL);
 	} else if (has_id && !rid) {
@@ -487,6 +546,8 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 				    json_is_object(params) ? params : NULL);
 	} else if (params && !json_is_object(params)) {
 		reply_error(m, rid, RPC_INVALID_PARAMS, "Invalid params: must be an object", NULL);
+	} else if (big.path[0]) {
+		refuse_big_number(m, rid, json_string_value(method), params, &big);
 	} else {
 		json_t *meta = json_object_get(params, "_meta");
 		struct request rq = {

@@ -162,6 +162,29 @@ def test_modern_stateless(t):
     m.eq(json.loads(body)["error"]["code"], -32700, "parse error")
 
 
+def test_numbers_past_64_bits(t):
+    """Over HTTP too (issue 23, item 7): 200 with -32602 naming the argument and the
+    request's id; an id past 64 bits answered with it (-32600); never 400 -32700."""
+    s = m.HttpServer(ARGS)
+    params = modern_call("1")
+    params["arguments"]["timeout_ms"] = 2 ** 64
+    st, _, msgs = s.rpc("tools/call", params, id=5)
+    m.eq(st, 200, "status (valid JSON)")
+    m.eq((msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (5, -32602),
+         "an argument past 64 bits: %r" % msgs)
+    m.check("'timeout_ms'" in msgs[0]["error"]["message"], "named: %r" % msgs[0]["error"])
+    st, _, msgs = s.rpc("tools/call", modern_call("6*7"), id=2 ** 64)
+    m.eq(st, 200, "status of an id past 64 bits")
+    m.eq((msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (2 ** 64, -32600),
+         "an id past 64 bits is answered with it: %r" % msgs)
+    sid = init(s)
+    st, _, msgs = s.rpc("ping", None, id=-(2 ** 70), headers={"Mcp-Session-Id": sid})
+    m.eq((st, msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (200, -(2 ** 70), -32600),
+         "in a session: %r" % msgs)
+    st, _, msgs = s.rpc("tools/call", modern_call("6*7"), id=3)
+    m.eq(m.result_doc(msgs[0])["value"], 42, "served after them")
+
+
 def test_sse_stream(t):
     s = m.HttpServer(ARGS)
     code = "import time\nprint('one', flush=True)\ntime.sleep(1.2)\nprint('two')\n6*7"
@@ -597,6 +620,8 @@ TESTS = [
      test_session_cancel),
     ("2026-07-28 stateless: no session, discover and call; 202; parse error 400",
      test_modern_stateless),
+    ("numbers past 64 bits: -32602 naming the argument, an id answered as sent",
+     test_numbers_past_64_bits),
     ("SSE: a call's output lines and progress, then its response", test_sse_stream),
     ("two clients at once: each stream carries only its own messages", test_streams_are_private),
     ("bearer token: 401 with WWW-Authenticate; probes need none", test_token),

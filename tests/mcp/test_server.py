@@ -501,6 +501,44 @@ def test_module_errors_at_start(t):
 
 # ---------------------------------------------------------------- concurrency, cancellation
 
+def test_numbers_past_64_bits(t):
+    """Valid JSON with a number jansson cannot hold (issue 23, item 7): an argument past 64
+    bits is -32602 naming it, answered with the request's id; an id past 64 bits is -32600
+    answered with that id; the server goes on serving; invalid JSON is still -32700."""
+    mod = m.write(t, "funcs.py", MODULE)
+    s = server(t, "--module", mod)
+    for n, a in ((2 ** 64, {"a": 2 ** 64}), (-(2 ** 63) - 1, {"a": 1, "b": -(2 ** 63) - 1})):
+        r = s.call("add", a)
+        m.check("error" in r, "add with %d: an error expected, got %s" % (n, m._short(r)))
+        m.eq(r["error"]["code"], -32602, "add with %d: code" % n)
+        msg = r["error"]["message"]
+        name = "'a'" if "b" not in a else "'b'"
+        m.check(name in msg and str(n) in msg and "64-bit" in msg,
+                "the message names the argument and the number: %r" % msg)
+    # nested, and a real past a double (Python's json writes neither: raw lines)
+    s.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stats",'
+               b'"arguments":{"xs":[1,2e400]}}}\n')
+    r = s.wait_for(7)
+    m.eq(r.get("error", {}).get("code"), -32602, "a real past a double: %s" % m._short(r))
+    m.check("'xs[1]'" in r["error"]["message"], "the element is named: %r" % r["error"])
+    for big in (2 ** 64, -(2 ** 63) - 1, 10 ** 30):
+        r = s.request("ping", id=big)
+        m.eq(r.get("id"), big, "the reply carries the id as sent")
+        m.eq(r.get("error", {}).get("code"), -32600, "an id past 64 bits: %s" % m._short(r))
+        m.check(str(big) in r["error"]["message"], "the message names the id: %r" % r["error"])
+    s.send_raw(b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":1e999}}\n')
+    r = s.wait_for(8)
+    m.eq(r.get("error", {}).get("code"), -32602, "params.x past a double")
+    m.check("params.x" in r["error"]["message"], "the path is named: %r" % r["error"])
+    r = s.call("add", {"a": 2 ** 63 - 1, "b": -(2 ** 63)})
+    m.eq(m.result_doc(r)["value"], -1, "the 64-bit bounds themselves are taken")
+    s.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"ping","x":18446744073709551616\n')
+    r = s.recv()
+    m.eq((r.get("id"), r.get("error", {}).get("code")), (None, -32700),
+         "invalid JSON around a big number is still a parse error")
+    m.eq(s.result("ping"), {}, "the server goes on")
+
+
 def test_concurrent_overlap(t):
     s = server(t, "--max-concurrent", "4")
     t0 = time.monotonic()
@@ -660,6 +698,8 @@ TESTS = [
     ("top-level await in a snippet", test_top_level_await),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
+    ("numbers past 64 bits: -32602 naming the argument, an id answered as sent",
+     test_numbers_past_64_bits),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
     ("notifications/cancelled kills the run and sends no reply", test_cancel),
     ("a duplicate in-flight id is refused", test_duplicate_inflight_id),
