@@ -236,6 +236,49 @@ bool guard_origin_ok(const char *origin, bool loopback, const char *const *allow
 	return h && loopback_host(h, strlen(h));
 }
 
+/* ---------------------------------------------------------------- client groups */
+
+/*
+ * Any local process can bind any 127/8 source address (and a loopback server needs no
+ * token), so 127.0.1.1 ... 127.0.1.20 would be twenty clients with twenty buckets
+ * (issue 23): loopback is one client.  An IPv6 host is given a /64 and picks its own
+ * interface ids, so the /64 is the client.  An IPv4-mapped address is its IPv4 address
+ * (a dual-stack socket would see every IPv4 peer so).
+ */
+void guard_client_group(const struct sockaddr *sa, char *out, size_t cap)
+{
+	snprintf(out, cap, "?");
+	struct in_addr v4;
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET) {
+		v4 = ((const struct sockaddr_in *)sa)->sin_addr;
+	} else if (sa->sa_family == AF_INET6) {
+		struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(&a)) {
+			snprintf(out, cap, "loopback");
+			return;
+		}
+		if (!IN6_IS_ADDR_V4MAPPED(&a)) {
+			char t[INET6_ADDRSTRLEN];
+			memset(a.s6_addr + 8, 0, 8);
+			if (inet_ntop(AF_INET6, &a, t, sizeof(t)))
+				snprintf(out, cap, "%s/64", t);
+			return;
+		}
+		memcpy(&v4.s_addr, a.s6_addr + 12, 4);
+	} else {
+		return;
+	}
+	if ((ntohl(v4.s_addr) >> 24) == 127) {
+		snprintf(out, cap, "loopback");
+		return;
+	}
+	char t[INET_ADDRSTRLEN];
+	if (inet_ntop(AF_INET, &v4, t, sizeof(t)))
+		snprintf(out, cap, "%s", t);
+}
+
 /* ---------------------------------------------------------------- rate */
 
 static uint64_t mono_us(void)

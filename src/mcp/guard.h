@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define GUARD_TOKEN_MIN	 16
 #define GUARD_RATE_SLOTS 1024
@@ -37,6 +38,12 @@ bool guard_host_ok(const char *host);
 /* An Origin header is allowed: listed, or (bound to loopback) a loopback origin. */
 bool guard_origin_ok(const char *origin, bool loopback, const char *const *allowed,
 		     size_t n_allowed);
+
+/* The client group of a peer address, as text (the rate's bucket, the scheduler's client
+ * when neither a token nor a session names one): all of loopback is one client ("loopback":
+ * 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104), an IPv4 address its own, IPv4-mapped IPv6 as
+ * that IPv4 address, other IPv6 by /64 ("2001:db8::/64").  NULL or another family: "?". */
+void guard_client_group(const struct sockaddr *sa, char *out, size_t cap);
 
 struct guard_bucket {
 	char addr[48];

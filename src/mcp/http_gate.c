@@ -51,21 +51,7 @@ static void client_of(struct hreq *rq)
 {
 	const union MHD_ConnectionInfo *ci =
 	    mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	snprintf(rq->client, sizeof(rq->client), "?");
-	if (!ci || !ci->client_addr)
-		return;
-	const struct sockaddr *sa = ci->client_addr;
-	if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, rq->client,
-			  sizeof(rq->client));
-	else if (sa->sa_family == AF_INET6) {
-		/* one bucket per /64: a host gets a /64 to itself, and would otherwise take
-		 * as many buckets as it likes */
-		struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
-		if (!IN6_IS_ADDR_V4MAPPED(&a))
-			memset(a.s6_addr + 8, 0, 8);
-		inet_ntop(AF_INET6, &a, rq->client, sizeof(rq->client));
-	}
+	guard_client_group(ci ? ci->client_addr : NULL, rq->client, sizeof(rq->client));
 }
 
 static bool is(const char *method, const char *m)
