@@ -78,6 +78,8 @@ int cmd_mcp(int argc, char **argv)
 	    .modules = a.modules,
 	    .n_modules = a.n_modules,
 	    .max_concurrent = max_conc,
+	    .max_queued = a.max_queued,
+	    .queue_timeout_s = a.queue_timeout_s,
 	    .http = a.http,
 	    .token_file = a.token_file,
 	    .allow_origins = a.origins,

@@ -49,6 +49,8 @@ enum cli_option_id {
 	CLI_OPT_MAX_CONNECTIONS,
 	CLI_OPT_RATE,
 	CLI_OPT_DRAIN_TIMEOUT,
+	CLI_OPT_MAX_QUEUED,
+	CLI_OPT_QUEUE_TIMEOUT,
 	CLI_OPT_COUNT
 };
 
@@ -98,7 +100,8 @@ struct cli_opts {
 	size_t n_origins;
 	unsigned max_connections, rate, drain_timeout_s; /* 0 = not given (drain: see _set) */
 	bool drain_timeout_set;
-	char **operands; /* what follows the options (argv order) */
+	unsigned max_queued, queue_timeout_s; /* govex mcp's queue; 0 = not given */
+	char **operands;		      /* what follows the options (argv order) */
 	int n_operands;
 };
 

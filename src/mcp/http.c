@@ -248,8 +248,12 @@ enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, 
 		mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (rq->session_hdr[0])
 		mhd.add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
-	if (code == 429 || code == 503)
-		mhd.add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (code == 429 || code == 503) {
+		char ra[16];
+		unsigned s = rq->sink ? rq->sink->base.retry_after : 0;
+		snprintf(ra, sizeof(ra), "%u", s ? s : 1);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	if (code == 401)
 		mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"govex\"");
@@ -443,8 +447,16 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
 	rq->sink->owner = rq->owner;
 	rq->sink->sess_owner = ss != NULL;
-	struct mcp_msg m = {
-	    .sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
+	/* the client its calls are scheduled under: the session, else the address group */
+	char client[MCP_CLIENT_KEY_MAX];
+	if (ss)
+		snprintf(client, sizeof(client), "session %p", (void *)ss);
+	else
+		snprintf(client, sizeof(client), "address %s", rq->client);
+	struct mcp_msg m = {.sink = &rq->sink->base,
+			    .sess = ss ? &ss->s : NULL,
+			    .owner = rq->owner,
+			    .client = client};
 	if (ss)
 		pthread_mutex_lock(&ss->lock);
 	mcp_dispatch(&h->srv, &m, rq->body ? rq->body : "", rq->len);
@@ -748,6 +760,7 @@ static void drain(struct http_server *h, int sig)
 	finish_sinks(h);
 	sessions_expire(h, true);
 	/* cancels what runs and joins: a cancelled call sends nothing */
+	mcp_metrics_attach(h->srv.metrics, NULL);
 	mcp_pool_free(h->srv.pool);
 	h->srv.pool = NULL;
 	/* let the answers go out before the daemon stops (none may stay suspended) */
@@ -835,9 +848,12 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	}
 	if (mcp_metrics_new(&h->srv.metrics) < 0 || (sig_fd = mcp_signals_catch()) < 0)
 		goto out;
+	struct mcp_queue_limits lim = {.client_max = o->max_queued,
+				       .timeout_ms = (uint64_t)o->queue_timeout_s * 1000};
 	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
-			    (size_t)o->max_concurrent * 4) < 0)
+			    &lim) < 0)
 		goto out;
+	mcp_metrics_attach(h->srv.metrics, h->srv.pool);
 	if ((fd = guard_listen(&h->addr)) < 0) {
 		mcp_log("--http %s: %s", o->http, strerror(-fd));
 		goto out;
@@ -864,6 +880,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	sessions_expire(h, true);
+	mcp_metrics_attach(h->srv.metrics, NULL);
 	mcp_server_fini(&h->srv);
 	mcp_metrics_free(h->srv.metrics);
 	mcp_signals_release();

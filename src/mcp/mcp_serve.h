@@ -17,7 +17,9 @@ struct mcp_serve_options {
 	govex_runtime *rt;	    /* borrowed: every call runs in it */
 	const char *const *modules; /* --module FILE..., n_modules of them */
 	size_t n_modules;
-	unsigned max_concurrent; /* calls running at once, 1 or more */
+	unsigned max_concurrent;  /* calls running at once, 1 or more */
+	unsigned max_queued;	  /* calls one client may have waiting; 0: 64 per slot */
+	unsigned queue_timeout_s; /* how long a call may wait; 0: 60 s */
 	/* --http ADDR:PORT: streamable HTTP instead of stdio (http.c) */
 	const char *http;
 	const char *token_file;		  /* NULL: no token (loopback only) */

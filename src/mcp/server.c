@@ -303,17 +303,44 @@ static void do_tools_call(struct request *rq)
 		ctx.args_rpc_error = ss->initialized && strcmp(ss->version, "2025-11-25") < 0;
 	}
 	json_t *id = json_incref(rq->id);
-	int r = mcp_pool_submit(srv->pool, m->sink, m->owner, id, name,
-				args ? json_incref(args) : json_object(), &ctx);
+	const char *why = NULL;
+	int r = mcp_pool_submit(srv->pool, m->sink, m->owner, m->client, id, name,
+				args ? json_incref(args) : json_object(), &ctx, &why);
 	m->answered = true; /* now, or by the pool */
-	if (r == -EEXIST)
+	if (r == -EEXIST) {
 		reply_error(m, rq->id, RPC_INVALID_REQUEST,
 			    "tools/call: a request with this id is still in flight", NULL);
-	else if (r == -EBUSY) {
+	} else if (r == -EBUSY) {
+		struct mcp_pool_stats st;
+		mcp_pool_stats(srv->pool, &st);
 		m->sink->status = 429;
-		reply_error(m, rq->id, -32000, "server busy: too many calls queued", NULL);
-	} else if (r < 0)
-		reply_error(m, rq->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		m->sink->retry_after = mcp_pool_retry_after(srv->pool);
+		if (why && strcmp(why, "client") == 0)
+			reply_errorf(m, rq->id, -32000,
+				     "server busy: this client has %zu calls waiting, the most one "
+				     "client may queue (--max-queued); retry after %u s",
+				     st.lim.client_max, m->sink->retry_after);
+		else if (why && strcmp(why, "bytes") == 0)
+			reply_errorf(
+			    m, rq->id, -32000,
+			    "server busy: the calls waiting hold %zu MiB of arguments, the "
+			    "most the queue takes; retry after %u s",
+			    st.lim.bytes_max >> 20, m->sink->retry_after);
+		else
+			reply_errorf(m, rq->id, -32000,
+				     "server busy: %zu calls waiting in all, the most the queue "
+				     "takes; retry after %u s",
+				     st.lim.total_max, m->sink->retry_after);
+	} else if (r == -ENOMEM) {
+		reply_error(m, rq->id, RPC_INTERNAL_ERROR, "internal error: out of memory", NULL);
+	} else if (r < 0) {
+		/* EMFILE, ENFILE: the server is out of descriptors, not of memory */
+		reply_errorf(m, rq->id, RPC_INTERNAL_ERROR,
+			     "internal error: the call could not be queued: %s (%s)", strerror(-r),
+			     r == -EMFILE   ? "the server is out of file descriptors"
+			     : r == -ENFILE ? "the system is out of file descriptors"
+					    : "a resource of the server");
+	}
 	if (r < 0)
 		json_decref(id);
 }
@@ -638,14 +665,14 @@ bool mcp_version_known(const char *v)
 
 int mcp_server_init(struct mcp_server *srv, const govex_policy *policy, govex_runtime *rt,
 		    const char *const *modules, size_t n_modules, unsigned max_concurrent,
-		    size_t queue_max)
+		    const struct mcp_queue_limits *lim)
 {
 	srv->policy = policy;
 	srv->rt = rt;
 	if (build_tools(srv, modules, n_modules) < 0)
 		return -1;
-	int r = mcp_pool_new(srv, srv->ts, mcp_policy_wall_ms(policy), max_concurrent, queue_max,
-			     &srv->pool);
+	int r =
+	    mcp_pool_new(srv, srv->ts, mcp_policy_wall_ms(policy), max_concurrent, lim, &srv->pool);
 	if (r < 0) {
 		mcp_log("threads: %s", strerror(-r));
 		return -1;

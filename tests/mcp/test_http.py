@@ -421,20 +421,94 @@ def test_rate(t):
 
 
 def test_queue_full(t):
-    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--rate", "1000"])
+    """--max-concurrent 1 --max-queued 4: 1 running + 4 waiting, the rest 429 with a
+    Retry-After and a message naming the bound; /metrics counts them."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--max-queued", "4", "--rate", "1000"])
     res = []
 
     def one(i):
-        res.append(s.rpc("tools/call", modern_call("import time\ntime.sleep(2)"), id=i)[0])
+        st, h, msgs = s.rpc("tools/call", modern_call("import time\ntime.sleep(2)"), id=i)
+        res.append((st, h.get("retry-after"), msgs))
     th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
     for x in th:
         x.start()
         time.sleep(0.05)
     for x in th:
         x.join(60)
-    m.eq(sorted(res), [200] * 5 + [429] * 3, "1 running + 4 waiting; the rest 429")
+    m.eq(sorted(r[0] for r in res), [200] * 5 + [429] * 3, "1 running + 4 waiting; the rest 429")
+    for st, ra, msgs in res:
+        if st == 429:
+            m.check(ra and ra.isdigit() and 1 <= int(ra) <= 60, "Retry-After %r" % ra)
+            m.check("--max-queued" in msgs[0]["error"]["message"], "%r" % msgs)
     text = s.http("GET", "/metrics")[2].decode()
     m.check('govex_http_requests_total{code="429"} 3' in text, text)
+    m.check('govex_queue_rejected_total{reason="client_calls"} 3' in text, text)
+
+
+def _session_call(s, sid, code, id):
+    return s.rpc("tools/call", {"name": "run_python_snippet", "arguments": {"code": code}},
+                 id=id, headers={"Mcp-Session-Id": sid}, timeout=120)
+
+
+def test_fair_share(t):
+    """Issue 23, case 1: --max-concurrent 2; client A (a session, 127.0.0.1) posts eight
+    3 s sleeps, then client B (another session) posts print(6*7): B is answered within
+    about one run's time (its call takes the first slot that frees), not after A's queue.
+    A's calls all complete; /metrics shows the queue and its clients meanwhile."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "2", "--rate", "1000"])
+    a, b = init(s), init(s)
+    res = {}
+
+    def one(i):
+        res[i] = _session_call(s, a, "import time\ntime.sleep(3)\n%d" % i, i)
+    th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for x in th:
+        x.start()
+        time.sleep(0.03)
+    time.sleep(0.5)
+    during = s.http("GET", "/metrics")[2].decode()
+    t0 = time.monotonic()
+    st, _, msgs = _session_call(s, b, "print(6*7)", 100)
+    took = time.monotonic() - t0
+    m.eq(st, 200, "B's status")
+    m.eq(m.result_doc(msgs[0])["stdout"], "42\n", "B's output")
+    m.check(took < 4.5, "B answered after %.1f s behind A's eight 3 s calls (one run: 3 s)"
+            % took)
+    m.check("govex_calls_queued 6" in during and "govex_calls_running 2" in during
+            and 'govex_queue_client_calls_max{state="waiting"} 6' in during,
+            "A's eight calls: 2 running, 6 waiting: " + during[-3000:])
+    for x in th:
+        x.join(60)
+    m.eq(sorted(res), list(range(8)), "A's calls answered")
+    for i, (st, _, msgs) in res.items():
+        m.eq((st, m.result_doc(msgs[0])["value"]), (200, i), "A's call %d" % i)
+    text = s.http("GET", "/metrics")[2].decode()
+    m.check("govex_queue_wait_seconds_count 9" in text, text[-3000:])
+
+
+def test_queue_timeout(t):
+    """--queue-timeout 1: a call that waits longer than that is answered with an error
+    naming the limit, and never runs."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--queue-timeout", "1", "--rate", "1000"])
+    flag = os.path.join(t, "ran")
+    res = {}
+
+    def one(i, code):
+        res[i] = s.rpc("tools/call", modern_call(code), id=i, timeout=60)
+    first = threading.Thread(target=one, args=(1, "import time\ntime.sleep(4)"))
+    first.start()
+    time.sleep(0.3)
+    one(2, "open(%r, 'w').close()" % flag)
+    st, _, msgs = res[2]
+    m.eq(st, 200, "status")
+    err = msgs[0].get("error", {})
+    m.check(err.get("code") == -32000 and "--queue-timeout" in err.get("message", ""),
+            "the queued call's answer: %r" % msgs)
+    first.join(30)
+    time.sleep(0.5)
+    m.check(not os.path.exists(flag), "the timed-out call ran")
+    text = s.http("GET", "/metrics")[2].decode()
+    m.check('govex_queue_rejected_total{reason="wait_timeout"} 1' in text, text[-2000:])
 
 
 def test_metrics_ready(t):
@@ -632,6 +706,8 @@ TESTS = [
     ("connection limit; headers within 10 s (slowloris)", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
+    ("fair share: one client's queue does not hold another's call", test_fair_share),
+    ("--queue-timeout: a call waiting past it is answered and never runs", test_queue_timeout),
     ("/metrics and /readyz", test_metrics_ready),
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),

@@ -539,6 +539,30 @@ def test_numbers_past_64_bits(t):
     m.eq(s.result("ping"), {}, "the server goes on")
 
 
+def test_out_of_descriptors_is_named(t):
+    """Issue 23: a server out of file descriptors (EMFILE) said -32603 "out of memory".
+    With its soft RLIMIT_NOFILE lowered to the descriptors it holds, a call is -32603 naming
+    EMFILE; with the limit back, calls run again."""
+    import resource
+    s = server(t)
+    run(s, "1")
+    pid = s.p.pid
+    n = len(os.listdir("/proc/%d/fd" % pid))
+    old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (n, old[1]))   # the soft limit only
+    try:
+        r = s.call("run_python_snippet", {"code": "1"})
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+    err = r.get("error") or {}
+    m.eq(err.get("code"), -32603, "out of descriptors: %s" % m._short(r))
+    msg = err.get("message", "")
+    m.check("memory" not in msg and "file descriptors" in msg and "Too many open files" in msg,
+            "the message says what it is: %r" % msg)
+    _, doc = run(s, "6*7")
+    m.eq(doc["value"], 42, "served again")
+
+
 def test_concurrent_overlap(t):
     s = server(t, "--max-concurrent", "4")
     t0 = time.monotonic()
@@ -700,6 +724,8 @@ TESTS = [
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
     ("numbers past 64 bits: -32602 naming the argument, an id answered as sent",
      test_numbers_past_64_bits),
+    ("out of file descriptors: -32603 says so, not out of memory",
+     test_out_of_descriptors_is_named),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
     ("notifications/cancelled kills the run and sends no reply", test_cancel),
     ("a duplicate in-flight id is refused", test_duplicate_inflight_id),
