@@ -34,12 +34,24 @@
 
 #include "mcp.h"
 
-#define LINE_MAX_ 4096 /* a longer line goes out in pieces of this size */
+/* Live output is coalesced (issue 23: 200 KB of short lines were 6,666 notifications):
+ * the lines of a stream go out together, one notification at most every FLUSH_MS (the
+ * first at once; FLUSH_SLOW_MS after FLUSH_FAST of them), or when CHUNK_MAX bytes wait;
+ * a line longer than that goes in pieces.  The ticker sends what waited past the
+ * interval, the end of the run the rest. */
+#define CHUNK_MAX     ((size_t)64 << 10)
+#define BRIEF_KEEP    ((size_t)8 << 10) /* longer strings of a result are not read */
+#define FLUSH_MS      40
+#define FLUSH_FAST    64
+#define FLUSH_SLOW_MS 500
 
-/* The output of one stream not yet sent: a partial line. */
+/* The output of one stream not yet sent (allocated at its first output). */
 struct pending {
-	char buf[LINE_MAX_];
-	size_t len;
+	size_t len;  /* bytes in buf */
+	size_t done; /* of them, up to the last newline */
+	uint64_t last_ms;
+	unsigned sent;
+	char buf[CHUNK_MAX];
 };
 
 struct client;
@@ -64,7 +76,8 @@ struct job {
 	uint64_t limit_ms;
 	struct timespec t0;
 	struct mcp_server *srv;
-	struct pending out[2]; /* stdout, stderr */
+	pthread_mutex_t out_lock; /* out: on_output's thread and the ticker */
+	struct pending *out[2];	  /* stdout, stderr */
 };
 
 /* A client with calls queued or running (freed when it has none). */
@@ -121,6 +134,9 @@ static void job_free(struct job *j)
 	json_decref(j->ctx.progress_token);
 	free(j->client_name);
 	govex_cancel_free(j->cancel);
+	free(j->out[0]);
+	free(j->out[1]);
+	pthread_mutex_destroy(&j->out_lock);
 	if (j->cancelled && j->sink && j->sink->cancelled)
 		j->sink->cancelled(j->sink);
 	if (j->sink && j->sink->unref)
@@ -241,43 +257,73 @@ static void emit_line(struct job *j, int stream, const char *s, size_t n)
 		       stream == 1 ? "stdout" : "stderr", text_of(s, n));
 }
 
-/* govex_output_fn: complete lines (without their newline) go out at once, a line longer
- * than LINE_MAX_ in pieces; the rest waits for more output or the end of the run. */
+/* Sends the first n bytes of p (without a last newline) and keeps the rest (out_lock). */
+static void emit_upto(struct job *j, int stream, struct pending *p, size_t n, uint64_t now)
+{
+	emit_line(j, stream, p->buf, n && p->buf[n - 1] == '\n' ? n - 1 : n);
+	memmove(p->buf, p->buf + n, p->len - n);
+	p->len -= n;
+	p->done = 0; /* what is left has no newline */
+	p->last_ms = now;
+	p->sent++;
+}
+
+static bool due(const struct pending *p, uint64_t now)
+{
+	return now - p->last_ms >= (p->sent < FLUSH_FAST ? FLUSH_MS : FLUSH_SLOW_MS);
+}
+
+/* govex_output_fn: the bytes join their stream's chunk; complete lines go out when the
+ * interval has passed or the chunk is full (then a line without its end in pieces). */
 static void on_output(void *userdata, int stream, const char *data, size_t len)
 {
 	struct job *j = userdata;
 	if (stream != 1 && stream != 2)
 		return;
-	struct pending *p = &j->out[stream - 1];
-	while (len) {
-		const char *nl = memchr(data, '\n', len);
-		size_t take = nl ? (size_t)(nl - data) : len;
-		size_t room = sizeof(p->buf) - p->len;
-		if (take > room)
-			take = room;
+	uint64_t now = now_ms();
+	pthread_mutex_lock(&j->out_lock);
+	struct pending **pp = &j->out[stream - 1];
+	if (!*pp && (*pp = malloc(sizeof(**pp)))) {
+		(*pp)->len = (*pp)->done = 0;
+		(*pp)->sent = 0;
+		(*pp)->last_ms = 0; /* the first lines go out at once */
+	}
+	struct pending *p = *pp;
+	while (p && len) {
+		size_t take = CHUNK_MAX - p->len < len ? CHUNK_MAX - p->len : len;
 		memcpy(p->buf + p->len, data, take);
+		const char *nl = memrchr(p->buf + p->len, '\n', take);
 		p->len += take;
+		if (nl)
+			p->done = (size_t)(nl - p->buf) + 1;
 		data += take;
 		len -= take;
-		bool eol = len && *data == '\n';
-		if (eol) {
-			data++;
-			len--;
-		}
-		if (eol || p->len == sizeof(p->buf)) {
-			emit_line(j, stream, p->buf, p->len);
-			p->len = 0;
-		}
+		if (p->len == CHUNK_MAX)
+			emit_upto(j, stream, p, p->done ? p->done : p->len, now);
 	}
+	if (p && p->done && due(p, now))
+		emit_upto(j, stream, p, p->done, now);
+	pthread_mutex_unlock(&j->out_lock);
 }
 
+/* The ticker: lines that waited past the interval (pool lock held; out_lock inside it). */
+static void flush_due(struct job *j, uint64_t now)
+{
+	pthread_mutex_lock(&j->out_lock);
+	for (int s = 0; s < 2; s++)
+		if (j->out[s] && j->out[s]->done && due(j->out[s], now))
+			emit_upto(j, s + 1, j->out[s], j->out[s]->done, now);
+	pthread_mutex_unlock(&j->out_lock);
+}
+
+/* The end of the run: everything, a last line without its newline too. */
 static void flush_output(struct job *j)
 {
+	pthread_mutex_lock(&j->out_lock);
 	for (int s = 0; s < 2; s++)
-		if (j->out[s].len) {
-			emit_line(j, s + 1, j->out[s].buf, j->out[s].len);
-			j->out[s].len = 0;
-		}
+		if (j->out[s] && j->out[s]->len)
+			emit_upto(j, s + 1, j->out[s], j->out[s]->len, now_ms());
+	pthread_mutex_unlock(&j->out_lock);
 }
 
 /* ---------------------------------------------------------------- running a call */
@@ -375,7 +421,12 @@ static void run_job(struct mcp_pool *p, struct job *j, char **ret_text, json_t *
 	free(md_tool);
 	free(md_client);
 	json_error_t e;
-	json_t *res = r == 0 ? json_loads(out, JSON_ALLOW_NUL, &e) : NULL;
+	/* the server reads the status, diagnostics and usage; the text is sent as it is,
+	 * unless an old version wants the document re-encoded as a text block */
+	json_t *res = r != 0 ? NULL
+		      : j->ctx.legacy_text_json
+			  ? json_loads(out, JSON_ALLOW_NUL, &e)
+			  : mcp_json_load_brief(out, strlen(out), JSON_ALLOW_NUL, BRIEF_KEEP, &e);
 	if (p->srv->metrics) {
 		struct timespec t1;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -544,18 +595,30 @@ static void answer_expired(struct mcp_pool *p, struct job *j)
 static void *ticker(void *arg)
 {
 	struct mcp_pool *p = arg;
+	uint64_t last_second = now_ms();
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += 1;
+		ts.tv_nsec += (long)FLUSH_MS * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
 		pthread_cond_timedwait(&p->tick, &p->lock, &ts);
 		if (p->stop)
 			break;
+		uint64_t now = now_ms();
+		for (struct job *j = p->inflight; j; j = j->inext)
+			if (j->running && !j->cancelled && j->ctx.log_level >= 0)
+				flush_due(j, now);
+		if (now - last_second < 1000)
+			continue;
+		last_second = now;
 		for (struct job *j = p->inflight; j; j = j->inext)
 			if (j->running && !j->cancelled && j->ctx.progress_token)
 				send_progress(p, j, "running");
-		struct job *expired = take_expired(p, now_ms());
+		struct job *expired = take_expired(p, now);
 		if (expired) {
 			pthread_mutex_unlock(&p->lock);
 			answer_expired(p, expired);
@@ -647,7 +710,7 @@ static int fits(struct mcp_pool *p, const struct client *c, const struct job *j,
 }
 
 int mcp_pool_submit(struct mcp_pool *p, struct mcp_sink *sink, const void *owner,
-		    const char *client, json_t *id, const char *tool, json_t *args,
+		    const char *client, json_t *id, const char *tool, json_t *args, char *args_text,
 		    struct mcp_call_ctx *ctx, const char **ret_why)
 {
 	const char *why_ = NULL;
@@ -656,8 +719,12 @@ int mcp_pool_submit(struct mcp_pool *p, struct mcp_sink *sink, const void *owner
 	*ret_why = NULL;
 	struct job *j = calloc(1, sizeof(*j));
 	int r = -ENOMEM;
-	if (j && (j->tool = strdup(tool)) && (j->args = json_dumps(args, JSON_COMPACT)))
+	if (j && (j->tool = strdup(tool)) &&
+	    (j->args = args_text ? args_text : json_dumps(args, JSON_COMPACT))) {
+		args_text = NULL;
 		r = govex_cancel_new(&j->cancel);
+	}
+	free(args_text);
 	if (r < 0) {
 		if (j) {
 			free(j->tool);
@@ -669,6 +736,7 @@ int mcp_pool_submit(struct mcp_pool *p, struct mcp_sink *sink, const void *owner
 		return r; /* govex_cancel_new: -EMFILE when the process is out of descriptors */
 	}
 	j->args_len = strlen(j->args);
+	pthread_mutex_init(&j->out_lock, NULL);
 	j->id = id;
 	j->owner = owner;
 	if (sink->ref)

@@ -295,7 +295,10 @@ static void shape_of(const char *body, size_t len, struct shape *sh)
 	json_error_t e;
 	struct mcp_bignum big;
 	memset(sh, 0, sizeof(*sh));
-	sh->msg = mcp_json_loadb(body, len, JSON_DECODE_ANY, &e, &big);
+	/* its shape only: long strings need not be read (the dispatch checks them) */
+	char *brief = len > ((size_t)64 << 10) ? mcp_json_brief(body, len, 4096, false) : NULL;
+	sh->msg = mcp_json_loadb(brief ? brief : body, len, JSON_DECODE_ANY, &e, &big);
+	free(brief);
 	if (!json_is_object(sh->msg))
 		return;
 	sh->object = true;

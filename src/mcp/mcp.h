@@ -118,6 +118,20 @@ struct mcp_bignum {
 json_t *mcp_json_loadb(const char *text, size_t len, size_t flags, json_error_t *e,
 		       struct mcp_bignum *big);
 
+/* A copy of text (same length) in which every string value longer than keep bytes is
+ * written over by "" and spaces; check: only strings jansson would read (valid UTF-8 and
+ * escapes, no \u0000), so that what jansson says of the copy it says of text.  NULL when
+ * none was (or ENOMEM): use text. */
+char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check);
+/* Where the value of member k1.k2 of the object text is, as written (keys without
+ * escapes); false when not found. */
+bool mcp_json_member_span(const char *text, size_t len, const char *k1, const char *k2,
+			  size_t *ret_off, size_t *ret_len);
+/* json_loadb of a document whose strings longer than keep bytes (as written) are read as
+ * "" (numbers.c): for what the server reads of a tool result, not for its text. */
+json_t *mcp_json_load_brief(const char *text, size_t len, size_t flags, size_t keep,
+			    json_error_t *e);
+
 /* Dispatches one JSON-RPC message (the text of a line or of a POST body). */
 void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *text, size_t len);
 
@@ -197,13 +211,14 @@ int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
 		 struct mcp_pool **ret);
 
 /* Queues a call of client (its scheduling name; NULL "?"); a thread of the pool runs it
- * and sends the reply to sink (referenced until then).  Always takes args and
- * ctx->progress_token; takes id on success only.  Returns 0; -EEXIST when a call of the
- * same owner with that id is in flight; -EBUSY when a bound of the queue is reached
+ * and sends the reply to sink (referenced until then).  args_text: the arguments' JSON as
+ * sent (NULL: args encoded); args is read for timeout_ms only then.  Always takes args,
+ * args_text and ctx->progress_token; takes id on success only.  Returns 0; -EEXIST when a call of
+ * the same owner with that id is in flight; -EBUSY when a bound of the queue is reached
  * (*ret_why: "client", "total" or "bytes"); -ENOMEM; -EMFILE (no descriptor for its cancel
  * token) or another -errno. */
 int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner,
-		    const char *client, json_t *id, const char *tool, json_t *args,
+		    const char *client, json_t *id, const char *tool, json_t *args, char *args_text,
 		    struct mcp_call_ctx *ctx, const char **ret_why);
 
 /* Seconds after which a call refused -EBUSY now may find room (1 to 60). */

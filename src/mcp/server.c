@@ -38,6 +38,8 @@
 #define META_LOGLEVEL	"io.modelcontextprotocol/logLevel"
 #define META_SERVERINFO "io.modelcontextprotocol/serverInfo"
 #define LIST_TTL_MS	300000
+#define BRIEF_MIN	((size_t)64 << 10) /* a message this long is parsed briefly */
+#define BRIEF_KEEP	((size_t)4 << 10)  /* its strings longer than this are not kept */
 
 /* newest first: the order of server/discover and of -32022's "supported" */
 static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18",
@@ -163,6 +165,11 @@ struct request {
 	json_t *params; /* object or NULL */
 	bool modern;
 	json_t *meta; /* params._meta, object or NULL */
+	/* the message as sent, and as parsed: a long one's long strings were read as ""
+	 * (mcp_json_brief), then the arguments go to the call as the text sent */
+	const char *text;
+	size_t len;
+	bool brief;
 };
 
 static json_t *capabilities(void)
@@ -302,10 +309,32 @@ static void do_tools_call(struct request *rq)
 		 * versions before keep -32602 */
 		ctx.args_rpc_error = ss->initialized && strcmp(ss->version, "2025-11-25") < 0;
 	}
+	/* the arguments as sent: a long message's were parsed without their long strings
+	 * (they are checked, and the library parses the text again) */
+	char *args_text = NULL;
+	json_t *full = NULL;
+	size_t off, n;
+	if (args && rq->brief) {
+		if (mcp_json_member_span(rq->text, rq->len, "params", "arguments", &off, &n) &&
+		    rq->text[off] == '{')
+			args_text = strndup(rq->text + off, n);
+		if (!args_text) { /* escaped keys, or ENOMEM: the whole message again */
+			json_error_t e;
+			full = json_loadb(rq->text, rq->len, JSON_REJECT_DUPLICATES, &e);
+			args = json_object_get(json_object_get(full, "params"), "arguments");
+			if (!json_is_object(args)) {
+				json_decref(full);
+				reply_error(m, rq->id, RPC_INTERNAL_ERROR,
+					    "internal error: out of memory", NULL);
+				return;
+			}
+		}
+	}
 	json_t *id = json_incref(rq->id);
 	const char *why = NULL;
 	int r = mcp_pool_submit(srv->pool, m->sink, m->owner, m->client, id, name,
-				args ? json_incref(args) : json_object(), &ctx, &why);
+				args ? json_incref(args) : json_object(), args_text, &ctx, &why);
+	json_decref(full);
 	m->answered = true; /* now, or by the pool */
 	if (r == -EEXIST) {
 		reply_error(m, rq->id, RPC_INVALID_REQUEST,
@@ -522,7 +551,14 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 {
 	json_error_t e;
 	struct mcp_bignum big;
-	json_t *msg = mcp_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
+	/* a long message (files, code) is parsed without its long strings, each checked as
+	 * jansson would: parsing 16 MiB of base64 into a tree that is dumped again for the
+	 * library, which parses it again, was most of what MCP added to a run (issue 23) */
+	char *brief = len > BRIEF_MIN ? mcp_json_brief(line, len, BRIEF_KEEP, true) : NULL;
+	json_t *msg = mcp_json_loadb(brief ? brief : line, len,
+				     JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
+	bool briefed = brief != NULL;
+	free(brief);
 	if (!msg) {
 		/* jansson's text, unless it quotes invalid UTF-8 (then NULL) */
 		json_t *text = strstr(e.text, "JSON_ALLOW_NUL")
@@ -584,6 +620,9 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 		    .method = json_string_value(method),
 		    .params = params,
 		    .meta = json_is_object(meta) ? meta : NULL,
+		    .text = line,
+		    .len = len,
+		    .brief = briefed,
 		};
 		if (meta && !json_is_object(meta))
 			reply_error(m, rid, RPC_INVALID_PARAMS,
