@@ -62,6 +62,8 @@ const struct cli_option cli_options[CLI_OPT_COUNT] = {
 	[CLI_OPT_MAX_QUEUED]	 = {"max-queued", 0, true, M, V, "calls one client may have waiting"},
 	[CLI_OPT_QUEUE_TIMEOUT]	 = {"queue-timeout", 0, true, M, V,
 				    "seconds a call may wait for a slot"},
+	[CLI_OPT_CLIENT_TOKENS]	 = {"client-tokens", 0, true, M, S(client_tokens),
+				    "NAME TOKEN lines: a bearer token per client"},
     /* clang-format on */
 };
 
@@ -355,7 +357,8 @@ const char cli_usage_mcp[] =
     "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
     "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
     "                 [--max-queued N] [--queue-timeout S]\n"
-    "                 [--http ADDR:PORT [--token-file FILE] [--allow-origin ORIGIN]...\n"
+    "                 [--http ADDR:PORT [--token-file FILE] [--client-tokens FILE]\n"
+    "                  [--allow-origin ORIGIN]...\n"
     "                  [--max-connections N] [--rate N] [--drain-timeout S]]\n"
     "\n"
     "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
@@ -379,6 +382,8 @@ const char cli_usage_mcp[] =
     "                        [IPv6] or localhost; PORT 0: any, said on stderr)\n"
     "  --token-file FILE     require Authorization: Bearer TOKEN, the file's first line\n"
     "                        (16 bytes at least; required off loopback)\n"
+    "  --client-tokens FILE  a token per client: lines NAME TOKEN; each such token is\n"
+    "                        accepted, and names its client for the scheduler\n"
     "  --allow-origin ORIGIN a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-connections N   HTTP connections at once (default 256)\n"
     "  --rate N              requests per second per client address (default 50,\n"

@@ -450,9 +450,12 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
 	rq->sink->owner = rq->owner;
 	rq->sink->sess_owner = ss != NULL;
-	/* the client its calls are scheduled under: the session, else the address group */
+	/* the client its calls are scheduled under: the client token's name, else the
+	 * session, else the address group */
 	char client[MCP_CLIENT_KEY_MAX];
-	if (ss)
+	if (rq->ctoken >= 0)
+		snprintf(client, sizeof(client), "token %s", h->ctokens[rq->ctoken].name);
+	else if (ss)
 		snprintf(client, sizeof(client), "session %p", (void *)ss);
 	else
 		snprintf(client, sizeof(client), "address %s", rq->client);
@@ -776,9 +779,9 @@ static void drain(struct http_server *h, int sig)
 	pthread_mutex_unlock(&h->sinks_lock);
 }
 
-/* The address and the token, checked: 0, or the exit status (said on stderr). */
+/* The address and the tokens, checked: 0, or the exit status (said on stderr). */
 static int check_addr_token(const struct mcp_serve_options *o, struct guard_addr *addr,
-			    char **token)
+			    char **token, struct guard_client_token **ctokens, size_t *n_ctokens)
 {
 	char err[400];
 	if (guard_parse_addr(o->http, addr, err, sizeof(err)) < 0) {
@@ -789,9 +792,14 @@ static int check_addr_token(const struct mcp_serve_options *o, struct guard_addr
 		mcp_log("%s", err);
 		return 125;
 	}
-	if (!addr->loopback && !*token) {
+	if (o->client_tokens &&
+	    guard_read_client_tokens(o->client_tokens, ctokens, n_ctokens, err, sizeof(err)) < 0) {
+		mcp_log("%s", err);
+		return 125;
+	}
+	if (!addr->loopback && !*token && !*n_ctokens) {
 		mcp_log("--http %s: not a loopback address; a token is required there "
-			"(--token-file FILE)",
+			"(--token-file FILE or --client-tokens FILE)",
 			o->http);
 		return 125;
 	}
@@ -802,11 +810,14 @@ int mcp_http_check(const struct mcp_serve_options *o)
 {
 	struct guard_addr addr;
 	char *token = NULL;
-	int rc = check_addr_token(o, &addr, &token);
+	struct guard_client_token *ct = NULL;
+	size_t nct = 0;
+	int rc = check_addr_token(o, &addr, &token, &ct, &nct);
 	if (token) {
 		explicit_bzero(token, strlen(token));
 		free(token);
 	}
+	guard_client_tokens_free(ct, nct);
 	char err[400];
 	if (rc == 0 && mhd_load(err, sizeof(err)) < 0) {
 		mcp_log("--http: %s", err);
@@ -817,7 +828,7 @@ int mcp_http_check(const struct mcp_serve_options *o)
 
 static int setup(struct http_server *h, const struct mcp_serve_options *o)
 {
-	int rc = check_addr_token(o, &h->addr, &h->token);
+	int rc = check_addr_token(o, &h->addr, &h->token, &h->ctokens, &h->n_ctokens);
 	if (rc)
 		return rc;
 	h->allow = o->allow_origins;
@@ -870,7 +881,7 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	size_t nt = json_array_size(h->srv.tools);
 	mcp_log("serving %zu tool%s over HTTP (policy %s, up to %u calls at once, %s)", nt,
 		nt == 1 ? "" : "s", govex_policy_digest(o->policy), o->max_concurrent,
-		h->token ? "bearer token required" : "no token: loopback only");
+		h->token || h->n_ctokens ? "bearer token required" : "no token: loopback only");
 	mcp_log("listening on http://%s:%u/mcp", h->addr.text, (unsigned)port);
 	int sig = wait_signal(h);
 	drain(h, sig);
@@ -892,6 +903,7 @@ out:
 		explicit_bzero(h->token, strlen(h->token));
 		free(h->token);
 	}
+	guard_client_tokens_free(h->ctokens, h->n_ctokens);
 	guard_rate_fini(&h->rate);
 	free(h);
 	return rc;

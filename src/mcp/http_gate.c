@@ -94,9 +94,16 @@ static int gate(struct hreq *rq)
 		http_refuse(rq, 429, "rate", "too many requests from this address; retry later");
 		return -1;
 	}
-	if (h->token && !guard_bearer_ok(header(rq, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
-		http_refuse(rq, 401, "auth", "missing or wrong bearer token (Authorization)");
-		return -1;
+	if (h->token || h->n_ctokens) {
+		const char *auth = header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
+		/* both kinds compared, whichever matches: one timing for every token */
+		bool shared = h->token && guard_bearer_ok(auth, h->token);
+		rq->ctoken = guard_bearer_client(auth, h->ctokens, h->n_ctokens);
+		if (!shared && rq->ctoken < 0) {
+			http_refuse(rq, 401, "auth",
+				    "missing or wrong bearer token (Authorization)");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -135,6 +142,7 @@ static int accept_of(struct hreq *rq)
 
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 {
+	rq->ctoken = -1;
 	client_of(rq);
 	http_conn_phase(rq, CONN_BODY);
 	if (strcmp(url, "/mcp") == 0)

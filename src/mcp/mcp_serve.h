@@ -23,6 +23,7 @@ struct mcp_serve_options {
 	/* --http ADDR:PORT: streamable HTTP instead of stdio (http.c) */
 	const char *http;
 	const char *token_file;		  /* NULL: no token (loopback only) */
+	const char *client_tokens;	  /* NULL: none; else NAME TOKEN lines (guard.c) */
 	const char *const *allow_origins; /* n_allow_origins of them */
 	size_t n_allow_origins;
 	unsigned max_connections; /* 0: the default */

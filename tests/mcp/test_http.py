@@ -486,6 +486,54 @@ def test_fair_share(t):
     m.check("govex_queue_wait_seconds_count 9" in text, text[-3000:])
 
 
+def test_client_tokens(t):
+    """--client-tokens: a bearer token per client (issue 23: "by token where tokens
+    identify clients").  Each listed token is accepted, any other is 401; the token names
+    the client for the scheduler, so two stateless clients on loopback (one address group)
+    still get a share each: alpha's eight 3 s calls do not hold bravo's print(6*7).  A
+    file that breaks a rule stops the server (125), naming the line."""
+    ta, tb = "alpha-token-0123456789", "bravo-token-0123456789"
+    f = m.write(t, "clients", "# name token\nalpha %s\n\nbravo %s\n" % (ta, tb))
+    os.chmod(f, 0o600)
+    s = m.HttpServer(ARGS + ["--client-tokens", f, "--max-concurrent", "2", "--rate", "1000"])
+    call = modern_call("6*7")
+    for tok, want in ((None, 401), ("wrong-token-0123456789", 401), (ta, 200), (tb, 200)):
+        h = {"Authorization": "Bearer " + tok} if tok else {}
+        m.eq(s.rpc("tools/call", call, id=1, headers=h)[0], want, "token %r" % tok)
+    res = {}
+
+    def one(i):
+        res[i] = s.rpc("tools/call", modern_call("import time\ntime.sleep(3)\n%d" % i), id=i,
+                       headers={"Authorization": "Bearer " + ta}, timeout=120)
+    th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for x in th:
+        x.start()
+        time.sleep(0.03)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    st, _, msgs = s.rpc("tools/call", modern_call("print(6*7)"), id=100,
+                        headers={"Authorization": "Bearer " + tb}, timeout=120)
+    took = time.monotonic() - t0
+    m.eq((st, m.result_doc(msgs[0])["stdout"]), (200, "42\n"), "bravo's call")
+    m.check(took < 4.5, "bravo answered after %.1f s behind alpha's eight 3 s calls" % took)
+    for x in th:
+        x.join(60)
+    m.eq(sorted(st for st, _, _ in res.values()), [200] * 8, "alpha's calls")
+    bad = {"a name with a space": "al pha %s\n" % ta, "no token": "alpha\n",
+           "a short token": "alpha short\n", "a name twice": "a %s\na %s\n" % (ta, tb),
+           "a token twice": "a %s\nb %s\n" % (ta, ta), "nothing": "# none\n",
+           "a bad name": "al/pha %s\n" % ta}
+    for what, data in bad.items():
+        g = m.write(t, "bad", data)
+        os.chmod(g, 0o600)
+        b = m.HttpServer(ARGS + ["--client-tokens", g], wait=False)
+        m.eq(b.wait(60), 125, "client tokens file with " + what)
+        m.check("--client-tokens" in b.stderr(), "says why: " + b.stderr()[-300:])
+    os.chmod(f, 0o620)
+    b = m.HttpServer(ARGS + ["--client-tokens", f], wait=False)
+    m.eq(b.wait(60), 125, "a group-writable client tokens file")
+
+
 def test_queue_timeout(t):
     """--queue-timeout 1: a call that waits longer than that is answered with an error
     naming the limit, and never runs."""
@@ -708,6 +756,8 @@ TESTS = [
     ("calls waiting bounded: 429", test_queue_full),
     ("fair share: one client's queue does not hold another's call", test_fair_share),
     ("--queue-timeout: a call waiting past it is answered and never runs", test_queue_timeout),
+    ("--client-tokens: a token per client, which names it for the scheduler",
+     test_client_tokens),
     ("/metrics and /readyz", test_metrics_ready),
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),
