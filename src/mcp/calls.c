@@ -835,6 +835,20 @@ void mcp_pool_stats(struct mcp_pool *p, struct mcp_pool_stats *ret)
 		ret->wait_bounds[i] = wait_bounds[i];
 }
 
+void mcp_pool_clients(struct mcp_pool *p, const char *prefix, size_t max,
+		      void (*f)(void *ud, const char *name, unsigned queued, unsigned running),
+		      void *ud)
+{
+	size_t pl = strlen(prefix), n = 0;
+	pthread_mutex_lock(&p->lock);
+	for (const struct client *c = p->clients; c && n < max; c = c->next)
+		if (strncmp(c->key, prefix, pl) == 0) {
+			f(ud, c->key + pl, c->queued, c->running);
+			n++;
+		}
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* Drops a queued job (lock held): off its queue and the in-flight list, its client
  * released; the caller frees it without the lock. */
 static void drop_queued(struct mcp_pool *p, struct job *j)

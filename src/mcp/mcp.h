@@ -241,6 +241,13 @@ struct mcp_pool_stats {
 
 void mcp_pool_stats(struct mcp_pool *pool, struct mcp_pool_stats *ret);
 
+/* Calls f for each client with calls whose name starts with prefix (its name past the
+ * prefix, its calls waiting and running), under the pool's lock: f must not call the
+ * pool.  At most max clients. */
+void mcp_pool_clients(struct mcp_pool *pool, const char *prefix, size_t max,
+		      void (*f)(void *ud, const char *name, unsigned queued, unsigned running),
+		      void *ud);
+
 /* notifications/cancelled: cancels the owner's call with that id (running: its token;
  * queued: dropped).  No reply is ever sent for it.  Returns true when one was found. */
 bool mcp_pool_cancel(struct mcp_pool *pool, const void *owner, json_t *id);

@@ -146,6 +146,15 @@ static void put_gauge(FILE *f, const char *name, const char *help, unsigned long
 	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, v);
 }
 
+static void put_token_client(void *ud, const char *name, unsigned queued, unsigned running)
+{
+	FILE *f = ud;
+	fprintf(f,
+		"govex_client_calls{client=\"%s\",state=\"waiting\"} %u\n"
+		"govex_client_calls{client=\"%s\",state=\"running\"} %u\n",
+		name, queued, name, running);
+}
+
 /* The scheduler's queue: depth, waits, clients, bounds, refusals. */
 static void put_queue(FILE *f, struct mcp_pool *pool)
 {
@@ -188,6 +197,12 @@ static void put_queue(FILE *f, struct mcp_pool *pool)
 		"govex_queue_rejected_total{reason=\"wait_timeout\"} %llu\n",
 		(unsigned long long)q.rejected_client, (unsigned long long)q.rejected_total,
 		(unsigned long long)q.rejected_bytes, (unsigned long long)q.expired);
+	/* by name only the clients of --client-tokens: their names are the operator's
+	 * ([A-Za-z0-9._-], at most 1024); a session or an address never is a label */
+	fputs("# HELP govex_client_calls Calls of each --client-tokens client with calls, "
+	      "waiting or running.\n# TYPE govex_client_calls gauge\n",
+	      f);
+	mcp_pool_clients(pool, "token ", 1024, put_token_client, f);
 	fputs("# HELP govex_queue_wait_seconds How long calls waited for a running slot.\n"
 	      "# TYPE govex_queue_wait_seconds histogram\n",
 	      f);

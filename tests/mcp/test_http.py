@@ -510,6 +510,10 @@ def test_client_tokens(t):
         x.start()
         time.sleep(0.03)
     time.sleep(0.5)
+    text = s.http("GET", "/metrics", headers={"Authorization": "Bearer " + ta})[2].decode()
+    m.check('govex_client_calls{client="alpha",state="waiting"} 6' in text and
+            'govex_client_calls{client="alpha",state="running"} 2' in text,
+            "alpha's calls by name in /metrics: " + text[-2500:])
     t0 = time.monotonic()
     st, _, msgs = s.rpc("tools/call", modern_call("print(6*7)"), id=100,
                         headers={"Authorization": "Bearer " + tb}, timeout=120)
