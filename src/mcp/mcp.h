@@ -198,7 +198,7 @@ struct mcp_queue_limits {
 	size_t client_max;   /* calls one client may have waiting; 0: 64 per slot */
 	size_t total_max;    /* calls waiting in all; 0: 8 clients' depth */
 	size_t bytes_max;    /* their arguments' JSON; 0: 256 MiB */
-	uint64_t timeout_ms; /* a call's wait, then an error; 0: 60 s */
+	uint64_t timeout_ms; /* a call's wait, then an error; 0: 60 s; UINT64_MAX: none */
 };
 
 /* Fills the 0 fields of lim with the defaults for max_concurrent slots. */

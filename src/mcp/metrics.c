@@ -185,7 +185,8 @@ static void put_queue(FILE *f, struct mcp_pool *pool)
 		"govex_queue_limit{bound=\"bytes\"} %zu\n"
 		"govex_queue_limit{bound=\"wait_seconds\"} %llu\n",
 		q.lim.client_max, q.lim.total_max, q.lim.bytes_max,
-		(unsigned long long)(q.lim.timeout_ms / 1000));
+		q.lim.timeout_ms == UINT64_MAX ? 0ULL
+					       : (unsigned long long)(q.lim.timeout_ms / 1000));
 	fputs("# HELP govex_queue_rejected_total Calls refused at a bound of the queue (429) or "
 	      "answered after waiting past its time limit.\n"
 	      "# TYPE govex_queue_rejected_total counter\n",

@@ -650,6 +650,18 @@ def test_long_messages_read_exactly(t):
     m.eq(m.result_doc(r)["value"], len(pad), "an escaped key: the arguments still found")
 
 
+def test_stdio_queue_as_before(t):
+    """Over stdio (one client) 256 calls may still wait by default, with no queue-time
+    limit: 150 calls at once on --max-concurrent 1 all run."""
+    s = server(t, "--max-concurrent", "1")
+    ids = [s.start("tools/call", {"name": "run_python_snippet",
+                                  "arguments": {"code": "%d" % i}}) for i in range(150)]
+    for i, id in enumerate(ids):
+        r = s.wait_for(id, timeout=120)
+        m.check("result" in r, "call %d of 150: %s" % (i, m._short(r, 300)))
+        m.eq(m.result_doc(r)["value"], i, "call %d's value" % i)
+
+
 def test_concurrent_overlap(t):
     s = server(t, "--max-concurrent", "4")
     t0 = time.monotonic()
@@ -816,6 +828,7 @@ TESTS = [
     ("out of file descriptors: -32603 says so, not out of memory",
      test_out_of_descriptors_is_named),
     ("messages past 64 KiB: read exactly, errors as before", test_long_messages_read_exactly),
+    ("stdio: 256 calls may wait, none timed out, as before", test_stdio_queue_as_before),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
     ("notifications/cancelled kills the run and sends no reply", test_cancel),
     ("a duplicate in-flight id is refused", test_duplicate_inflight_id),
