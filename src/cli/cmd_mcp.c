@@ -44,10 +44,10 @@ static int parse(int argc, char **argv, struct cli_opts *a)
 		mcp_cli_log("unexpected argument '%s' (see govex mcp --help)", a->operands[0]);
 		return EXIT_USAGE;
 	}
-	if (!a->http && (a->token_file || a->n_origins || a->max_connections || a->rate ||
-			 a->drain_timeout_set)) {
-		mcp_cli_log("--token-file, --allow-origin, --max-connections, --rate and "
-			    "--drain-timeout go with --http");
+	if (!a->http && (a->token_file || a->client_tokens || a->n_origins || a->max_connections ||
+			 a->rate || a->drain_timeout_set)) {
+		mcp_cli_log("--token-file, --client-tokens, --allow-origin, --max-connections, "
+			    "--rate and --drain-timeout go with --http");
 		return EXIT_USAGE;
 	}
 	if (a->policy_file && a->preset) {
@@ -78,8 +78,11 @@ int cmd_mcp(int argc, char **argv)
 	    .modules = a.modules,
 	    .n_modules = a.n_modules,
 	    .max_concurrent = max_conc,
+	    .max_queued = a.max_queued,
+	    .queue_timeout_s = a.queue_timeout_s,
 	    .http = a.http,
 	    .token_file = a.token_file,
+	    .client_tokens = a.client_tokens,
 	    .allow_origins = a.origins,
 	    .n_allow_origins = a.n_origins,
 	    .max_connections = a.max_connections,

@@ -59,6 +59,11 @@ const struct cli_option cli_options[CLI_OPT_COUNT] = {
 	[CLI_OPT_RATE]		 = {"rate", 0, true, M, V, "HTTP requests per second per address"},
 	[CLI_OPT_DRAIN_TIMEOUT]	 = {"drain-timeout", 0, true, M, V,
 				    "seconds calls may finish after SIGTERM"},
+	[CLI_OPT_MAX_QUEUED]	 = {"max-queued", 0, true, M, V, "calls one client may have waiting"},
+	[CLI_OPT_QUEUE_TIMEOUT]	 = {"queue-timeout", 0, true, M, V,
+				    "seconds a call may wait for a slot"},
+	[CLI_OPT_CLIENT_TOKENS]	 = {"client-tokens", 0, true, M, S(client_tokens),
+				    "NAME TOKEN lines: a bearer token per client"},
     /* clang-format on */
 };
 
@@ -101,7 +106,8 @@ static int bad(struct cli_opt_error *err, enum cli_opt_error_kind kind, int id, 
 	return -1;
 }
 
-/* --max-connections (1..65536), --rate (1..1000000), --drain-timeout (0..3600 s) */
+/* --max-connections (1..65536), --rate (1..1000000), --drain-timeout (0..3600 s),
+ * --max-queued (1..1000000), --queue-timeout (1..86400 s) */
 static int take_count(int id, const char *arg, struct cli_opts *o, struct cli_opt_error *err)
 {
 	static const struct {
@@ -115,6 +121,9 @@ static int take_count(int id, const char *arg, struct cli_opts *o, struct cli_op
 	    {CLI_OPT_RATE, "--rate", 1, 1000000, offsetof(struct cli_opts, rate)},
 	    {CLI_OPT_DRAIN_TIMEOUT, "--drain-timeout", 0, 3600,
 	     offsetof(struct cli_opts, drain_timeout_s)},
+	    {CLI_OPT_MAX_QUEUED, "--max-queued", 1, 1000000, offsetof(struct cli_opts, max_queued)},
+	    {CLI_OPT_QUEUE_TIMEOUT, "--queue-timeout", 1, 86400,
+	     offsetof(struct cli_opts, queue_timeout_s)},
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		if (c[i].id != id)
@@ -210,6 +219,8 @@ static int take(int id, const char *arg, struct cli_opts *o, struct cli_opt_erro
 	case CLI_OPT_MAX_CONNECTIONS:
 	case CLI_OPT_RATE:
 	case CLI_OPT_DRAIN_TIMEOUT:
+	case CLI_OPT_MAX_QUEUED:
+	case CLI_OPT_QUEUE_TIMEOUT:
 		return take_count(id, arg, o, err);
 	default:
 		return bad(err, CLI_OPTERR_UNKNOWN, -1, arg);
@@ -345,7 +356,9 @@ const char cli_usage_exec[] =
 const char cli_usage_mcp[] =
     "usage: govex mcp [--policy FILE | --preset NAME] [--module FILE.py]...\n"
     "                 [--audit FILE] [--approver COMMAND] [--max-concurrent N]\n"
-    "                 [--http ADDR:PORT [--token-file FILE] [--allow-origin ORIGIN]...\n"
+    "                 [--max-queued N] [--queue-timeout S]\n"
+    "                 [--http ADDR:PORT [--token-file FILE] [--client-tokens FILE]\n"
+    "                  [--allow-origin ORIGIN]...\n"
     "                  [--max-connections N] [--rate N] [--drain-timeout S]]\n"
     "\n"
     "Serve run_python_snippet, and one tool per eligible function of each module, over\n"
@@ -362,10 +375,15 @@ const char cli_usage_mcp[] =
     "                        requires approval; exit 0 approves.  Without it, such\n"
     "                        calls are refused\n"
     "  --max-concurrent N    calls running at once (default: the number of CPUs)\n"
+    "  --max-queued N        calls one client may have waiting for a slot (default 64\n"
+    "                        per --max-concurrent; 8 times that in all); past it 429\n"
+    "  --queue-timeout S     a call that waits longer gets an error (default 60)\n"
     "  --http ADDR:PORT      serve streamable HTTP at http://ADDR:PORT/mcp (ADDR: IPv4,\n"
     "                        [IPv6] or localhost; PORT 0: any, said on stderr)\n"
     "  --token-file FILE     require Authorization: Bearer TOKEN, the file's first line\n"
     "                        (16 bytes at least; required off loopback)\n"
+    "  --client-tokens FILE  a token per client: lines NAME TOKEN; each such token is\n"
+    "                        accepted, and names its client for the scheduler\n"
     "  --allow-origin ORIGIN a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-connections N   HTTP connections at once (default 256)\n"
     "  --rate N              requests per second per client address (default 50,\n"

@@ -49,6 +49,9 @@ enum cli_option_id {
 	CLI_OPT_MAX_CONNECTIONS,
 	CLI_OPT_RATE,
 	CLI_OPT_DRAIN_TIMEOUT,
+	CLI_OPT_MAX_QUEUED,
+	CLI_OPT_QUEUE_TIMEOUT,
+	CLI_OPT_CLIENT_TOKENS,
 	CLI_OPT_COUNT
 };
 
@@ -93,12 +96,13 @@ struct cli_opts {
 	size_t n_files;
 	const char *output_dir;
 	/* govex mcp --http */
-	const char *http, *token_file;
+	const char *http, *token_file, *client_tokens;
 	const char *origins[CLI_ORIGINS_MAX];
 	size_t n_origins;
 	unsigned max_connections, rate, drain_timeout_s; /* 0 = not given (drain: see _set) */
 	bool drain_timeout_set;
-	char **operands; /* what follows the options (argv order) */
+	unsigned max_queued, queue_timeout_s; /* govex mcp's queue; 0 = not given */
+	char **operands;		      /* what follows the options (argv order) */
 	int n_operands;
 };
 

@@ -44,23 +44,41 @@ static int b64_value(unsigned char c)
 	return -1;
 }
 
-/* Standard or URL-safe base64, padding optional, whitespace ignored.  0, -EINVAL, -ENOMEM. */
+/* Standard or URL-safe base64, padding optional, whitespace ignored.  0, -EINVAL, -ENOMEM.
+ * Four characters at a time while they are all digits (issue 23: a byte at a time was a
+ * quarter of what a 16 MiB file cost through MCP); anything else a character at a time. */
 static int b64_decode(const char *s, size_t n, char **ret, size_t *ret_len)
 {
+	short t[256];
+	for (int c = 0; c < 256; c++)
+		t[c] = (short)b64_value((unsigned char)c);
 	char *out = malloc(n / 4 * 3 + 4);
 	if (!out)
 		return -ENOMEM;
+	const unsigned char *u = (const unsigned char *)s;
 	size_t o = 0, pad = 0;
 	unsigned acc = 0, bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+	for (size_t i = 0; i < n;) {
+		if (bits == 0 && !pad && n - i >= 4) {
+			int a = t[u[i]], b = t[u[i + 1]], c = t[u[i + 2]], d = t[u[i + 3]];
+			if ((a | b | c | d) >= 0) {
+				unsigned v = (unsigned)a << 18 | (unsigned)b << 12 |
+					     (unsigned)c << 6 | (unsigned)d;
+				out[o++] = (char)(v >> 16);
+				out[o++] = (char)(v >> 8 & 0xff);
+				out[o++] = (char)(v & 0xff);
+				i += 4;
+				continue;
+			}
+		}
+		unsigned char c = u[i++];
 		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
 			continue;
 		if (c == '=') {
 			pad++;
 			continue;
 		}
-		int v = b64_value(c);
+		int v = t[c];
 		if (v < 0 || pad) {
 			free(out);
 			return -EINVAL;

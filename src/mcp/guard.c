@@ -117,32 +117,53 @@ uint16_t guard_bound_port(int fd)
 	return ntohs(u.sa.sa_family == AF_INET6 ? u.in6.sin6_port : u.in4.sin_port);
 }
 
-int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
+/* The bytes of a file that keeps a secret: a regular file, not a symbolic link, not
+ * writable by group or others, at most cap - 1 bytes (NUL added).  n bytes, or -1 with
+ * err.  flag: the option, for messages. */
+static ssize_t read_secret_file(const char *flag, const char *path, char *buf, size_t cap,
+				char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		snprintf(err, errlen, "--token-file %s: %s", path,
+		snprintf(err, errlen, "%s %s: %s", flag, path,
 			 errno == ELOOP ? "is a symbolic link (refused)" : strerror(errno));
 		return -1;
 	}
 	struct stat st;
-	char buf[4097];
 	ssize_t n = -1;
 	if (fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s %s: %s", flag, path, strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "--token-file %s: not a regular file", path);
+		snprintf(err, errlen, "%s %s: not a regular file", flag, path);
 	} else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen,
-			 "--token-file %s: writable by group or others (mode %04o): refused", path,
-			 (unsigned)(st.st_mode & 07777));
-	} else if ((n = read(fd, buf, sizeof(buf) - 1)) < 0) {
-		snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s %s: writable by group or others (mode %04o): refused",
+			 flag, path, (unsigned)(st.st_mode & 07777));
+	} else if ((n = read(fd, buf, cap - 1)) < 0) {
+		snprintf(err, errlen, "%s %s: %s", flag, path, strerror(errno));
 	}
 	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* A token's rules: printable ASCII without spaces, GUARD_TOKEN_MIN bytes at least. */
+static const char *token_fault(const char *t, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
+			return "must be printable ASCII without spaces";
+	if (len < GUARD_TOKEN_MIN)
+		return len ? "is too short (16 bytes at least)" : "is empty (16 bytes at least)";
+	return NULL;
+}
+
+int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
+{
+	char buf[4097];
+	ssize_t n = read_secret_file("--token-file", path, buf, sizeof(buf), err, errlen);
 	if (n < 0)
 		return -1;
-	buf[n] = '\0';
 	size_t len = strcspn(buf, "\n");
 	if (len && buf[len - 1] == '\r')
 		len--;
@@ -153,12 +174,14 @@ int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
 				 "--token-file %s: the token must be printable ASCII without "
 				 "spaces",
 				 path);
+			explicit_bzero(buf, sizeof(buf));
 			return -1;
 		}
 	if (len < GUARD_TOKEN_MIN) {
 		snprintf(err, errlen,
 			 "--token-file %s: the token (first line) is %s (%d bytes at least)", path,
 			 len ? "too short" : "empty", GUARD_TOKEN_MIN);
+		explicit_bzero(buf, sizeof(buf));
 		return -1;
 	}
 	*ret = strndup(buf, len);
@@ -168,6 +191,111 @@ int guard_read_token(const char *path, char **ret, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+void guard_client_tokens_free(struct guard_client_token *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++)
+		if (t[i].token) {
+			explicit_bzero(t[i].token, strlen(t[i].token));
+			free(t[i].token);
+		}
+	free(t);
+}
+
+#define CLIENT_TOKENS_FILE_MAX ((size_t)256 << 10)
+
+/* One line "NAME TOKEN" into *t; NULL, or what is wrong with it. */
+static const char *client_line(char *line, struct guard_client_token *t)
+{
+	char *sp = strchr(line, ' ');
+	if (!sp)
+		return "is not NAME TOKEN";
+	size_t nl = (size_t)(sp - line);
+	if (!nl || nl > GUARD_CLIENT_NAME_MAX)
+		return "has a name of 0 or more than 64 characters";
+	for (size_t i = 0; i < nl; i++)
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-",
+			    line[i]) ||
+		    !line[i])
+			return "has a name other than [A-Za-z0-9._-]";
+	const char *tok = sp + 1;
+	const char *fault = token_fault(tok, strlen(tok));
+	if (fault)
+		return fault;
+	memcpy(t->name, line, nl);
+	t->name[nl] = '\0';
+	t->token = strdup(tok);
+	return t->token ? NULL : "out of memory";
+}
+
+int guard_read_client_tokens(const char *path, struct guard_client_token **ret, size_t *ret_n,
+			     char *err, size_t errlen)
+{
+	char *buf = malloc(CLIENT_TOKENS_FILE_MAX + 1);
+	struct guard_client_token *t = calloc(GUARD_CLIENT_TOKENS_MAX, sizeof(*t));
+	size_t n = 0;
+	if (!buf || !t) {
+		free(buf);
+		free(t);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	ssize_t len =
+	    read_secret_file("--client-tokens", path, buf, CLIENT_TOKENS_FILE_MAX + 1, err, errlen);
+	int rc = len < 0 ? -1 : 0;
+	if (len == (ssize_t)CLIENT_TOKENS_FILE_MAX) {
+		snprintf(err, errlen, "--client-tokens %s: larger than 256 KiB", path);
+		rc = -1;
+	}
+	unsigned lineno = 0;
+	for (char *line = buf, *next; rc == 0 && line && *line; line = next) {
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		size_t ll = strlen(line);
+		if (ll && line[ll - 1] == '\r')
+			line[--ll] = '\0';
+		if (!ll || line[0] == '#')
+			continue;
+		const char *fault = n == GUARD_CLIENT_TOKENS_MAX ? "is past the 1024th token"
+								 : client_line(line, &t[n]);
+		for (size_t i = 0; !fault && i < n; i++)
+			if (strcmp(t[i].name, t[n].name) == 0)
+				fault = "names a client named before";
+			else if (strcmp(t[i].token, t[n].token) == 0)
+				fault = "repeats a token given before";
+		if (fault) {
+			snprintf(err, errlen, "--client-tokens %s: line %u %s", path, lineno,
+				 fault);
+			rc = -1;
+		}
+		if (n < GUARD_CLIENT_TOKENS_MAX)
+			n++; /* freed with the others, good or not */
+	}
+	if (rc == 0 && n == 0) {
+		snprintf(err, errlen, "--client-tokens %s: no NAME TOKEN line", path);
+		rc = -1;
+	}
+	explicit_bzero(buf, CLIENT_TOKENS_FILE_MAX + 1);
+	free(buf);
+	if (rc < 0) {
+		guard_client_tokens_free(t, n);
+		return -1;
+	}
+	*ret = t;
+	*ret_n = n;
+	return 0;
+}
+
+int guard_bearer_client(const char *header, const struct guard_client_token *t, size_t n)
+{
+	int found = -1;
+	for (size_t i = 0; i < n; i++)
+		if (guard_bearer_ok(header, t[i].token) && found < 0)
+			found = (int)i;
+	return found;
 }
 
 bool guard_ct_equal(const char *a, size_t alen, const char *b, size_t blen)
@@ -234,6 +362,49 @@ bool guard_origin_ok(const char *origin, bool loopback, const char *const *allow
 	else if (strncasecmp(origin, "https://", 8) == 0)
 		h = origin + 8;
 	return h && loopback_host(h, strlen(h));
+}
+
+/* ---------------------------------------------------------------- client groups */
+
+/*
+ * Any local process can bind any 127/8 source address (and a loopback server needs no
+ * token), so 127.0.1.1 ... 127.0.1.20 would be twenty clients with twenty buckets
+ * (issue 23): loopback is one client.  An IPv6 host is given a /64 and picks its own
+ * interface ids, so the /64 is the client.  An IPv4-mapped address is its IPv4 address
+ * (a dual-stack socket would see every IPv4 peer so).
+ */
+void guard_client_group(const struct sockaddr *sa, char *out, size_t cap)
+{
+	snprintf(out, cap, "?");
+	struct in_addr v4;
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET) {
+		v4 = ((const struct sockaddr_in *)sa)->sin_addr;
+	} else if (sa->sa_family == AF_INET6) {
+		struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(&a)) {
+			snprintf(out, cap, "loopback");
+			return;
+		}
+		if (!IN6_IS_ADDR_V4MAPPED(&a)) {
+			char t[INET6_ADDRSTRLEN];
+			memset(a.s6_addr + 8, 0, 8);
+			if (inet_ntop(AF_INET6, &a, t, sizeof(t)))
+				snprintf(out, cap, "%s/64", t);
+			return;
+		}
+		memcpy(&v4.s_addr, a.s6_addr + 12, 4);
+	} else {
+		return;
+	}
+	if ((ntohl(v4.s_addr) >> 24) == 127) {
+		snprintf(out, cap, "loopback");
+		return;
+	}
+	char t[INET_ADDRSTRLEN];
+	if (inet_ntop(AF_INET, &v4, t, sizeof(t)))
+		snprintf(out, cap, "%s", t);
 }
 
 /* ---------------------------------------------------------------- rate */

@@ -248,8 +248,12 @@ enum MHD_Result http_respond(struct hreq *rq, unsigned code, const char *ctype, 
 		mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (rq->session_hdr[0])
 		mhd.add_response_header(r, "Mcp-Session-Id", rq->session_hdr);
-	if (code == 429 || code == 503)
-		mhd.add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (code == 429 || code == 503) {
+		char ra[16];
+		unsigned s = rq->sink ? rq->sink->base.retry_after : 0;
+		snprintf(ra, sizeof(ra), "%u", s ? s : 1);
+		mhd.add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	if (code == 401)
 		mhd.add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 					"Bearer realm=\"govex\"");
@@ -289,8 +293,12 @@ struct shape {
 static void shape_of(const char *body, size_t len, struct shape *sh)
 {
 	json_error_t e;
+	struct mcp_bignum big;
 	memset(sh, 0, sizeof(*sh));
-	sh->msg = json_loadb(body, len, JSON_DECODE_ANY, &e);
+	/* its shape only: long strings need not be read (the dispatch checks them) */
+	char *brief = len > ((size_t)64 << 10) ? mcp_json_brief(body, len, 4096, false) : NULL;
+	sh->msg = mcp_json_loadb(brief ? brief : body, len, JSON_DECODE_ANY, &e, &big);
+	free(brief);
 	if (!json_is_object(sh->msg))
 		return;
 	sh->object = true;
@@ -442,8 +450,19 @@ static enum MHD_Result post_mcp(struct hreq *rq)
 	rq->owner = ss ? (const void *)ss : (const void *)rq->sink;
 	rq->sink->owner = rq->owner;
 	rq->sink->sess_owner = ss != NULL;
-	struct mcp_msg m = {
-	    .sink = &rq->sink->base, .sess = ss ? &ss->s : NULL, .owner = rq->owner};
+	/* the client its calls are scheduled under: the client token's name, else the
+	 * session, else the address group */
+	char client[MCP_CLIENT_KEY_MAX];
+	if (rq->ctoken >= 0)
+		snprintf(client, sizeof(client), "token %s", h->ctokens[rq->ctoken].name);
+	else if (ss)
+		snprintf(client, sizeof(client), "session %p", (void *)ss);
+	else
+		snprintf(client, sizeof(client), "address %s", rq->client);
+	struct mcp_msg m = {.sink = &rq->sink->base,
+			    .sess = ss ? &ss->s : NULL,
+			    .owner = rq->owner,
+			    .client = client};
 	if (ss)
 		pthread_mutex_lock(&ss->lock);
 	mcp_dispatch(&h->srv, &m, rq->body ? rq->body : "", rq->len);
@@ -747,6 +766,7 @@ static void drain(struct http_server *h, int sig)
 	finish_sinks(h);
 	sessions_expire(h, true);
 	/* cancels what runs and joins: a cancelled call sends nothing */
+	mcp_metrics_attach(h->srv.metrics, NULL);
 	mcp_pool_free(h->srv.pool);
 	h->srv.pool = NULL;
 	/* let the answers go out before the daemon stops (none may stay suspended) */
@@ -759,9 +779,9 @@ static void drain(struct http_server *h, int sig)
 	pthread_mutex_unlock(&h->sinks_lock);
 }
 
-/* The address and the token, checked: 0, or the exit status (said on stderr). */
+/* The address and the tokens, checked: 0, or the exit status (said on stderr). */
 static int check_addr_token(const struct mcp_serve_options *o, struct guard_addr *addr,
-			    char **token)
+			    char **token, struct guard_client_token **ctokens, size_t *n_ctokens)
 {
 	char err[400];
 	if (guard_parse_addr(o->http, addr, err, sizeof(err)) < 0) {
@@ -772,9 +792,14 @@ static int check_addr_token(const struct mcp_serve_options *o, struct guard_addr
 		mcp_log("%s", err);
 		return 125;
 	}
-	if (!addr->loopback && !*token) {
+	if (o->client_tokens &&
+	    guard_read_client_tokens(o->client_tokens, ctokens, n_ctokens, err, sizeof(err)) < 0) {
+		mcp_log("%s", err);
+		return 125;
+	}
+	if (!addr->loopback && !*token && !*n_ctokens) {
 		mcp_log("--http %s: not a loopback address; a token is required there "
-			"(--token-file FILE)",
+			"(--token-file FILE or --client-tokens FILE)",
 			o->http);
 		return 125;
 	}
@@ -785,11 +810,14 @@ int mcp_http_check(const struct mcp_serve_options *o)
 {
 	struct guard_addr addr;
 	char *token = NULL;
-	int rc = check_addr_token(o, &addr, &token);
+	struct guard_client_token *ct = NULL;
+	size_t nct = 0;
+	int rc = check_addr_token(o, &addr, &token, &ct, &nct);
 	if (token) {
 		explicit_bzero(token, strlen(token));
 		free(token);
 	}
+	guard_client_tokens_free(ct, nct);
 	char err[400];
 	if (rc == 0 && mhd_load(err, sizeof(err)) < 0) {
 		mcp_log("--http: %s", err);
@@ -800,7 +828,7 @@ int mcp_http_check(const struct mcp_serve_options *o)
 
 static int setup(struct http_server *h, const struct mcp_serve_options *o)
 {
-	int rc = check_addr_token(o, &h->addr, &h->token);
+	int rc = check_addr_token(o, &h->addr, &h->token, &h->ctokens, &h->n_ctokens);
 	if (rc)
 		return rc;
 	h->allow = o->allow_origins;
@@ -834,9 +862,12 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	}
 	if (mcp_metrics_new(&h->srv.metrics) < 0 || (sig_fd = mcp_signals_catch()) < 0)
 		goto out;
+	struct mcp_queue_limits lim = {.client_max = o->max_queued,
+				       .timeout_ms = (uint64_t)o->queue_timeout_s * 1000};
 	if (mcp_server_init(&h->srv, o->policy, o->rt, o->modules, o->n_modules, o->max_concurrent,
-			    (size_t)o->max_concurrent * 4) < 0)
+			    &lim) < 0)
 		goto out;
+	mcp_metrics_attach(h->srv.metrics, h->srv.pool);
 	if ((fd = guard_listen(&h->addr)) < 0) {
 		mcp_log("--http %s: %s", o->http, strerror(-fd));
 		goto out;
@@ -850,7 +881,7 @@ int mcp_serve_http(const struct mcp_serve_options *o)
 	size_t nt = json_array_size(h->srv.tools);
 	mcp_log("serving %zu tool%s over HTTP (policy %s, up to %u calls at once, %s)", nt,
 		nt == 1 ? "" : "s", govex_policy_digest(o->policy), o->max_concurrent,
-		h->token ? "bearer token required" : "no token: loopback only");
+		h->token || h->n_ctokens ? "bearer token required" : "no token: loopback only");
 	mcp_log("listening on http://%s:%u/mcp", h->addr.text, (unsigned)port);
 	int sig = wait_signal(h);
 	drain(h, sig);
@@ -863,6 +894,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	sessions_expire(h, true);
+	mcp_metrics_attach(h->srv.metrics, NULL);
 	mcp_server_fini(&h->srv);
 	mcp_metrics_free(h->srv.metrics);
 	mcp_signals_release();
@@ -871,6 +903,7 @@ out:
 		explicit_bzero(h->token, strlen(h->token));
 		free(h->token);
 	}
+	guard_client_tokens_free(h->ctokens, h->n_ctokens);
 	guard_rate_fini(&h->rate);
 	free(h);
 	return rc;

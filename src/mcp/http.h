@@ -48,7 +48,9 @@ struct hsession {
 struct http_server {
 	struct mcp_server srv;
 	struct guard_addr addr;
-	char *token; /* NULL: none (loopback only) */
+	char *token;			    /* NULL: none (loopback only) */
+	struct guard_client_token *ctokens; /* --client-tokens: n_ctokens of them */
+	size_t n_ctokens;
 	const char *const *allow;
 	size_t n_allow;
 	unsigned max_conn, drain_s;
@@ -96,6 +98,7 @@ struct hreq {
 	bool close;	      /* answer with Connection: close (a request that cannot be framed) */
 	size_t discarded;     /* body bytes dropped past MCP_LINE_MAX before the 413 */
 	const char *rejected; /* the control that refused it (metrics) */
+	int ctoken;	      /* the client token it carries (--client-tokens), -1 none */
 	char *body;
 	size_t len, cap;
 	struct hsink *sink;

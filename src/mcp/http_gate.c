@@ -51,21 +51,7 @@ static void client_of(struct hreq *rq)
 {
 	const union MHD_ConnectionInfo *ci =
 	    mhd.get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	snprintf(rq->client, sizeof(rq->client), "?");
-	if (!ci || !ci->client_addr)
-		return;
-	const struct sockaddr *sa = ci->client_addr;
-	if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, rq->client,
-			  sizeof(rq->client));
-	else if (sa->sa_family == AF_INET6) {
-		/* one bucket per /64: a host gets a /64 to itself, and would otherwise take
-		 * as many buckets as it likes */
-		struct in6_addr a = ((const struct sockaddr_in6 *)sa)->sin6_addr;
-		if (!IN6_IS_ADDR_V4MAPPED(&a))
-			memset(a.s6_addr + 8, 0, 8);
-		inet_ntop(AF_INET6, &a, rq->client, sizeof(rq->client));
-	}
+	guard_client_group(ci ? ci->client_addr : NULL, rq->client, sizeof(rq->client));
 }
 
 static bool is(const char *method, const char *m)
@@ -108,9 +94,16 @@ static int gate(struct hreq *rq)
 		http_refuse(rq, 429, "rate", "too many requests from this address; retry later");
 		return -1;
 	}
-	if (h->token && !guard_bearer_ok(header(rq, MHD_HTTP_HEADER_AUTHORIZATION), h->token)) {
-		http_refuse(rq, 401, "auth", "missing or wrong bearer token (Authorization)");
-		return -1;
+	if (h->token || h->n_ctokens) {
+		const char *auth = header(rq, MHD_HTTP_HEADER_AUTHORIZATION);
+		/* both kinds compared, whichever matches: one timing for every token */
+		bool shared = h->token && guard_bearer_ok(auth, h->token);
+		rq->ctoken = guard_bearer_client(auth, h->ctokens, h->n_ctokens);
+		if (!shared && rq->ctoken < 0) {
+			http_refuse(rq, 401, "auth",
+				    "missing or wrong bearer token (Authorization)");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -149,6 +142,7 @@ static int accept_of(struct hreq *rq)
 
 enum MHD_Result http_first(struct hreq *rq, const char *url, const char *method)
 {
+	rq->ctoken = -1;
 	client_of(rq);
 	http_conn_phase(rq, CONN_BODY);
 	if (strcmp(url, "/mcp") == 0)

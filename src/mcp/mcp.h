@@ -56,7 +56,8 @@ struct mcp_sink {
 	void (*unref)(struct mcp_sink *s); /* NULL likewise */
 	/* A call of this sink was cancelled (no reply will come); NULL: nothing to do */
 	void (*cancelled)(struct mcp_sink *s);
-	int status; /* HTTP: a status the dispatch asks for, 0 none */
+	int status;	      /* HTTP: a status the dispatch asks for, 0 none */
+	unsigned retry_after; /* HTTP: with a 429, its Retry-After (seconds), 0: 1 */
 };
 
 /* The legacy era's session: what initialize and logging/setLevel set.  stdio has one;
@@ -75,7 +76,8 @@ struct mcp_msg {
 	struct mcp_sink *sink;
 	struct mcp_session *sess; /* NULL: stateless (modern requests only) */
 	const void *owner;
-	bool answered; /* set by the dispatch: a response went (or will go) to sink */
+	const char *client; /* the client its calls are scheduled under (calls.c) */
+	bool answered;	    /* set by the dispatch: a response went (or will go) to sink */
 	bool is_initialize;
 };
 
@@ -93,12 +95,42 @@ struct mcp_server {
 
 /* ---------------------------------------------------------------- server.c */
 
-/* Builds the toolset, the tool list and the call pool (queue_max calls may wait);
- * -1 logged.  mcp_server_fini frees what it made. */
+struct mcp_queue_limits;
+
+/* Builds the toolset, the tool list and the call pool (lim: its queue's bounds, 0 fields
+ * the defaults); -1 logged.  mcp_server_fini frees what it made. */
 int mcp_server_init(struct mcp_server *srv, const govex_policy *policy, govex_runtime *rt,
 		    const char *const *modules, size_t n_modules, unsigned max_concurrent,
-		    size_t queue_max);
+		    const struct mcp_queue_limits *lim);
 void mcp_server_fini(struct mcp_server *srv);
+
+/* Numbers of a message past jansson's range (numbers.c): the "id" (as sent, when shorter
+ * than id_text) and the first other one (its path, as params.arguments.a). */
+struct mcp_bignum {
+	bool id;
+	char id_text[64];
+	char path[200]; /* "" none */
+	char text[48];	/* its first digits */
+};
+
+/* json_loadb, but a number out of range is read as null and said in *big instead of
+ * failing the parse.  NULL: e says why (another error, or ENOMEM). */
+json_t *mcp_json_loadb(const char *text, size_t len, size_t flags, json_error_t *e,
+		       struct mcp_bignum *big);
+
+/* A copy of text (same length) in which every string value longer than keep bytes is
+ * written over by "" and spaces; check: only strings jansson would read (valid UTF-8 and
+ * escapes, no \u0000), so that what jansson says of the copy it says of text.  NULL when
+ * none was (or ENOMEM): use text. */
+char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check);
+/* Where the value of member k1.k2 of the object text is, as written (keys without
+ * escapes); false when not found. */
+bool mcp_json_member_span(const char *text, size_t len, const char *k1, const char *k2,
+			  size_t *ret_off, size_t *ret_len);
+/* json_loadb of a document whose strings longer than keep bytes (as written) are read as
+ * "" (numbers.c): for what the server reads of a tool result, not for its text. */
+json_t *mcp_json_load_brief(const char *text, size_t len, size_t flags, size_t keep,
+			    json_error_t *e);
 
 /* Dispatches one JSON-RPC message (the text of a line or of a POST body). */
 void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *text, size_t len);
@@ -151,17 +183,70 @@ struct mcp_call_ctx {
 	const char *client_name;
 };
 
-/* wall_ms: the policy's limit, the total of a call's progress unless timeout_ms lowers
- * it; queue_max: calls that may wait for a thread (then -EBUSY) */
-int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
-		 unsigned max_concurrent, size_t queue_max, struct mcp_pool **ret);
+/* The name a client's calls are scheduled under (a session, an address group...). */
+#define MCP_CLIENT_KEY_MAX 96
 
-/* Queues a call; a thread of the pool runs it and sends the reply to sink (referenced
- * until then).  Always takes args and ctx->progress_token; takes id on success only.
- * Returns 0; -EEXIST when a call of the same owner with that id is in flight; -EBUSY
- * when the queue is full; -ENOMEM. */
-int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner, json_t *id,
-		    const char *tool, json_t *args, struct mcp_call_ctx *ctx);
+/* The queue's default bounds (docs/mcp.md "Scheduling"): calls waiting per client, per
+ * running slot; in all, that many clients' worth; the bytes of their arguments; the time
+ * a call may wait before it is answered with an error. */
+#define MCP_QUEUE_PER_SLOT  64
+#define MCP_QUEUE_CLIENTS   8
+#define MCP_QUEUE_BYTES	    ((size_t)256 << 20)
+#define MCP_QUEUE_TIMEOUT_S 60
+
+struct mcp_queue_limits {
+	size_t client_max;   /* calls one client may have waiting; 0: 64 per slot */
+	size_t total_max;    /* calls waiting in all; 0: 8 clients' depth */
+	size_t bytes_max;    /* their arguments' JSON; 0: 256 MiB */
+	uint64_t timeout_ms; /* a call's wait, then an error; 0: 60 s; UINT64_MAX: none */
+};
+
+/* Fills the 0 fields of lim with the defaults for max_concurrent slots. */
+void mcp_queue_limits_default(struct mcp_queue_limits *lim, unsigned max_concurrent);
+
+/* wall_ms: the policy's limit, the total of a call's progress unless timeout_ms lowers
+ * it; lim: the queue's bounds (0 fields: the defaults) */
+int mcp_pool_new(struct mcp_server *srv, govex_toolset *ts, uint64_t wall_ms,
+		 unsigned max_concurrent, const struct mcp_queue_limits *lim,
+		 struct mcp_pool **ret);
+
+/* Queues a call of client (its scheduling name; NULL "?"); a thread of the pool runs it
+ * and sends the reply to sink (referenced until then).  args_text: the arguments' JSON as
+ * sent (NULL: args encoded); args is read for timeout_ms only then.  Always takes args,
+ * args_text and ctx->progress_token; takes id on success only.  Returns 0; -EEXIST when a call of
+ * the same owner with that id is in flight; -EBUSY when a bound of the queue is reached
+ * (*ret_why: "client", "total" or "bytes"); -ENOMEM; -EMFILE (no descriptor for its cancel
+ * token) or another -errno. */
+int mcp_pool_submit(struct mcp_pool *pool, struct mcp_sink *sink, const void *owner,
+		    const char *client, json_t *id, const char *tool, json_t *args, char *args_text,
+		    struct mcp_call_ctx *ctx, const char **ret_why);
+
+/* Seconds after which a call refused -EBUSY now may find room (1 to 60). */
+unsigned mcp_pool_retry_after(struct mcp_pool *pool);
+
+#define MCP_WAIT_BUCKETS 12
+
+/* What /metrics shows of the pool. */
+struct mcp_pool_stats {
+	unsigned slots, running;
+	size_t queued, queued_bytes;
+	struct mcp_queue_limits lim;
+	unsigned clients_waiting, clients_running;	/* clients with calls so */
+	unsigned client_queued_max, client_running_max; /* the most one client has */
+	uint64_t rejected_client, rejected_total, rejected_bytes, expired;
+	double wait_bounds[MCP_WAIT_BUCKETS];
+	uint64_t wait_bucket[MCP_WAIT_BUCKETS]; /* cumulative, as Prometheus's */
+	uint64_t wait_count, wait_sum_ms;
+};
+
+void mcp_pool_stats(struct mcp_pool *pool, struct mcp_pool_stats *ret);
+
+/* Calls f for each client with calls whose name starts with prefix (its name past the
+ * prefix, its calls waiting and running), under the pool's lock: f must not call the
+ * pool.  At most max clients. */
+void mcp_pool_clients(struct mcp_pool *pool, const char *prefix, size_t max,
+		      void (*f)(void *ud, const char *name, unsigned queued, unsigned running),
+		      void *ud);
 
 /* notifications/cancelled: cancels the owner's call with that id (running: its token;
  * queued: dropped).  No reply is ever sent for it.  Returns true when one was found. */
@@ -187,6 +272,8 @@ void mcp_metrics_free(struct mcp_metrics *mt);
 void mcp_metrics_run(struct mcp_metrics *mt, json_t *doc, uint64_t duration_us);
 /* An HTTP answer; rejected: the control that refused it ("auth", "origin", "rate"...) */
 void mcp_metrics_http(struct mcp_metrics *mt, unsigned code, const char *rejected);
+/* The pool whose queue /metrics shows (NULL: none, before the pool is freed). */
+void mcp_metrics_attach(struct mcp_metrics *mt, struct mcp_pool *pool);
 /* The exposition text (malloc'ed, *len bytes), NULL on ENOMEM. */
 char *mcp_metrics_render(struct mcp_metrics *mt, govex_runtime *rt, size_t *len);
 

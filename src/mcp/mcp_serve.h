@@ -17,10 +17,13 @@ struct mcp_serve_options {
 	govex_runtime *rt;	    /* borrowed: every call runs in it */
 	const char *const *modules; /* --module FILE..., n_modules of them */
 	size_t n_modules;
-	unsigned max_concurrent; /* calls running at once, 1 or more */
+	unsigned max_concurrent;  /* calls running at once, 1 or more */
+	unsigned max_queued;	  /* calls one client may have waiting; 0: 64 per slot */
+	unsigned queue_timeout_s; /* how long a call may wait; 0: 60 s */
 	/* --http ADDR:PORT: streamable HTTP instead of stdio (http.c) */
 	const char *http;
 	const char *token_file;		  /* NULL: no token (loopback only) */
+	const char *client_tokens;	  /* NULL: none; else NAME TOKEN lines (guard.c) */
 	const char *const *allow_origins; /* n_allow_origins of them */
 	size_t n_allow_origins;
 	unsigned max_connections; /* 0: the default */

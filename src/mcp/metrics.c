@@ -3,7 +3,8 @@
  * Counters for GET /metrics (Prometheus text format 0.0.4): runs by status and their
  * durations (from the pool, calls.c), refusals by control (the result's missing_controls
  * and denied_by_policy diagnostics), HTTP answers by code and rejections by reason
- * (http.c); runs in flight and warm templates come from govex_runtime_stats_json.
+ * (http.c); runs in flight and warm templates come from govex_runtime_stats_json; the
+ * queue (its depth, waits, clients, refusals) from the pool (mcp_pool_stats).
  * Labels come from small fixed sets or the library's own names; a table is bounded
  * (LABELS_MAX) and anything past it counts under "other".
  */
@@ -32,6 +33,7 @@ struct mcp_metrics {
 	uint64_t bucket[N_BUCKETS];
 	uint64_t dur_count;
 	double dur_sum;
+	struct mcp_pool *pool; /* attached; detached (under lock) before it is freed */
 };
 
 static bool label_ok(const char *s)
@@ -130,6 +132,92 @@ void mcp_metrics_http(struct mcp_metrics *mt, unsigned code, const char *rejecte
 	pthread_mutex_unlock(&mt->lock);
 }
 
+void mcp_metrics_attach(struct mcp_metrics *mt, struct mcp_pool *pool)
+{
+	if (!mt)
+		return;
+	pthread_mutex_lock(&mt->lock);
+	mt->pool = pool;
+	pthread_mutex_unlock(&mt->lock);
+}
+
+static void put_gauge(FILE *f, const char *name, const char *help, unsigned long long v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, v);
+}
+
+static void put_token_client(void *ud, const char *name, unsigned queued, unsigned running)
+{
+	FILE *f = ud;
+	fprintf(f,
+		"govex_client_calls{client=\"%s\",state=\"waiting\"} %u\n"
+		"govex_client_calls{client=\"%s\",state=\"running\"} %u\n",
+		name, queued, name, running);
+}
+
+/* The scheduler's queue: depth, waits, clients, bounds, refusals. */
+static void put_queue(FILE *f, struct mcp_pool *pool)
+{
+	struct mcp_pool_stats q;
+	mcp_pool_stats(pool, &q);
+	put_gauge(f, "govex_calls_queued", "Tool calls waiting for a running slot.", q.queued);
+	put_gauge(f, "govex_calls_running", "Tool calls holding a running slot.", q.running);
+	put_gauge(f, "govex_call_slots", "Running slots (--max-concurrent).", q.slots);
+	put_gauge(f, "govex_calls_queued_bytes", "Argument bytes of the calls waiting.",
+		  q.queued_bytes);
+	fputs("# HELP govex_queue_clients Clients with calls waiting or running.\n"
+	      "# TYPE govex_queue_clients gauge\n",
+	      f);
+	fprintf(f, "govex_queue_clients{state=\"waiting\"} %u\n", q.clients_waiting);
+	fprintf(f, "govex_queue_clients{state=\"running\"} %u\n", q.clients_running);
+	fputs("# HELP govex_queue_client_calls_max The most calls one client has, waiting or "
+	      "running.\n# TYPE govex_queue_client_calls_max gauge\n",
+	      f);
+	fprintf(f, "govex_queue_client_calls_max{state=\"waiting\"} %u\n", q.client_queued_max);
+	fprintf(f, "govex_queue_client_calls_max{state=\"running\"} %u\n", q.client_running_max);
+	fputs("# HELP govex_queue_limit The queue's bounds: calls per client (--max-queued), "
+	      "calls in all, argument bytes, wait seconds (--queue-timeout).\n"
+	      "# TYPE govex_queue_limit gauge\n",
+	      f);
+	fprintf(f,
+		"govex_queue_limit{bound=\"client_calls\"} %zu\n"
+		"govex_queue_limit{bound=\"calls\"} %zu\n"
+		"govex_queue_limit{bound=\"bytes\"} %zu\n"
+		"govex_queue_limit{bound=\"wait_seconds\"} %llu\n",
+		q.lim.client_max, q.lim.total_max, q.lim.bytes_max,
+		q.lim.timeout_ms == UINT64_MAX ? 0ULL
+					       : (unsigned long long)(q.lim.timeout_ms / 1000));
+	fputs("# HELP govex_queue_rejected_total Calls refused at a bound of the queue (429) or "
+	      "answered after waiting past its time limit.\n"
+	      "# TYPE govex_queue_rejected_total counter\n",
+	      f);
+	fprintf(f,
+		"govex_queue_rejected_total{reason=\"client_calls\"} %llu\n"
+		"govex_queue_rejected_total{reason=\"calls\"} %llu\n"
+		"govex_queue_rejected_total{reason=\"bytes\"} %llu\n"
+		"govex_queue_rejected_total{reason=\"wait_timeout\"} %llu\n",
+		(unsigned long long)q.rejected_client, (unsigned long long)q.rejected_total,
+		(unsigned long long)q.rejected_bytes, (unsigned long long)q.expired);
+	/* by name only the clients of --client-tokens: their names are the operator's
+	 * ([A-Za-z0-9._-], at most 1024); a session or an address never is a label */
+	fputs("# HELP govex_client_calls Calls of each --client-tokens client with calls, "
+	      "waiting or running.\n# TYPE govex_client_calls gauge\n",
+	      f);
+	mcp_pool_clients(pool, "token ", 1024, put_token_client, f);
+	fputs("# HELP govex_queue_wait_seconds How long calls waited for a running slot.\n"
+	      "# TYPE govex_queue_wait_seconds histogram\n",
+	      f);
+	for (size_t i = 0; i < MCP_WAIT_BUCKETS; i++)
+		fprintf(f, "govex_queue_wait_seconds_bucket{le=\"%g\"} %llu\n", q.wait_bounds[i],
+			(unsigned long long)q.wait_bucket[i]);
+	fprintf(f,
+		"govex_queue_wait_seconds_bucket{le=\"+Inf\"} %llu\n"
+		"govex_queue_wait_seconds_sum %.3f\n"
+		"govex_queue_wait_seconds_count %llu\n",
+		(unsigned long long)q.wait_count, (double)q.wait_sum_ms / 1000,
+		(unsigned long long)q.wait_count);
+}
+
 static void put_set(FILE *f, const char *metric, const char *label, const struct counter_set *c)
 {
 	for (size_t i = 0; i < c->count; i++)
@@ -186,6 +274,8 @@ char *mcp_metrics_render(struct mcp_metrics *mt, govex_runtime *rt, size_t *len)
 	      "# TYPE govex_http_rejected_total counter\n",
 	      f);
 	put_set(f, "govex_http_rejected_total", "reason", &mt->rejected);
+	if (mt->pool)
+		put_queue(f, mt->pool); /* pool lock inside ours: never the other way round */
 	pthread_mutex_unlock(&mt->lock);
 	fprintf(f,
 		"# HELP govex_runs_in_flight Runs in flight in the runtime.\n"

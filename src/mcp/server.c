@@ -38,6 +38,8 @@
 #define META_LOGLEVEL	"io.modelcontextprotocol/logLevel"
 #define META_SERVERINFO "io.modelcontextprotocol/serverInfo"
 #define LIST_TTL_MS	300000
+#define BRIEF_MIN	((size_t)64 << 10) /* a message this long is parsed briefly */
+#define BRIEF_KEEP	((size_t)4 << 10)  /* its strings longer than this are not kept */
 
 /* newest first: the order of server/discover and of -32022's "supported" */
 static const char *const versions[] = {MODERN_VERSION, "2025-11-25", "2025-06-18",
@@ -163,6 +165,11 @@ struct request {
 	json_t *params; /* object or NULL */
 	bool modern;
 	json_t *meta; /* params._meta, object or NULL */
+	/* the message as sent, and as parsed: a long one's long strings were read as ""
+	 * (mcp_json_brief), then the arguments go to the call as the text sent */
+	const char *text;
+	size_t len;
+	bool brief;
 };
 
 static json_t *capabilities(void)
@@ -302,18 +309,67 @@ static void do_tools_call(struct request *rq)
 		 * versions before keep -32602 */
 		ctx.args_rpc_error = ss->initialized && strcmp(ss->version, "2025-11-25") < 0;
 	}
+	/* the arguments as sent: a long message's were parsed without their long strings
+	 * (they are checked, and the library parses the text again) */
+	char *args_text = NULL;
+	json_t *full = NULL;
+	size_t off, n;
+	if (args && rq->brief) {
+		if (mcp_json_member_span(rq->text, rq->len, "params", "arguments", &off, &n) &&
+		    rq->text[off] == '{')
+			args_text = strndup(rq->text + off, n);
+		if (!args_text) { /* escaped keys, or ENOMEM: the whole message again */
+			json_error_t e;
+			full = json_loadb(rq->text, rq->len, JSON_REJECT_DUPLICATES, &e);
+			args = json_object_get(json_object_get(full, "params"), "arguments");
+			if (!json_is_object(args)) {
+				json_decref(full);
+				reply_error(m, rq->id, RPC_INTERNAL_ERROR,
+					    "internal error: out of memory", NULL);
+				return;
+			}
+		}
+	}
 	json_t *id = json_incref(rq->id);
-	int r = mcp_pool_submit(srv->pool, m->sink, m->owner, id, name,
-				args ? json_incref(args) : json_object(), &ctx);
+	const char *why = NULL;
+	int r = mcp_pool_submit(srv->pool, m->sink, m->owner, m->client, id, name,
+				args ? json_incref(args) : json_object(), args_text, &ctx, &why);
+	json_decref(full);
 	m->answered = true; /* now, or by the pool */
-	if (r == -EEXIST)
+	if (r == -EEXIST) {
 		reply_error(m, rq->id, RPC_INVALID_REQUEST,
 			    "tools/call: a request with this id is still in flight", NULL);
-	else if (r == -EBUSY) {
+	} else if (r == -EBUSY) {
+		struct mcp_pool_stats st;
+		mcp_pool_stats(srv->pool, &st);
 		m->sink->status = 429;
-		reply_error(m, rq->id, -32000, "server busy: too many calls queued", NULL);
-	} else if (r < 0)
-		reply_error(m, rq->id, RPC_INTERNAL_ERROR, "out of memory", NULL);
+		m->sink->retry_after = mcp_pool_retry_after(srv->pool);
+		if (why && strcmp(why, "client") == 0)
+			reply_errorf(m, rq->id, -32000,
+				     "server busy: this client has %zu calls waiting, the most one "
+				     "client may queue (--max-queued); retry after %u s",
+				     st.lim.client_max, m->sink->retry_after);
+		else if (why && strcmp(why, "bytes") == 0)
+			reply_errorf(
+			    m, rq->id, -32000,
+			    "server busy: the calls waiting hold %zu MiB of arguments, the "
+			    "most the queue takes; retry after %u s",
+			    st.lim.bytes_max >> 20, m->sink->retry_after);
+		else
+			reply_errorf(m, rq->id, -32000,
+				     "server busy: %zu calls waiting in all, the most the queue "
+				     "takes; retry after %u s",
+				     st.lim.total_max, m->sink->retry_after);
+	} else if (r == -ENOMEM) {
+		reply_error(m, rq->id, RPC_INTERNAL_ERROR, "internal error: out of memory", NULL);
+	} else if (r < 0) {
+		/* EMFILE, ENFILE: the server is out of descriptors, not of memory */
+		reply_errorf(m, rq->id, RPC_INTERNAL_ERROR,
+			     "internal error: the call could not be queued: %s (%s)", strerror(-r),
+			     r == -EMFILE   ? "the server is out of file descriptors"
+			     : r == -ENFILE ? "the system is out of file descriptors"
+					    : "a resource of the server");
+	}
 	if (r < 0)
 		json_decref(id);
 }
@@ -430,6 +486,62 @@ static void handle_notification(struct mcp_server *srv, struct mcp_msg *m, const
 	 * anything else (progress, roots/list_changed, unknown): nothing to do */
 }
 
+/* A request whose id is a number past 64 bits (numbers.c): -32600, answered with the id
+ * as it was sent (jansson cannot hold it; the line is written around it), or null when it
+ * is longer than struct mcp_bignum keeps. */
+static void refuse_big_id(struct mcp_msg *m, const struct mcp_bignum *big)
+{
+	m->answered = true;
+	const char *what = big->id_text[0] ? big->id_text : "(a number of 64 digits or more)";
+	char msg[300];
+	snprintf(msg, sizeof(msg),
+		 "Invalid Request: \"id\" %s is a number outside the 64-bit range; send it "
+		 "as a string or an integer from -2^63 to 2^63-1",
+		 what);
+	if (!big->id_text[0]) {
+		mcp_reply_error(m->sink, NULL, RPC_INVALID_REQUEST, msg, NULL);
+		return;
+	}
+	json_t *err = json_pack("{s:i, s:s}", "code", RPC_INVALID_REQUEST, "message", msg);
+	char *et = err ? json_dumps(err, JSON_COMPACT) : NULL;
+	json_decref(err);
+	char *line = NULL;
+	/* id_text is a JSON number token as jansson's scan delimited it: digits, sign,
+	 * point, exponent, nothing that could end the line or the object */
+	if (!et ||
+	    asprintf(&line, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":%s}", big->id_text, et) < 0)
+		line = NULL;
+	free(et);
+	if (line)
+		mcp_send_text(m->sink, line);
+	else
+		mcp_log("cannot encode a reply (out of memory)");
+}
+
+/* A request with a number past 64 bits elsewhere: refused by its path, -32602 inside
+ * params (a tool's argument by name), -32600 outside. */
+static void refuse_big_number(struct mcp_msg *m, json_t *id, const char *method, json_t *params,
+			      const struct mcp_bignum *big)
+{
+	static const char args[] = "params.arguments.";
+	const char *tool = json_string_value(json_object_get(params, "name"));
+	if (strcmp(method, "tools/call") == 0 && tool &&
+	    strncmp(big->path, args, sizeof(args) - 1) == 0)
+		reply_errorf(m, id, RPC_INVALID_PARAMS,
+			     "tool '%.200s': argument '%s': %s is outside the 64-bit range "
+			     "(integers from -2^63 to 2^63-1, reals within a double's); this "
+			     "server does not take it",
+			     tool, big->path + sizeof(args) - 1, big->text);
+	else if (strncmp(big->path, "params", 6) == 0 && (!big->path[6] || big->path[6] == '.'))
+		reply_errorf(m, id, RPC_INVALID_PARAMS,
+			     "Invalid params: %s: %s is a number outside the 64-bit range",
+			     big->path, big->text);
+	else
+		reply_errorf(m, id, RPC_INVALID_REQUEST,
+			     "Invalid Request: %s: %s is a number outside the 64-bit range",
+			     big->path, big->text);
+}
+
 static bool valid_id(json_t *id)
 {
 	return json_is_string(id) || json_is_integer(id) || json_is_real(id);
@@ -438,7 +550,15 @@ static bool valid_id(json_t *id)
 void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, size_t len)
 {
 	json_error_t e;
-	json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
+	struct mcp_bignum big;
+	/* a long message (files, code) is parsed without its long strings, each checked as
+	 * jansson would: parsing 16 MiB of base64 into a tree that is dumped again for the
+	 * library, which parses it again, was most of what MCP added to a run (issue 23) */
+	char *brief = len > BRIEF_MIN ? mcp_json_brief(line, len, BRIEF_KEEP, true) : NULL;
+	json_t *msg = mcp_json_loadb(brief ? brief : line, len,
+				     JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
+	bool briefed = brief != NULL;
+	free(brief);
 	if (!msg) {
 		/* jansson's text, unless it quotes invalid UTF-8 (then NULL) */
 		json_t *text = strstr(e.text, "JSON_ALLOW_NUL")
@@ -473,7 +593,9 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 		json_decref(msg);
 		return;
 	}
-	if (!jv || strcmp(jv, "2.0") != 0) {
+	if (big.id) {
+		refuse_big_id(m, &big);
+	} else if (!jv || strcmp(jv, "2.0") != 0) {
 		reply_error(m, rid, RPC_INVALID_REQUEST,
 			    "Invalid Request: \"jsonrpc\" must be \"2.0\"", NULL);
 	} else if (has_id && !rid) {
@@ -487,6 +609,8 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 				    json_is_object(params) ? params : NULL);
 	} else if (params && !json_is_object(params)) {
 		reply_error(m, rid, RPC_INVALID_PARAMS, "Invalid params: must be an object", NULL);
+	} else if (big.path[0]) {
+		refuse_big_number(m, rid, json_string_value(method), params, &big);
 	} else {
 		json_t *meta = json_object_get(params, "_meta");
 		struct request rq = {
@@ -496,6 +620,9 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 		    .method = json_string_value(method),
 		    .params = params,
 		    .meta = json_is_object(meta) ? meta : NULL,
+		    .text = line,
+		    .len = len,
+		    .brief = briefed,
 		};
 		if (meta && !json_is_object(meta))
 			reply_error(m, rid, RPC_INVALID_PARAMS,
@@ -577,14 +704,14 @@ bool mcp_version_known(const char *v)
 
 int mcp_server_init(struct mcp_server *srv, const govex_policy *policy, govex_runtime *rt,
 		    const char *const *modules, size_t n_modules, unsigned max_concurrent,
-		    size_t queue_max)
+		    const struct mcp_queue_limits *lim)
 {
 	srv->policy = policy;
 	srv->rt = rt;
 	if (build_tools(srv, modules, n_modules) < 0)
 		return -1;
-	int r = mcp_pool_new(srv, srv->ts, mcp_policy_wall_ms(policy), max_concurrent, queue_max,
-			     &srv->pool);
+	int r =
+	    mcp_pool_new(srv, srv->ts, mcp_policy_wall_ms(policy), max_concurrent, lim, &srv->pool);
 	if (r < 0) {
 		mcp_log("threads: %s", strerror(-r));
 		return -1;

@@ -190,7 +190,7 @@ static void stdio_send(struct mcp_sink *sink, char *text, bool notify)
 static void handle_line(struct mcp_server *srv, struct stdio_out *out, struct mcp_session *sess,
 			const char *line, size_t len)
 {
-	struct mcp_msg m = {.sink = &out->sink, .sess = sess, .owner = sess};
+	struct mcp_msg m = {.sink = &out->sink, .sess = sess, .owner = sess, .client = "stdio"};
 	mcp_dispatch(srv, &m, line, len);
 }
 
@@ -329,8 +329,16 @@ int mcp_serve(const struct mcp_serve_options *o)
 		mcp_log("threads: %s (stdout written directly)", strerror(-r));
 	if ((sig_fd = mcp_signals_catch()) < 0)
 		mcp_log("pipe: %s", strerror(errno));
+	/* one client, on its own pipe: as before, 256 calls may wait (64 per slot if more)
+	 * and none is timed out unless --queue-timeout says so */
+	size_t depth = (size_t)MCP_QUEUE_PER_SLOT * o->max_concurrent;
+	struct mcp_queue_limits lim = {
+	    .client_max = o->max_queued ? o->max_queued
+			  : depth > 256 ? depth
+					: 256,
+	    .timeout_ms = o->queue_timeout_s ? (uint64_t)o->queue_timeout_s * 1000 : UINT64_MAX};
 	if (sig_fd < 0 || mcp_server_init(&srv, o->policy, o->rt, o->modules, o->n_modules,
-					  o->max_concurrent, 256) < 0)
+					  o->max_concurrent, &lim) < 0)
 		goto out;
 	size_t nt = json_array_size(srv.tools);
 	mcp_log("serving %zu tool%s on stdio (policy %s, up to %u calls at once)", nt,

@@ -20,16 +20,18 @@ def add(a: int, b: int = 2) -> int:
 '''
 
 
-def http_url(t, mod):
-    """A `govex mcp --http` with the arguments the clients give their stdio server."""
-    args = ["--preset", "trusted", "--max-concurrent", "4"] + (["--module", mod] if mod else [])
+def http_url(t, mod, defaults=False):
+    """A `govex mcp --http` with the arguments the clients give their stdio server (or,
+    defaults: every setting but the preset left alone)."""
+    args = ["--preset", "trusted"] + ([] if defaults else ["--max-concurrent", "4"])
+    args += ["--module", mod] if mod else []
     return m.HttpServer(args, cwd=t).url
 
 
-def v1(scenario, with_module=False, http=False):
+def v1(scenario, with_module=False, http=False, defaults=False):
     def test(t):
         mod = m.write(t, "arith.py", MODULE) if with_module else None
-        url = http_url(t, mod) if http else None
+        url = http_url(t, mod, defaults) if http else None
         info = m.node_client("client_v1.mjs", scenario, t, mod, url=url)
         if scenario == "concurrent":
             m.check(info["elapsed_ms"] < 3000, "elapsed %r" % info)
@@ -63,6 +65,8 @@ TESTS = [
     ("http: sdk v1 (session): AbortSignal cancels the run quickly", v1("cancel", http=True)),
     ("http: sdk v1 (session): four 1 s calls overlap", v1("concurrent", http=True)),
     ("http: sdk v1 (session): ping", v1("ping", http=True)),
+    ("http: sdk v1 (session): 50 calls at once, default settings: all succeed",
+     v1("burst50", http=True, defaults=True)),
     ("http: client v2 pinned to 2026-07-28 (stateless)", v2("pin", http=True)),
     ("http: client v2 'auto' selects 2026-07-28", v2("auto", http=True)),
 ]

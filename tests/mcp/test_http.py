@@ -162,6 +162,29 @@ def test_modern_stateless(t):
     m.eq(json.loads(body)["error"]["code"], -32700, "parse error")
 
 
+def test_numbers_past_64_bits(t):
+    """Over HTTP too (issue 23, item 7): 200 with -32602 naming the argument and the
+    request's id; an id past 64 bits answered with it (-32600); never 400 -32700."""
+    s = m.HttpServer(ARGS)
+    params = modern_call("1")
+    params["arguments"]["timeout_ms"] = 2 ** 64
+    st, _, msgs = s.rpc("tools/call", params, id=5)
+    m.eq(st, 200, "status (valid JSON)")
+    m.eq((msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (5, -32602),
+         "an argument past 64 bits: %r" % msgs)
+    m.check("'timeout_ms'" in msgs[0]["error"]["message"], "named: %r" % msgs[0]["error"])
+    st, _, msgs = s.rpc("tools/call", modern_call("6*7"), id=2 ** 64)
+    m.eq(st, 200, "status of an id past 64 bits")
+    m.eq((msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (2 ** 64, -32600),
+         "an id past 64 bits is answered with it: %r" % msgs)
+    sid = init(s)
+    st, _, msgs = s.rpc("ping", None, id=-(2 ** 70), headers={"Mcp-Session-Id": sid})
+    m.eq((st, msgs[0].get("id"), msgs[0].get("error", {}).get("code")), (200, -(2 ** 70), -32600),
+         "in a session: %r" % msgs)
+    st, _, msgs = s.rpc("tools/call", modern_call("6*7"), id=3)
+    m.eq(m.result_doc(msgs[0])["value"], 42, "served after them")
+
+
 def test_sse_stream(t):
     s = m.HttpServer(ARGS)
     code = "import time\nprint('one', flush=True)\ntime.sleep(1.2)\nprint('two')\n6*7"
@@ -398,20 +421,146 @@ def test_rate(t):
 
 
 def test_queue_full(t):
-    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--rate", "1000"])
+    """--max-concurrent 1 --max-queued 4: 1 running + 4 waiting, the rest 429 with a
+    Retry-After and a message naming the bound; /metrics counts them."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--max-queued", "4", "--rate", "1000"])
     res = []
 
     def one(i):
-        res.append(s.rpc("tools/call", modern_call("import time\ntime.sleep(2)"), id=i)[0])
+        st, h, msgs = s.rpc("tools/call", modern_call("import time\ntime.sleep(2)"), id=i)
+        res.append((st, h.get("retry-after"), msgs))
     th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
     for x in th:
         x.start()
         time.sleep(0.05)
     for x in th:
         x.join(60)
-    m.eq(sorted(res), [200] * 5 + [429] * 3, "1 running + 4 waiting; the rest 429")
+    m.eq(sorted(r[0] for r in res), [200] * 5 + [429] * 3, "1 running + 4 waiting; the rest 429")
+    for st, ra, msgs in res:
+        if st == 429:
+            m.check(ra and ra.isdigit() and 1 <= int(ra) <= 60, "Retry-After %r" % ra)
+            m.check("--max-queued" in msgs[0]["error"]["message"], "%r" % msgs)
     text = s.http("GET", "/metrics")[2].decode()
     m.check('govex_http_requests_total{code="429"} 3' in text, text)
+    m.check('govex_queue_rejected_total{reason="client_calls"} 3' in text, text)
+
+
+def _session_call(s, sid, code, id):
+    return s.rpc("tools/call", {"name": "run_python_snippet", "arguments": {"code": code}},
+                 id=id, headers={"Mcp-Session-Id": sid}, timeout=120)
+
+
+def test_fair_share(t):
+    """Issue 23, case 1: --max-concurrent 2; client A (a session, 127.0.0.1) posts eight
+    3 s sleeps, then client B (another session) posts print(6*7): B is answered within
+    about one run's time (its call takes the first slot that frees), not after A's queue.
+    A's calls all complete; /metrics shows the queue and its clients meanwhile."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "2", "--rate", "1000"])
+    a, b = init(s), init(s)
+    res = {}
+
+    def one(i):
+        res[i] = _session_call(s, a, "import time\ntime.sleep(3)\n%d" % i, i)
+    th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for x in th:
+        x.start()
+        time.sleep(0.03)
+    time.sleep(0.5)
+    during = s.http("GET", "/metrics")[2].decode()
+    t0 = time.monotonic()
+    st, _, msgs = _session_call(s, b, "print(6*7)", 100)
+    took = time.monotonic() - t0
+    m.eq(st, 200, "B's status")
+    m.eq(m.result_doc(msgs[0])["stdout"], "42\n", "B's output")
+    m.check(took < 4.5, "B answered after %.1f s behind A's eight 3 s calls (one run: 3 s)"
+            % took)
+    m.check("govex_calls_queued 6" in during and "govex_calls_running 2" in during
+            and 'govex_queue_client_calls_max{state="waiting"} 6' in during,
+            "A's eight calls: 2 running, 6 waiting: " + during[-3000:])
+    for x in th:
+        x.join(60)
+    m.eq(sorted(res), list(range(8)), "A's calls answered")
+    for i, (st, _, msgs) in res.items():
+        m.eq((st, m.result_doc(msgs[0])["value"]), (200, i), "A's call %d" % i)
+    text = s.http("GET", "/metrics")[2].decode()
+    m.check("govex_queue_wait_seconds_count 9" in text, text[-3000:])
+
+
+def test_client_tokens(t):
+    """--client-tokens: a bearer token per client (issue 23: "by token where tokens
+    identify clients").  Each listed token is accepted, any other is 401; the token names
+    the client for the scheduler, so two stateless clients on loopback (one address group)
+    still get a share each: alpha's eight 3 s calls do not hold bravo's print(6*7).  A
+    file that breaks a rule stops the server (125), naming the line."""
+    ta, tb = "alpha-token-0123456789", "bravo-token-0123456789"
+    f = m.write(t, "clients", "# name token\nalpha %s\n\nbravo %s\n" % (ta, tb))
+    os.chmod(f, 0o600)
+    s = m.HttpServer(ARGS + ["--client-tokens", f, "--max-concurrent", "2", "--rate", "1000"])
+    call = modern_call("6*7")
+    for tok, want in ((None, 401), ("wrong-token-0123456789", 401), (ta, 200), (tb, 200)):
+        h = {"Authorization": "Bearer " + tok} if tok else {}
+        m.eq(s.rpc("tools/call", call, id=1, headers=h)[0], want, "token %r" % tok)
+    res = {}
+
+    def one(i):
+        res[i] = s.rpc("tools/call", modern_call("import time\ntime.sleep(3)\n%d" % i), id=i,
+                       headers={"Authorization": "Bearer " + ta}, timeout=120)
+    th = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for x in th:
+        x.start()
+        time.sleep(0.03)
+    time.sleep(0.5)
+    text = s.http("GET", "/metrics", headers={"Authorization": "Bearer " + ta})[2].decode()
+    m.check('govex_client_calls{client="alpha",state="waiting"} 6' in text and
+            'govex_client_calls{client="alpha",state="running"} 2' in text,
+            "alpha's calls by name in /metrics: " + text[-2500:])
+    t0 = time.monotonic()
+    st, _, msgs = s.rpc("tools/call", modern_call("print(6*7)"), id=100,
+                        headers={"Authorization": "Bearer " + tb}, timeout=120)
+    took = time.monotonic() - t0
+    m.eq((st, m.result_doc(msgs[0])["stdout"]), (200, "42\n"), "bravo's call")
+    m.check(took < 4.5, "bravo answered after %.1f s behind alpha's eight 3 s calls" % took)
+    for x in th:
+        x.join(60)
+    m.eq(sorted(st for st, _, _ in res.values()), [200] * 8, "alpha's calls")
+    bad = {"a name with a space": "al pha %s\n" % ta, "no token": "alpha\n",
+           "a short token": "alpha short\n", "a name twice": "a %s\na %s\n" % (ta, tb),
+           "a token twice": "a %s\nb %s\n" % (ta, ta), "nothing": "# none\n",
+           "a bad name": "al/pha %s\n" % ta}
+    for what, data in bad.items():
+        g = m.write(t, "bad", data)
+        os.chmod(g, 0o600)
+        b = m.HttpServer(ARGS + ["--client-tokens", g], wait=False)
+        m.eq(b.wait(60), 125, "client tokens file with " + what)
+        m.check("--client-tokens" in b.stderr(), "says why: " + b.stderr()[-300:])
+    os.chmod(f, 0o620)
+    b = m.HttpServer(ARGS + ["--client-tokens", f], wait=False)
+    m.eq(b.wait(60), 125, "a group-writable client tokens file")
+
+
+def test_queue_timeout(t):
+    """--queue-timeout 1: a call that waits longer than that is answered with an error
+    naming the limit, and never runs."""
+    s = m.HttpServer(ARGS + ["--max-concurrent", "1", "--queue-timeout", "1", "--rate", "1000"])
+    flag = os.path.join(t, "ran")
+    res = {}
+
+    def one(i, code):
+        res[i] = s.rpc("tools/call", modern_call(code), id=i, timeout=60)
+    first = threading.Thread(target=one, args=(1, "import time\ntime.sleep(4)"))
+    first.start()
+    time.sleep(0.3)
+    one(2, "open(%r, 'w').close()" % flag)
+    st, _, msgs = res[2]
+    m.eq(st, 200, "status")
+    err = msgs[0].get("error", {})
+    m.check(err.get("code") == -32000 and "--queue-timeout" in err.get("message", ""),
+            "the queued call's answer: %r" % msgs)
+    first.join(30)
+    time.sleep(0.5)
+    m.check(not os.path.exists(flag), "the timed-out call ran")
+    text = s.http("GET", "/metrics")[2].decode()
+    m.check('govex_queue_rejected_total{reason="wait_timeout"} 1' in text, text[-2000:])
 
 
 def test_metrics_ready(t):
@@ -597,6 +746,8 @@ TESTS = [
      test_session_cancel),
     ("2026-07-28 stateless: no session, discover and call; 202; parse error 400",
      test_modern_stateless),
+    ("numbers past 64 bits: -32602 naming the argument, an id answered as sent",
+     test_numbers_past_64_bits),
     ("SSE: a call's output lines and progress, then its response", test_sse_stream),
     ("two clients at once: each stream carries only its own messages", test_streams_are_private),
     ("bearer token: 401 with WWW-Authenticate; probes need none", test_token),
@@ -607,6 +758,10 @@ TESTS = [
     ("connection limit; headers within 10 s (slowloris)", test_connections),
     ("per-address rate: 429 with Retry-After, then refilled", test_rate),
     ("calls waiting bounded: 429", test_queue_full),
+    ("fair share: one client's queue does not hold another's call", test_fair_share),
+    ("--queue-timeout: a call waiting past it is answered and never runs", test_queue_timeout),
+    ("--client-tokens: a token per client, which names it for the scheduler",
+     test_client_tokens),
     ("/metrics and /readyz", test_metrics_ready),
     ("SIGTERM drains: readyz 503, the call in flight completes, exit 0", test_drain),
     ("SIGTERM past --drain-timeout: the call is cancelled and answered", test_drain_timeout_cancels),

@@ -362,7 +362,16 @@ def test_exception_is_readable(t):
 
 
 def live_lines(notes, logger):
-    return [n["params"]["data"] for n in notes if n.get("method") == "notifications/message"
+    """The lines of a stream's log notifications (each carries one or more)."""
+    out = []
+    for n in notes:
+        if n.get("method") == "notifications/message" and n["params"].get("logger") == logger:
+            out += n["params"]["data"].split("\n")
+    return out
+
+
+def live_notes(notes, logger):
+    return [n for n in notes if n.get("method") == "notifications/message"
             and n["params"].get("logger") == logger]
 
 
@@ -383,8 +392,7 @@ def test_live_output(t):
     if not live_lines(notes, "stdout"):
         raise m.Skip("feature:live-output this build does not stream output (contract "
                      "section 3)")
-    m.eq(live_lines(notes, "stdout"), ["one", "two", "x" * 4096, "x" * (5000 - 4096),
-                                       "no newline"], "stdout lines")
+    m.eq(live_lines(notes, "stdout"), ["one", "two", "x" * 5000, "no newline"], "stdout lines")
     m.eq(live_lines(notes, "stderr"), ["err"], "stderr lines")
     levels = {n["params"]["logger"]: n["params"]["level"] for n in notes
               if n.get("method") == "notifications/message"}
@@ -399,6 +407,48 @@ def test_live_output(t):
     s.call("run_python_snippet", {"code": "print('m')"}, notes=notes,
            meta=m.meta(**{"io.modelcontextprotocol/logLevel": "info"}))
     m.eq(live_lines(notes, "stdout"), ["m"], "modern logLevel")
+
+
+def test_live_output_coalesced(t):
+    """Issue 23: 200 KB of 30-byte lines went out as 6,666 notifications.  Now they are
+    coalesced: at most 100 notifications, every line in order, nothing lost from the
+    result; a line longer than 64 KiB comes in pieces; a lone line after a pause is not
+    held until the end of the run.  (A policy that keeps 1 MiB of stdout: live output
+    stops where the result's stream is cut.)"""
+    doc = json.loads(subprocess.run([m.GOVEX, "policy", "show", "trusted"], check=True,
+                                    stdout=subprocess.PIPE).stdout)
+    doc["limits"]["stdout_bytes"] = 1 << 20
+    s = m.Server(["--policy", m.write(t, "policy.json", json.dumps(doc))], cwd=t)
+    s.initialize()
+    s.result("logging/setLevel", {"level": "info"})
+    notes = []
+    code = "for i in range(6666):\n    print('%029d' % i)"
+    r = s.call("run_python_snippet", {"code": code}, notes=notes)
+    want = ["%029d" % i for i in range(6666)]
+    n = len(live_notes(notes, "stdout"))
+    m.check(1 <= n <= 100, "200 KB of lines as %d notifications" % n)
+    got = live_lines(notes, "stdout")
+    m.check(got == want, "%d lines of 6666, the first difference at %r" % (
+        len(got), next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)))
+    m.check(m.result_doc(r)["stdout"] == "".join(x + "\n" for x in want),
+            "the result's stdout is not whole")
+    notes = []
+    r = s.call("run_python_snippet", {"code": "print('y' * 150000)"}, notes=notes)
+    pieces = [x["params"]["data"] for x in live_notes(notes, "stdout")]
+    m.check("".join(pieces) == "y" * 150000, "a long line in pieces: %r"
+            % [len(p) for p in pieces])
+    m.check(all(len(p) <= 65536 for p in pieces) and len(pieces) >= 3, [len(p) for p in pieces])
+    # a line, then a pause: it arrives while the run still sleeps
+    s.start("tools/call", {"name": "run_python_snippet", "arguments": {
+        "code": "import time\nprint('a')\nprint('b', flush=True)\ntime.sleep(2)\n1"}})
+    t0 = time.monotonic()
+    seen = []
+    while time.monotonic() - t0 < 1.8 and live_lines(seen, "stdout") != ["a", "b"]:
+        msg = s.recv(2)
+        if msg.get("method"):
+            seen.append(msg)
+    m.eq(live_lines(seen, "stdout"), ["a", "b"], "lines during the pause (after %.1f s)"
+         % (time.monotonic() - t0))
 
 
 PNG_B64 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJ"
@@ -500,6 +550,117 @@ def test_module_errors_at_start(t):
 
 
 # ---------------------------------------------------------------- concurrency, cancellation
+
+def test_numbers_past_64_bits(t):
+    """Valid JSON with a number jansson cannot hold (issue 23, item 7): an argument past 64
+    bits is -32602 naming it, answered with the request's id; an id past 64 bits is -32600
+    answered with that id; the server goes on serving; invalid JSON is still -32700."""
+    mod = m.write(t, "funcs.py", MODULE)
+    s = server(t, "--module", mod)
+    for n, a in ((2 ** 64, {"a": 2 ** 64}), (-(2 ** 63) - 1, {"a": 1, "b": -(2 ** 63) - 1})):
+        r = s.call("add", a)
+        m.check("error" in r, "add with %d: an error expected, got %s" % (n, m._short(r)))
+        m.eq(r["error"]["code"], -32602, "add with %d: code" % n)
+        msg = r["error"]["message"]
+        name = "'a'" if "b" not in a else "'b'"
+        m.check(name in msg and str(n) in msg and "64-bit" in msg,
+                "the message names the argument and the number: %r" % msg)
+    # nested, and a real past a double (Python's json writes neither: raw lines)
+    s.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stats",'
+               b'"arguments":{"xs":[1,2e400]}}}\n')
+    r = s.wait_for(7)
+    m.eq(r.get("error", {}).get("code"), -32602, "a real past a double: %s" % m._short(r))
+    m.check("'xs[1]'" in r["error"]["message"], "the element is named: %r" % r["error"])
+    for big in (2 ** 64, -(2 ** 63) - 1, 10 ** 30):
+        r = s.request("ping", id=big)
+        m.eq(r.get("id"), big, "the reply carries the id as sent")
+        m.eq(r.get("error", {}).get("code"), -32600, "an id past 64 bits: %s" % m._short(r))
+        m.check(str(big) in r["error"]["message"], "the message names the id: %r" % r["error"])
+    s.send_raw(b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":1e999}}\n')
+    r = s.wait_for(8)
+    m.eq(r.get("error", {}).get("code"), -32602, "params.x past a double")
+    m.check("params.x" in r["error"]["message"], "the path is named: %r" % r["error"])
+    r = s.call("add", {"a": 2 ** 63 - 1, "b": -(2 ** 63)})
+    m.eq(m.result_doc(r)["value"], -1, "the 64-bit bounds themselves are taken")
+    s.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"ping","x":18446744073709551616\n')
+    r = s.recv()
+    m.eq((r.get("id"), r.get("error", {}).get("code")), (None, -32700),
+         "invalid JSON around a big number is still a parse error")
+    m.eq(s.result("ping"), {}, "the server goes on")
+
+
+def test_out_of_descriptors_is_named(t):
+    """Issue 23: a server out of file descriptors (EMFILE) said -32603 "out of memory".
+    With its soft RLIMIT_NOFILE lowered to the descriptors it holds, a call is -32603 naming
+    EMFILE; with the limit back, calls run again."""
+    import resource
+    s = server(t)
+    run(s, "1")
+    pid = s.p.pid
+    n = len(os.listdir("/proc/%d/fd" % pid))
+    old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (n, old[1]))   # the soft limit only
+    try:
+        r = s.call("run_python_snippet", {"code": "1"})
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+    err = r.get("error") or {}
+    m.eq(err.get("code"), -32603, "out of descriptors: %s" % m._short(r))
+    msg = err.get("message", "")
+    m.check("memory" not in msg and "file descriptors" in msg and "Too many open files" in msg,
+            "the message says what it is: %r" % msg)
+    _, doc = run(s, "6*7")
+    m.eq(doc["value"], 42, "served again")
+
+
+def test_long_messages_read_exactly(t):
+    """A message past 64 KiB is parsed without its long strings (issue 23: data at pipe
+    speed); what it means and what is wrong with it must not change: invalid UTF-8, a raw
+    control character, a bad escape, an unpaired surrogate or \u0000 inside a long string
+    is still -32700; a long key is still a key (duplicates found); the arguments reach
+    the run exactly (escapes, non-ASCII, an escaped "arguments" key)."""
+    s = server(t)
+    pad = "a" * 70000
+
+    def raw(i, inner):
+        return (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":'
+                b'"run_python_snippet","arguments":{"code":"len(INPUTS[\'s\'])",'
+                b'"inputs":{"s":"%s"}}}}\n' % (i, inner))
+    for i, bad in enumerate((b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\x01", b"\\x",
+                             b"\\ud800", b"\\udc00x", b"\\u0000", b"\\u12zz"), 1):
+        s.send_raw(raw(i, pad.encode() + bad + pad.encode()))
+        r = s.recv(30)
+        m.eq((r.get("id"), r.get("error", {}).get("code")), (None, -32700),
+             "a long string with %r: %s" % (bad, m._short(r, 300)))
+    s.send_raw(raw(10, pad.encode() + "\u00e9\u4e2d\U0001f600".encode() + pad.encode()))
+    r = s.wait_for(10)
+    m.eq(m.result_doc(r)["value"], 2 * len(pad) + 3, "raw UTF-8 in a long string")
+    s.send_raw(b'{"jsonrpc":"2.0","id":20,"method":"ping","params":{"%s":1,"%s":2}}\n'
+               % (pad.encode(), pad.encode()))
+    r = s.recv(30)
+    m.eq(r.get("error", {}).get("code"), -32700, "a duplicate long key")
+    text = pad + "\u00e9\u4e2d\U0001f600\\\"/\n\t" + pad
+    r = s.call("run_python_snippet", {"code": "INPUTS['s']", "inputs": {"s": text}})
+    m.eq(m.result_doc(r)["value"], text, "a long string with escapes and non-ASCII, exact")
+    body = json.dumps({"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": {
+        "name": "run_python_snippet", "arguments": {"code": "len(INPUTS['s'])",
+                                                    "inputs": {"s": pad}}}})
+    s.send_raw(body.replace('"arguments"', '"\\u0061rguments"').encode() + b"\n")
+    r = s.wait_for(21)
+    m.eq(m.result_doc(r)["value"], len(pad), "an escaped key: the arguments still found")
+
+
+def test_stdio_queue_as_before(t):
+    """Over stdio (one client) 256 calls may still wait by default, with no queue-time
+    limit: 150 calls at once on --max-concurrent 1 all run."""
+    s = server(t, "--max-concurrent", "1")
+    ids = [s.start("tools/call", {"name": "run_python_snippet",
+                                  "arguments": {"code": "%d" % i}}) for i in range(150)]
+    for i, id in enumerate(ids):
+        r = s.wait_for(id, timeout=120)
+        m.check("result" in r, "call %d of 150: %s" % (i, m._short(r, 300)))
+        m.eq(m.result_doc(r)["value"], i, "call %d's value" % i)
+
 
 def test_concurrent_overlap(t):
     s = server(t, "--max-concurrent", "4")
@@ -654,12 +815,20 @@ TESTS = [
     ("an exception's type, message and the user's frames are in the text",
      test_exception_is_readable),
     ("live output: lines as notifications/message by level", test_live_output),
+    ("live output coalesced: 200 KB of lines in at most 100 notifications, none lost",
+     test_live_output_coalesced),
     ("files in and out: images and embedded resources", test_files_in_and_out),
     ("structuredContent keeps the library's bytes (numbers not re-encoded)",
      test_numbers_are_the_librarys_bytes),
     ("top-level await in a snippet", test_top_level_await),
     ("a module changed on disk gives source_mismatch", test_module_changed_on_disk),
     ("bad modules and clashing names stop the server at start", test_module_errors_at_start),
+    ("numbers past 64 bits: -32602 naming the argument, an id answered as sent",
+     test_numbers_past_64_bits),
+    ("out of file descriptors: -32603 says so, not out of memory",
+     test_out_of_descriptors_is_named),
+    ("messages past 64 KiB: read exactly, errors as before", test_long_messages_read_exactly),
+    ("stdio: 256 calls may wait, none timed out, as before", test_stdio_queue_as_before),
     ("calls overlap up to --max-concurrent", test_concurrent_overlap),
     ("notifications/cancelled kills the run and sends no reply", test_cancel),
     ("a duplicate in-flight id is refused", test_duplicate_inflight_id),
