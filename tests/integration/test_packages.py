@@ -105,7 +105,8 @@ def make_venv(t, name, system_site=False):
     for root, dirs, files in os.walk(t.tmp):
         os.chmod(root, 0o755)
         for f in files:
-            os.chmod(os.path.join(root, f), 0o755)
+            if not os.path.islink(os.path.join(root, f)):  # (bin/python: the base's)
+                os.chmod(os.path.join(root, f), 0o755)
     return v
 
 
