@@ -45,11 +45,14 @@ def site_policy(t, name="p.json", **python):
     pol = g.preset("strict")
     pol["python"] = dict({"interpreter": PY, "site": True}, **python)
     # pandas' import alone takes ~0.3-3 s on a loaded machine
-    pol["limits"].update(wall_ms=60000, cpu_ms=60000, memory_bytes=1 << 30)
+    pol["limits"].update(wall_ms=180000, cpu_ms=180000, memory_bytes=1 << 30)
     return t.write_json(name, pol)
 
 
 def run_json(t, args, **kw):
+    # (a first import of numpy, pandas and matplotlib from a cold page cache takes a
+    # minute and more under the VM's TCG on a loaded machine)
+    kw.setdefault("timeout", 240)
     r = t.run(args + ["--json"], **kw)
     try:
         return r, json.loads(r.stdout)
@@ -113,7 +116,7 @@ def make_venv(t, name, system_site=False):
 def venv_policy(t, v, name="v.json", **python):
     pol = g.preset("strict")
     pol["python"] = dict({"interpreter": os.path.join(v, "bin", "python")}, **python)
-    pol["limits"].update(wall_ms=60000, cpu_ms=60000, memory_bytes=1 << 30)
+    pol["limits"].update(wall_ms=180000, cpu_ms=180000, memory_bytes=1 << 30)
     return t.write_json(name, pol)
 
 
@@ -332,7 +335,7 @@ def test_as_user(t):
     pol = g.preset("strict")
     pol["python"] = {"interpreter": PY, "site": True}
     # (this host may delegate no cgroup to other users: the per-run limits only)
-    pol["limits"].update(wall_ms=60000, memory_bytes=None, cpu_ms=None, processes=None)
+    pol["limits"].update(wall_ms=180000, memory_bytes=None, cpu_ms=None, processes=None)
     pol = t.write_json("u.json", pol)
     os.chmod(pol, 0o644)
     out = t.path("out")
