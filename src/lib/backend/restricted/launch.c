@@ -13,10 +13,11 @@
  * (files it creates in a write root belong to the caller) and loses every capability at
  * execve because it is not uid 0 there.
  *
- * Order in the program child (minijail's): cgroups, cgroup namespace, setsid, the
+ * Order in the program child (minijail's): the signals' defaults, then the inner layers
+ * (layers.c, as a warm run enters them too): cgroups, cgroup namespace, setsid, the
  * seccomp guard (tty ioctls; under subprocess: deny its execve listener goes to the shim,
  * see execonce.c), stdio, chdir, no_new_privs, Landlock, ids and capabilities, rlimits,
- * the seccomp allowlist, execve.  (User notifications with CONTINUE need Linux 5.5; this
+ * the seccomp allowlist; then execve.  (User notifications with CONTINUE need Linux 5.5; this
  * backend already needs 5.12 for the mount API.)
  */
 #define _GNU_SOURCE
@@ -180,116 +181,47 @@ struct run_ctx {
 	bool warm;     /* forked from the runtime's template (template.c) */
 };
 
-/* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
-static int drop_bounding(void)
-{
-	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno;
-	return 0;
-}
-
-/* Then the ambient set and every other one.  A non-root uid has none after execve
- * anyway; this makes it so before Landlock and seccomp are even relied upon. */
-static int drop_caps(void)
-{
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct d[2];
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capset, &h, d) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Into the run's cgroups before anything of the program runs, then a cgroup namespace
- * rooted there: /proc/self/cgroup shows "/" (per v1 hierarchy), not the host's layout.
- * While we still have the capability (in the user namespace, when not root). */
-static int join_cgroups(const struct run_ctx *c, enum govex__step *step)
-{
-	*step = GOVEX_STEP_CGROUP;
-	for (int i = 0; i < RCG_N; i++) {
-		if (c->cg.procs_fd[i] < 0)
-			continue;
-		ssize_t w = write(c->cg.procs_fd[i], "0", 1);
-		if (w != 1)
-			return w < 0 ? -errno : -EIO;
-	}
-	*step = GOVEX_STEP_CGROUPNS;
-	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
-	 * which hides nothing any control relies on */
-	int r = govex__neg_errno(syscall(SYS_unshare, CLONE_NEWCGROUP));
-	return r == -EINVAL ? 0 : r;
-}
-
-/* Capabilities and ids.  Raw syscalls: glibc's set*id() would try to reach the threads
- * of the host, which this process does not have. */
-static int drop_identity(const struct run_ctx *c, enum govex__step *step)
-{
-	int r;
-	*step = GOVEX_STEP_CAPS;
-	if ((r = drop_bounding()) < 0)
-		return r;
-	if (!c->st->userns) {
-		/* root: become the sandbox user, keeping nothing of root */
-		*step = GOVEX_STEP_SETGROUPS;
-		if ((r = govex__neg_errno(syscall(SYS_setgroups, 0, NULL))) < 0)
-			return r;
-		*step = GOVEX_STEP_SETGID;
-		if ((r = govex__neg_errno(syscall(SYS_setresgid, c->gid, c->gid, c->gid))) < 0)
-			return r;
-		*step = GOVEX_STEP_SETUID;
-		if ((r = govex__neg_errno(syscall(SYS_setresuid, c->uid, c->uid, c->uid))) < 0)
-			return r;
-	}
-	*step = GOVEX_STEP_CAPS;
-	return drop_caps();
-}
-
-/* The program child's steps up to execve, in the order of the top of this file: 0 or
- * -errno with *step set. */
+/* The program child's steps up to execve, in the order of the top of this file (the
+ * inner layers: layers.c): 0 or -errno with *step set, *ce where the error pipe is. */
 static int program_setup(struct run_ctx *c, int *ce, enum govex__step *step)
 {
 	const struct rstate *st = c->st;
 	const struct govex__launch *l = c->l;
-	int r;
-	if ((r = join_cgroups(c, step)) < 0)
-		return r;
-	*step = GOVEX_STEP_SETSID; /* no controlling terminal, own session and group */
-	if ((r = govex__neg_errno(setsid())) < 0)
-		return r;
-	/* The guard filter (tty ioctls; under subprocess: deny, execve notified to the shim,
-	 * which lets only the first one through).  Before the descriptors are tidied: the
-	 * listener goes to the shim over xsock.  It allows everything else, so the steps
-	 * below are unaffected; the allowlist is loaded last. */
-	*step = GOVEX_STEP_SECCOMP_GUARD;
-	if (c->xsock[1] >= 0) {
-		close(c->xsock[0]);
-		r = rexec_install(&st->guard, c->xsock[1]);
-	} else {
-		r = rfilter_load(&st->guard);
-	}
-	if (r < 0)
-		return r;
-	if ((r = govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, ce, step)) <
-	    0)
-		return r;
-	*step = GOVEX_STEP_CHDIR;
-	if ((r = govex__neg_errno(chdir(l->workdir))) < 0)
-		return r;
-	*step = GOVEX_STEP_NO_NEW_PRIVS;
-	if ((r = govex__neg_errno(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) < 0)
-		return r;
-	if ((r = rlandlock_apply(st->landlock_abi, &c->plan, st->deny_net, step)) < 0)
-		return r;
-	if ((r = drop_identity(c, step)) < 0)
-		return r;
-	if ((r = govex__child_rlimits(l->limits, step)) < 0)
-		return r;
+	/* the host's handlers and mask are not the program's (the shim's SIGCHLD blocked) */
 	govex__child_reset_signals();
-	*step = GOVEX_STEP_SECCOMP;
-	return rfilter_load(&st->filter);
+	const struct sock_fprog guard = {.len = st->guard.len, .filter = st->guard.insns};
+	const struct sock_fprog filter = {.len = st->filter.len, .filter = st->filter.insns};
+	struct rlayers_rlimit rl[RLAYERS_RLIMIT_MAX];
+	/* under subprocess: deny (or network: deny), the guard's listener goes to the shim,
+	 * which lets only the first execve through (execonce.c) */
+	if (c->xsock[1] >= 0)
+		close(c->xsock[0]);
+	struct rlayers ly = {
+	    .setsid = true,
+	    .guard = &guard,
+	    .notify_sock = c->xsock[1],
+	    .in = c->f.in[0],
+	    .out = c->f.out[1],
+	    .err = c->f.err[1],
+	    .extra = l->extra_fd,
+	    .errpipe = *ce,
+	    .workdir = l->workdir,
+	    .setid = !st->userns,
+	    .uid = (uint32_t)c->uid,
+	    .gid = (uint32_t)c->gid,
+	    .rlimits = rl,
+	    .n_rlimits = rlayers_rlimits(l->limits, rl),
+	    .filter = &filter,
+	};
+	int procs[RCG_N];
+	for (int i = 0; i < RCG_N; i++)
+		if (c->cg.procs_fd[i] >= 0)
+			procs[ly.n_procs++] = c->cg.procs_fd[i];
+	ly.procs = procs;
+	rlandlock_fill(&ly, st->landlock_abi, &c->plan, st->deny_net);
+	int r = rlayers_enter(&ly, step);
+	*ce = ly.errpipe;
+	return r;
 }
 
 static __attribute__((noreturn)) void program_child(struct run_ctx *c)

@@ -50,6 +50,7 @@
 #include <pthread.h>
 
 #include "../../internal.h"
+#include "layers.h"
 
 /* ---- mount plan (mounts.c) ---------------------------------------------------------- */
 
@@ -149,8 +150,10 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step 
 
 /* The kernel's Landlock ABI version, or -errno when Landlock is unavailable. */
 int rlandlock_abi(void);
-/* In the program child: a ruleset over plan's paths (rights masked for abi), network
- * (ABI >= 4) when deny_net, scopes (ABI >= 6); restrict_self.  Async-signal-safe. */
+/* Landlock of l (layers.c, step 7) from plan: its paths' rights (masked for abi), network
+ * (ABI >= 4) when deny_net, scopes (ABI >= 6); abi <= 0: none.  l borrows plan. */
+void rlandlock_fill(struct rlayers *l, int abi, const struct rplan *plan, bool deny_net);
+/* In the program child: that ruleset applied alone (rlayers_landlock).  Async-signal-safe. */
 int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step);
 /* The ruleset's handled rights for abi (fs, net, scoped) and the attribute's size. */
 size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3]);
@@ -213,25 +216,14 @@ int rfilter_load(const struct rfilter *f);
 
 /* ---- one execve under subprocess: deny (execonce.c), async-signal-safe -------------- */
 
-/* Program child: installs guard (built with exec_once) with a new listener and sends the
- * listener over sock (closed here).  Returns 0 or -errno. */
-int rexec_install(const struct rfilter *guard, int sock);
 /* Shim: receives the listener from sock; -ECHILD when the child closed sock first. */
 int rexec_receive(int sock);
-/* What the shim's listener has answered: execve/execveat notifications (the first
- * continued), and the attempts it refused, per control. */
-struct rdenials {
-	unsigned execs;	      /* execve notifications answered */
-	uint32_t exec_denied; /* a later execve refused (subprocess: deny) */
-	uint32_t net_denied;  /* a socket() refused (network: deny) */
-};
+/* (what it answered: struct rdenials, layers.h) */
 /* After this many refusals the shim stops answering (closes the listener: the kernel
  * then fails every later one with ENOSYS at no cost to the shim); the counts saturate. */
 #define RDENIALS_ANSWERED_MAX GOVEX_DENIALS_COUNTED_MAX
-/* Shim: answers one notification on listener: with exec_once the first execve
- * continues, a later one fails with ENOSYS (as with no listener); a socket() fails with
- * EAFNOSUPPORT, as the filter itself answers where nobody counts.  Returns 1 when the
- * listener should close (the counts are full), 0 to go on, -errno. */
+/* Shim: answers one notification on listener as rlayers_answer (layers.c) decides.
+ * Returns 1 when the listener should close (the counts are full), 0 to go on, -errno. */
 int rexec_answer(int listener, bool exec_once, struct rdenials *d);
 
 /* ---- the cold shim's wait (shim_wait.c), async-signal-safe -------------------------- */

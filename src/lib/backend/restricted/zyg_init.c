@@ -224,30 +224,19 @@ static void close_listener(struct init *b)
 }
 
 /* One notification on the program's guard listener, answered as a cold run's shim
- * answers it (execonce.c, rexec_answer): in a warm run the interpreter runs already,
- * every execve is a later one. */
+ * answers it (rlayers_answer): in a warm run the interpreter runs already, every execve
+ * is a later one (no exec_once). */
 static void answer(struct init *b)
 {
 	struct seccomp_notif req;
 	memset(&req, 0, sizeof(req));
 	if (ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
 		return; /* the caller went away (ENOENT) or EINTR */
-	int err;
-	long nr = req.data.nr;
-	if (nr == SYS_socket) {
-		err = EAFNOSUPPORT;
-		b->net_denied++;
-	} else if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
-		err = EPERM;
-		b->exec_denied++;
-	} else {
-		err = ENOSYS;
-		if (nr == SYS_execve || nr == SYS_execveat)
-			b->exec_denied++;
-	}
-	struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -err, .flags = 0};
+	struct seccomp_notif_resp resp;
+	int32_t max = b->s.h->denials_max;
+	bool full = rlayers_answer(&req, false, max > 0 ? (uint64_t)max : 0, &b->den, &resp);
 	ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-	if ((int64_t)b->net_denied + b->exec_denied >= b->s.h->denials_max)
+	if (full)
 		close_listener(b); /* the kernel refuses the rest (ENOSYS) */
 }
 
@@ -357,8 +346,8 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 		      (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
 	    .max_rss_kb = ru.ru_maxrss,
 	    .cgroup_oom = 0,
-	    .net_denied = b->net_denied,
-	    .exec_denied = b->exec_denied,
+	    .net_denied = b->den.net_denied,
+	    .exec_denied = b->den.exec_denied,
 	};
 	full_write(b->f.rep, &rep, sizeof(rep));
 	/* the run is over (every process of it killed and reaped): the watch socket's end
