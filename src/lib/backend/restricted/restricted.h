@@ -495,7 +495,7 @@ int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, stru
 		   struct govex__outcome *o, struct govex_error *err);
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err);
-/* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and
+/* rspec_marshal.c: a run's spec in a memfd for the template's child (or -errno), and
  * bytes as a JSON string of hex digits. */
 int rwarm_spec_memfd(const struct rwarm_run *r);
 /* A spare's spec (every step of the run taken ahead, up to the allowlist: no record of

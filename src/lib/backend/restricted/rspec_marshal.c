@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: a run's spec (zyg_spec.h), what the run's init and program read from a memfd
- * in the template's interpreter (zyg.c): what the run's own layers need -- its tmpfs
- * mounts, the proc masks, ids, rlimits (rlayers_rlimits, layers.c), Landlock
- * rules of its plan, cgroup descriptors' count, the CPU budget, its environment, argv and
- * code.  The template itself never reads it (template.c).
+ * Warm runs: the marshaller of a run's spec (zyg_spec.h), what the run's init and program
+ * read from a memfd in the template's interpreter (zyg.c) and fill their struct rlayers
+ * from (layers.h, zyg_prog.c): what the run's own layers need -- its tmpfs mounts, the
+ * proc masks, ids, rlimits (rlayers_rlimits, layers.c), Landlock rules of its plan,
+ * cgroup descriptors' count, the CPU budget, its environment, argv and code.  The
+ * template itself never reads it (template.c).
  */
 #define _GNU_SOURCE
 #include <jansson.h>
