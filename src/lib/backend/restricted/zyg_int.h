@@ -110,7 +110,8 @@ struct recd {
 /* Iterates the records of one type: SPEC_EACH(s, type, rc, r) { ... }; r < 0 after the
  * loop when the spec is malformed. */
 #define SPEC_EACH(s, t, rc, r)                                                                     \
-	for (uint32_t _off = sizeof(struct zyg_hdr); ((r) = spec_next((s), &_off, &(rc))) > 0;)    \
+	for (uint32_t _off = sizeof(struct zyg_hdr);                                               \
+	     ((r) = zyg_spec_next((s), &_off, &(rc))) > 0;)                                        \
 		if ((rc).type == (t))
 
 /* The host's "R" message: spec, stdin, stdout, stderr, error pipe, report, kill request,
@@ -170,28 +171,29 @@ struct init {
  * with descriptors (1-byte tag); the spec mapped (the program's) or read into memory no
  * fork copies (the init's, recorded for T to free), and its records; the "R" message's
  * descriptors by role (h NULL: the fixed ones only); the spec's workdir. */
-int neg(long r);
-void closep(int *fd);
-void close_except(int *keep, size_t n);
-__attribute__((noreturn)) void fail(int fce, enum govex__step step, int err);
-ssize_t full_write(int fd, const void *buf, size_t len);
-ssize_t read1(int fd, char *b);
-ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags);
-int send_fds(int sock, char tag, const int *fds, size_t n);
-int spec_map(int fd, struct spec *s);
-int spec_load(int fd, struct spec *s, struct zyg_buf *buf);
-int spec_next(const struct spec *s, uint32_t *off, struct recd *rc);
-ssize_t rec_str(const struct recd *rc, uint32_t at);
-int runfds_index(struct runfds *f, const struct zyg_hdr *h);
-const char *spec_workdir(const struct spec *s);
+int zyg_neg(long r);
+void zyg_closep(int *fd);
+void zyg_close_except(int *keep, size_t n);
+__attribute__((noreturn)) void zyg_fail(int fce, enum govex__step step, int err);
+ssize_t zyg_full_write(int fd, const void *buf, size_t len);
+ssize_t zyg_read1(int fd, char *b);
+ssize_t zyg_recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags);
+int zyg_send_fds(int sock, char tag, const int *fds, size_t n);
+int zyg_spec_map(int fd, struct spec *s);
+int zyg_spec_load(int fd, struct spec *s, struct zyg_buf *buf);
+int zyg_spec_next(const struct spec *s, uint32_t *off, struct recd *rc);
+ssize_t zyg_rec_str(const struct recd *rc, uint32_t at);
+int zyg_runfds_index(struct runfds *f, const struct zyg_hdr *h);
+const char *zyg_spec_workdir(const struct spec *s);
 /* zyg_init.c: reaps what is there (true once the program child is); mount(2) as
  * -errno; a read-only bind; a run's init made by the template. */
-bool reap(struct init *b, int *st, bool *got);
-int mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data);
-int bind_ro(const char *src, const char *dst);
-__attribute__((noreturn)) void init_main(const struct init_arg *a);
+bool zyg_reap(struct init *b, int *st, bool *got);
+int zyg_mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data);
+int zyg_bind_ro(const char *src, const char *dst);
+__attribute__((noreturn)) void zyg_init_main(const struct init_arg *a);
 /* zyg_prog.c: the program child, made by its init: returns 0 with out filled once its
  * layers are entered (the code is next). */
-int program_main(const struct zyg_params *p, int pair, const sigset_t *mask, struct zyg_out *out);
+int zyg_program_main(const struct zyg_params *p, int pair, const sigset_t *mask,
+		     struct zyg_out *out);
 
 #endif

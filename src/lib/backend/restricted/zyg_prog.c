@@ -15,10 +15,10 @@ static int spec_ll_next(const void *ctx, size_t *it, struct rlayers_rule *ret)
 	uint32_t off = *it ? (uint32_t)*it : (uint32_t)sizeof(struct zyg_hdr);
 	struct recd rc;
 	int r;
-	while ((r = spec_next(s, &off, &rc)) > 0) {
+	while ((r = zyg_spec_next(s, &off, &rc)) > 0) {
 		if (rc.type != ZR_LLRULE)
 			continue;
-		if (rc.len < 9 || rec_str(&rc, 8) < 0)
+		if (rc.len < 9 || zyg_rec_str(&rc, 8) < 0)
 			return -EINVAL;
 		memcpy(&ret->access, rc.data, 8);
 		ret->path = rc.data + 8;
@@ -38,37 +38,37 @@ static size_t spec_rlimits(const struct spec *s, struct rlayers_rlimit *rl, int 
 	{
 		struct zyg_rlimit z;
 		if (rc.len != sizeof(z) || n == RLAYERS_RLIMIT_MAX)
-			fail(fce, GOVEX_STEP_SHIM, EINVAL);
+			zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 		memcpy(&z, rc.data, sizeof(z));
 		rl[n++] = (struct rlayers_rlimit){z.resource, z.step, z.soft, z.hard};
 	}
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 	return n;
 }
 
 /* a spare's program between its steps and its go (P's own memory) */
-static struct spec spare;
+static struct spec zyg_spare;
 static int spare_csock = -1;
 
-static void program_go(struct spec *s, int csock, int fce)
+static void zyg_program_go(struct spec *s, int csock, int fce)
 {
 	char tag = 0;
 	int fds[2] = {-1, -1};
 	size_t n = 0;
 	ssize_t r;
 	do
-		r = recv_fds(csock, &tag, fds, 2, &n, 0);
+		r = zyg_recv_fds(csock, &tag, fds, 2, &n, 0);
 	while (r == -EINTR);
 	close(csock);
 	if (r <= 0 || tag != 'g' || n < 1)
 		_exit(0); /* the init let the spare go, or failed (and said so) */
-	int e = spec_map(fds[0], s);
+	int e = zyg_spec_map(fds[0], s);
 	if (e < 0)
-		fail(fce, GOVEX_STEP_SHIM, -e);
+		zyg_fail(fce, GOVEX_STEP_SHIM, -e);
 	if (s->h->has_extra) {
 		if (n < 2 || dup2(fds[1], 3) != 3)
-			fail(fce, GOVEX_STEP_STDIO, n < 2 ? EBADF : errno);
+			zyg_fail(fce, GOVEX_STEP_STDIO, n < 2 ? EBADF : errno);
 		close(fds[1]);
 	} else if (n > 1) {
 		close(fds[1]);
@@ -85,7 +85,7 @@ static void zyg_program(const struct zyg_params *p, struct spec *s, struct runfd
 	struct rlayers_rlimit rl[RLAYERS_RLIMIT_MAX];
 	size_t n_rl = deferred ? 0 : spec_rlimits(s, rl, f->ce);
 	if (p->n_guards != 1)
-		fail(f->ce, GOVEX_STEP_SECCOMP_GUARD, EINVAL);
+		zyg_fail(f->ce, GOVEX_STEP_SECCOMP_GUARD, EINVAL);
 	struct rlayers ly = {
 	    .procs = f->fds + f->procs0,
 	    .n_procs = (size_t)h->nprocs,
@@ -99,7 +99,7 @@ static void zyg_program(const struct zyg_params *p, struct spec *s, struct runfd
 	    .err = f->err,
 	    .extra = f->extra,
 	    .errpipe = f->ce,
-	    .workdir = spec_workdir(s),
+	    .workdir = zyg_spec_workdir(s),
 	    .ll_attr = {h->ll_fs, h->ll_net, h->ll_scoped},
 	    .ll_size = h->ll_size < 3 * sizeof(uint64_t) ? h->ll_size : 3 * sizeof(uint64_t),
 	    .ll_file_rights = h->ll_file_rights,
@@ -116,14 +116,14 @@ static void zyg_program(const struct zyg_params *p, struct spec *s, struct runfd
 	enum govex__step step = GOVEX_STEP_CGROUP;
 	int r = rlayers_enter(&ly, &step);
 	if (r < 0)
-		fail(ly.errpipe, step, -r);
+		zyg_fail(ly.errpipe, step, -r);
 	int fce = ly.errpipe;
 	csock = ly.notify_sock;
 	out->fce = fce;
 	if (deferred) {
 		/* a spare: back to the interpreter without a spec (out->spec NULL), which
 		 * warms itself up and calls govex_zyg_go for the go */
-		spare = *s;
+		zyg_spare = *s;
 		spare_csock = csock;
 		out->spec = NULL;
 		out->prewarm = s->h->prewarm;
@@ -150,17 +150,17 @@ int govex_zyg_go(struct zyg_out *out)
 	 * mapped, and mapping the go's spec under a tight memory limit would fail where a
 	 * cold run's start does not */
 	if (spare_csock < 0)
-		fail(out->fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(out->fce, GOVEX_STEP_SHIM, EINVAL);
 	struct spec go;
-	program_go(&go, spare_csock, out->fce);
+	zyg_program_go(&go, spare_csock, out->fce);
 	spare_csock = -1;
 	struct rlayers_rlimit rl[RLAYERS_RLIMIT_MAX];
-	size_t n = spec_rlimits(&spare, rl, out->fce);
+	size_t n = spec_rlimits(&zyg_spare, rl, out->fce);
 	enum govex__step step;
 	int r = rlayers_setrlimits(rl, n, &step);
 	if (r < 0)
-		fail(out->fce, step, -r);
-	munmap((void *)spare.base, spare.size);
+		zyg_fail(out->fce, step, -r);
+	munmap((void *)zyg_spare.base, zyg_spare.size);
 	out->spec = go.base;
 	out->size = go.size;
 	out->first = sizeof(struct zyg_hdr);
@@ -170,13 +170,14 @@ int govex_zyg_go(struct zyg_out *out)
 
 /* P, made ahead: waits for the run's descriptors from B, then for B's go, takes the
  * cold program child's steps and returns (0) for zygote.py to run the code. */
-int program_main(const struct zyg_params *p, int pair, const sigset_t *mask, struct zyg_out *out)
+int zyg_program_main(const struct zyg_params *p, int pair, const sigset_t *mask,
+		     struct zyg_out *out)
 {
 	if (p->after_fork_child)
 		p->after_fork_child();
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	int keep[] = {pair};
-	close_except(keep, 1);
+	zyg_close_except(keep, 1);
 	/* its own session (setsid, the cold program child's step after the cgroups), made
 	 * here before the run: nothing of a run depends on it */
 	int serr = setsid() < 0 ? errno : 0;
@@ -185,26 +186,26 @@ int program_main(const struct zyg_params *p, int pair, const sigset_t *mask, str
 	char tag;
 	ssize_t n;
 	do
-		n = recv_fds(pair, &tag, f.fds, MAX_FDS, &f.n, 0);
+		n = zyg_recv_fds(pair, &tag, f.fds, MAX_FDS, &f.n, 0);
 	while (n == -EINTR);
 	if (n <= 0 || tag != 'F' || f.n < 7)
 		_exit(0); /* B ended (the template is retired) or failed */
-	runfds_index(&f, NULL);
+	zyg_runfds_index(&f, NULL);
 	struct spec s;
-	int r = spec_map(f.spec, &s);
+	int r = zyg_spec_map(f.spec, &s);
 	if (r < 0)
-		fail(f.ce, GOVEX_STEP_SHIM, -r);
-	if (runfds_index(&f, s.h) < 0)
-		fail(f.ce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(f.ce, GOVEX_STEP_SHIM, -r);
+	if (zyg_runfds_index(&f, s.h) < 0)
+		zyg_fail(f.ce, GOVEX_STEP_SHIM, EINVAL);
 	if (serr)
-		fail(f.ce, GOVEX_STEP_SETSID, serr);
+		zyg_fail(f.ce, GOVEX_STEP_SETSID, serr);
 	int theirs[] = {f.kill, f.rep, f.watch, f.cpu};
 	for (size_t i = 0; i < ARRAY_SIZE(theirs); i++)
 		if (theirs[i] >= 0)
 			close(theirs[i]);
 	f.cpu = f.watch = -1;
 	char go = 0;
-	if (read1(pair, &go) != 1 || go != 'G')
+	if (zyg_read1(pair, &go) != 1 || go != 'G')
 		_exit(0); /* B reported the failure on the error pipe */
 	int csock = pair;
 	if (!s.h->notify && !s.h->deferred) {
