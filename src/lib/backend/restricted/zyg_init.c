@@ -585,7 +585,7 @@ __attribute__((noreturn)) void zyg_init_main(const struct init_arg *a)
 		    .pair = pair[1], .mask = old, .stack = stack, .stack_len = stack_len};
 		c = fork();
 		if (c == 0) {
-			close(pair[0]);
+			z_close(pair[0]);
 			zyg_back(); /* P: on with T's frame */
 		}
 		if (c < 0) {
