@@ -41,13 +41,6 @@
 #include "files.h"
 #include "restricted.h"
 
-/* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.
- * In the range systemd documents as unused (0x70000000-0x7ffdffff: above the container
- * ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff and the
- * 16-bit ids of old file systems' owners). */
-#define ID_BASE	 0x7f000000u
-#define ID_COUNT 65536u
-
 /* ---- prepare ------------------------------------------------------------------------ */
 
 static void restricted_release(void *state)
@@ -78,9 +71,9 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 			    &st->uid, &st->gid);
 	}
 	/* root: slot N is uid id_base + N, gid gid_base + N (kept below (uid_t)-1) */
-	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : ID_BASE;
+	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : RSLOT_ID_BASE;
 	uint32_t gbase = opts && opts->sandbox_gid ? opts->sandbox_gid : ubase;
-	uint32_t count = opts && opts->sandbox_uid_count ? opts->sandbox_uid_count : ID_COUNT;
+	uint32_t count = opts && opts->sandbox_uid_count ? opts->sandbox_uid_count : RSLOT_ID_COUNT;
 	uint32_t top = ubase > gbase ? ubase : gbase;
 	if (count > 0xfffffffeu - top)
 		count = 0xfffffffeu - top;
@@ -132,31 +125,6 @@ static const char *restricted_private_workdir(const void *state)
 {
 	const struct rstate *st = state;
 	return st && !st->root_bind ? WORKDIR_PATH : NULL;
-}
-
-/*
- * The fresh workdir's tmpfs options.  Size: 64 MiB like the private /tmp, or twice the
- * policy's largest file when that is bigger (a file of the allowed size and its rewrite
- * fit), but never more than the memory limit: tmpfs pages are charged to the memory
- * cgroup of the process that writes them (the program, inside the run's cgroup), so more
- * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
- * 0700.
- */
-void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap)
-{
-	const struct govex__limits *l = la->limits;
-	uint64_t size = 64ULL << 20;
-	if (l->file_size_bytes > size / 2)
-		size =
-		    l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
-	if (l->memory_bytes && size > l->memory_bytes)
-		size = l->memory_bytes;
-	if (size < (1ULL << 20))
-		size = 1ULL << 20;
-	/* the files in are the shim's (not charged to the run), on top */
-	size += govex__files_total(la->files, la->n_files);
-	snprintf(buf, cap, "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
-		 (unsigned long long)size, (unsigned)uid, (unsigned)gid);
 }
 
 struct run_ctx {
@@ -390,21 +358,6 @@ static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
 	return 0;
 }
 
-/* Files out, once every process of the run is gone: into the host's memfd (the cold
- * shim's, and the host's thread's for a warm run: template_relay.c). */
-void rfiles_out(const struct govex__launch *l, int wdfd)
-{
-	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
-		return;
-	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (scratch == MAP_FAILED)
-		return;
-	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
-			     l->limits->files_out_bytes, scratch);
-	munmap(scratch, GOVEX__COLLECT_SCRATCH);
-}
-
 static __attribute__((noreturn)) void shim(void *ctx)
 {
 	struct run_ctx *c = ctx;
@@ -531,26 +484,6 @@ static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
 	pthread_mutex_unlock(&mst->cg_lock);
 }
 
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
-	      uid_t *uid, gid_t *gid, char *why, size_t why_len)
-{
-	bool any_cg = false;
-	for (int i = 0; i < RCG_N; i++)
-		any_cg |= st->cg.p[i].version != 0;
-	int r = rslot_acquire(opts ? opts->probe_cache_dir : NULL,
-			      st->userns ? ID_COUNT : st->id_count, slot, why, why_len);
-	if (r < 0 && (!st->userns || any_cg))
-		return r;
-	if (st->userns) {
-		*uid = st->uid;
-		*gid = st->gid;
-	} else {
-		*uid = (uid_t)(st->id_base + (uint32_t)slot->n);
-		*gid = (gid_t)(st->gid_base + (uint32_t)slot->n);
-	}
-	return 0;
-}
-
 /* The run's slot: its identity as root, the name of its cgroups.  Unprivileged and
  * without any cgroup, a slot names nothing: a run goes on without one. */
 static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
@@ -661,9 +594,6 @@ static int warm_run(struct run_ctx *c, struct rwarm *w, struct govex__outcome *o
 	    .cg = &c->cg,
 	    .uid = c->uid,
 	    .gid = c->gid,
-	    .after_fork = after_fork,
-	    .amend = amend_report,
-	    .ctx = c,
 	};
 	int r = rwarm_launch(w, &wr, &c->f, o, err);
 	if (r != 1)

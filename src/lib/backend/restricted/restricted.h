@@ -145,6 +145,13 @@ void rscratch_free(struct rscratch *s);
  * a tmpfs, pivots into it and detaches the old root.  Returns 0 or -errno with *ret_step
  * set. */
 int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step);
+/* A fresh workdir's tmpfs options for a run as uid/gid under la's limits (its files in on
+ * top), into buf. */
+void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
+/* Files out of a finished run (every process of it gone): what it left in its workdir's
+ * output directory (wdfd) collected into l->out_fd, bounded (the cold shim's, and the
+ * host's for a warm run). */
+void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* ---- Landlock (landlock.c) ---------------------------------------------------------- */
 
@@ -376,6 +383,13 @@ int rcg_receive(int sock, struct rcg_run *ret);
 
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
+/* Default identities as root: slot N runs as uid = gid = RSLOT_ID_BASE + N, N <
+ * RSLOT_ID_COUNT.  In the range systemd documents as unused (0x70000000-0x7ffdffff: above
+ * the container ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff
+ * and the 16-bit ids of old file systems' owners). */
+#define RSLOT_ID_BASE  0x7f000000u
+#define RSLOT_ID_COUNT 65536u
+
 struct rslot {
 	int n;	     /* slot number, or -1 */
 	int fd;	     /* the locked N.lock (O_CLOEXEC; the shim closes it), or -1 */
@@ -390,6 +404,12 @@ void rslot_release(struct rslot *s);
 /* Reclaims the cgroups of every slot below s's parents whose lock is free (their run
  * died; nobody took that slot since).  Best effort, once per runtime. */
 void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
+/* A run's slot (cold, warm or a spare's) and its ids: the caller's in a user namespace,
+ * else the slot's.  Unprivileged and without any cgroup a run goes on without a slot
+ * (slot->n -1).  Returns 0 or -errno with why set. */
+struct rstate;
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
+	      uid_t *uid, gid_t *gid, char *why, size_t why_len);
 
 /* ---- namespaces and probing (ns.c) -------------------------------------------------- */
 
@@ -436,21 +456,16 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs);
  * a launch failure, 1 when no spare fits it (the run goes on as a warm run made now). */
 int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
 		    struct govex__outcome *o, struct govex_error *err);
-/* launch.c, for spares: a run's slot and its ids; a fresh workdir's tmpfs options. */
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
-	      uid_t *uid, gid_t *gid, char *why, size_t why_len);
-void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
 /* What a warm run takes from the cold path's preparation (launch.c). */
 struct rwarm_run {
 	const struct rstate *st;
 	const struct govex__launch *l;
 	const struct rplan *plan; /* the run's, workdir and identity files included */
-	const struct rcg_run *cg; /* its cgroups (procs fds are handed to the child) */
-	uid_t uid;		  /* its ids (root: the slot's) */
+	/* its cgroups: the procs fds handed to the template (closed here once they are: a
+	 * run's, not a spare's), the accounting added to the init's report */
+	struct rcg_run *cg;
+	uid_t uid; /* its ids (root: the slot's) */
 	gid_t gid;
-	void (*after_fork)(void *ctx); /* launch.c's shim hooks and their context */
-	void (*amend)(void *ctx, struct govex__shim_report *rep);
-	void *ctx;
 };
 /* Runs it forked from the runtime's template: 0 with the outcome (or < 0, a launch
  * failure, like govex__run_shim); 1 when no template can take it (none could be
@@ -468,10 +483,6 @@ int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__la
 void rwarm_count_cold(struct rwarm *w, const char *reason);
 /* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
 void rwarm_stats(struct rwarm *w, json_t *warm);
-/* Files out of a finished run (every process of it gone): what it left in its workdir's
- * output directory (wdfd) collected into l->out_fd, bounded (launch.c; the cold shim's,
- * and the host's for a warm run). */
-void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* template_relay.c: the run handed (its descriptors and spec, a memfd) to the template
  * on ctl by the calling thread, no process made on the host; as govex__run_shim. */
