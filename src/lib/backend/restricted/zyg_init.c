@@ -172,18 +172,6 @@ static void proc_mount(const struct spec *s, int fce)
 		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
-const char *zyg_spec_workdir(const struct spec *s)
-{
-	struct recd rc;
-	int r;
-	SPEC_EACH(s, ZR_WORKDIR, rc, r)
-	{
-		if (zyg_rec_str(&rc, 0) > 0 && rc.data[0] == '/')
-			return rc.data;
-	}
-	return NULL;
-}
-
 /* ---- B: the run's init ---------------------------------------------------------------- */
 
 /* A decimal at s (strtoll writes errno): its value, or -1. */

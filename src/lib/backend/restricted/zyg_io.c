@@ -232,6 +232,19 @@ ssize_t zyg_rec_str(const struct recd *rc, uint32_t at)
 
 /* ---- the descriptors of one run ------------------------------------------------------ */
 
+/* The spec's workdir (its ZR_WORKDIR record, an absolute path), or NULL. */
+const char *zyg_spec_workdir(const struct spec *s)
+{
+	struct recd rc;
+	int r;
+	SPEC_EACH(s, ZR_WORKDIR, rc, r)
+	{
+		if (zyg_rec_str(&rc, 0) > 0 && rc.data[0] == '/')
+			return rc.data;
+	}
+	return NULL;
+}
+
 int zyg_runfds_index(struct runfds *f, const struct zyg_hdr *h)
 {
 	f->spec = f->fds[0];
