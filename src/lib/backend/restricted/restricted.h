@@ -25,8 +25,9 @@
  *   host (run)                      supervise.c: pipes, deadline, cancel
  *     └─ shim: clone(NEWUSER?|NEWNS|NEWPID|NEWIPC|NEWUTS|NEWNET?)
  *        PID 1 of the new PID namespace; builds the root and pivots; never execs
- *          └─ program (fork): joins the cgroups, new cgroup namespace, setsid, chdir,
- *             no_new_privs, Landlock, drops to the slot's uid, rlimits, seccomp, execve
+ *          └─ program (fork): its inner layers (layers.c: cgroups, cgroup namespace,
+ *             setsid, guard, stdio, chdir, no_new_privs, Landlock, the slot's uid,
+ *             rlimits, seccomp), execve
  *
  * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
  * mount namespace (with every mount of the run) goes with its last process.
@@ -35,7 +36,7 @@
  * host's thread (no process of its own) hands the run's descriptors to a template
  * interpreter that was started once in the outer layers (the shim's namespaces and
  * root); its fork enters the run's own mount, PID, IPC and UTS namespaces, and the
- * program child takes the program child's steps above (src/worker/zygote.py) before the
+ * program child enters the same inner layers (layers.c, from zyg_prog.c) before the
  * code runs.
  */
 #ifndef GOVEX_RESTRICTED_H

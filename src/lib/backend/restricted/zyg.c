@@ -25,7 +25,8 @@
  *      PID 1) and writes the shim report.
  *   P  joins the run's cgroups, cgroup namespace, seccomp guard (its listener to B),
  *      stdio, chdir, no_new_privs, Landlock, ids and capabilities dropped, rlimits, the
- *      seccomp allowlist -- the cold program child's order -- and returns.
+ *      seccomp allowlist -- the cold program child's layers, through the same code
+ *      (layers.c, rlayers_enter) -- and returns.
  * T never reads a run's spec: only B and P do, after the run's message came, so nothing
  * of one run is in what a later run inherits.
  *
