@@ -10,8 +10,8 @@
  * child's own execve of the interpreter from a later one, so the decision is taken out
  * of the sandbox: the program child installs the guard filter (seccomp.c), which turns
  * execve and execveat into user notifications, hands its listener to the shim
- * (SCM_RIGHTS over a socketpair made before the fork) and only then loads the
- * allowlist.  The shim lets
+ * (SCM_RIGHTS over a socketpair made before the fork: layers.c, step 3) and only then
+ * loads the allowlist.  The shim lets
  * the first notification continue (the interpreter's start) and then closes the
  * listener: with no listener left the kernel fails every later execve and execveat at
  * once with ENOSYS, costing the shim nothing (a flood of them cannot spend CPU outside
@@ -25,7 +25,8 @@
  * answers EAFNOSUPPORT (what the allowlist answers where nobody counts) and counts.
  * The counts reach the host in the shim's report, never through anything the run can
  * write.  At most RDENIALS_ANSWERED_MAX refusals are answered; then the listener is
- * closed and the kernel refuses the rest (ENOSYS) at no cost to the shim.
+ * closed and the kernel refuses the rest (ENOSYS) at no cost to the shim.  What each
+ * notification gets is decided by rlayers_answer (layers.c), a warm run's init's too.
  *
  * Everything here after prepare is a raw syscall on memory allocated before the clone
  * (async-signal-safe).
@@ -42,39 +43,6 @@
 #include <unistd.h>
 
 #include "restricted.h"
-
-#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
-#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
-#endif
-
-int rexec_install(const struct rfilter *f, int sock)
-{
-	struct sock_fprog prog = {.len = f->len, .filter = f->insns};
-	long lfd =
-	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	if (lfd < 0)
-		return -errno;
-	int fd = (int)lfd;
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	memset(cbuf, 0, sizeof(cbuf));
-	char byte = 'L';
-	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-	struct msghdr m = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	ssize_t w;
-	do
-		w = sendmsg(sock, &m, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	int e = w == 1 ? 0 : (w < 0 ? -errno : -EIO);
-	close(fd);
-	close(sock);
-	return e;
-}
 
 int rexec_receive(int sock)
 {
@@ -126,28 +94,8 @@ int rexec_answer(int listener, bool exec_once, struct rdenials *d)
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
 		return errno == ENOENT || errno == EINTR ? 0 : -errno; /* the caller went away */
 	memset(&resp, 0, sizeof(resp));
-	resp.r.id = req.n.id;
-	/* the guard notifies only these, on the native architecture (the allowlist kills
-	 * any other) */
-	int nr = req.n.data.nr;
-	if (nr == SYS_socket) {
-		resp.r.error = -EAFNOSUPPORT; /* what the filter answers where nobody counts */
-		if (d->net_denied < UINT32_MAX)
-			d->net_denied++;
-	} else if ((nr == SYS_execve || nr == SYS_execveat) && exec_once && d->execs++ == 0) {
-		resp.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE; /* the interpreter's start */
-	} else if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
-		/* a new process under subprocess: deny: EPERM, as the allowlist answers it
-		 * where nobody counts (Python: PermissionError) */
-		resp.r.error = -EPERM;
-		d->exec_denied += d->exec_denied < UINT32_MAX;
-	} else {
-		/* a later execve: ENOSYS, as the kernel answers once the listener is gone */
-		resp.r.error = -ENOSYS;
-		if (nr == SYS_execve || nr == SYS_execveat)
-			d->exec_denied += d->exec_denied < UINT32_MAX;
-	}
+	bool full = rlayers_answer(&req.n, exec_once, RDENIALS_ANSWERED_MAX, d, &resp.r);
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
 		return -errno;
-	return (uint64_t)d->net_denied + d->exec_denied >= RDENIALS_ANSWERED_MAX ? 1 : 0;
+	return full ? 1 : 0;
 }

@@ -18,19 +18,6 @@
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
-#define LL_RULE_PATH_BENEATH 1
-
-/* The newest layout (ABI 6); older kernels are given a shorter size. */
-struct ll_ruleset_attr {
-	uint64_t handled_access_fs;
-	uint64_t handled_access_net;
-	uint64_t scoped;
-};
-
-struct ll_path_beneath_attr {
-	uint64_t allowed_access;
-	int32_t parent_fd;
-} __attribute__((packed));
 
 int rlandlock_abi(void)
 {
@@ -73,37 +60,28 @@ size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3])
 	return size;
 }
 
+/* The plan's rules, for rlayers (layers.c masks them to the handled rights). */
+static int plan_next(const void *ctx, size_t *it, struct rlayers_rule *ret)
+{
+	const struct rplan *plan = ctx;
+	if (*it >= plan->n)
+		return 0;
+	const struct rmount *m = &plan->m[(*it)++];
+	*ret = (struct rlayers_rule){.access = m->ll_access, .path = m->path};
+	return 1;
+}
+
+void rlandlock_fill(struct rlayers *l, int abi, const struct rplan *plan, bool deny_net)
+{
+	l->ll_size = abi > 0 ? rlandlock_attr(abi, deny_net, l->ll_attr) : 0;
+	l->ll_file_rights = LL_FILE_RIGHTS;
+	l->ll_next = plan_next;
+	l->ll_ctx = plan;
+}
+
 int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step)
 {
-	*ret_step = GOVEX_STEP_LANDLOCK;
-	if (abi <= 0)
-		return 0;
-	struct ll_ruleset_attr ra = {0};
-	uint64_t a[3];
-	size_t size = rlandlock_attr(abi, deny_net, a);
-	ra.handled_access_fs = a[0];
-	ra.handled_access_net = a[1];
-	ra.scoped = a[2];
-	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &ra, size, 0);
-	if (rs < 0)
-		return -errno;
-	for (size_t i = 0; i < plan->n; i++) {
-		const struct rmount *m = &plan->m[i];
-		uint64_t acc = m->ll_access & ra.handled_access_fs;
-		if (!acc)
-			continue;
-		_cleanup_close_ int fd = open(m->path, O_PATH | O_CLOEXEC);
-		if (fd < 0)
-			continue; /* not there (left out of the plan): nothing to allow */
-		struct stat st;
-		if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
-			/* only file rights apply to a file */
-			acc &= LL_FILE_RIGHTS;
-		struct ll_path_beneath_attr pb = {.allowed_access = acc, .parent_fd = fd};
-		int r = govex__neg_errno(
-		    syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0));
-		if (r < 0)
-			return r;
-	}
-	return govex__neg_errno(syscall(SYS_landlock_restrict_self, rs, 0));
+	struct rlayers l = {.notify_sock = -1};
+	rlandlock_fill(&l, abi, plan, deny_net);
+	return rlayers_landlock(&l, ret_step);
 }

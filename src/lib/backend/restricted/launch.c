@@ -13,10 +13,11 @@
  * (files it creates in a write root belong to the caller) and loses every capability at
  * execve because it is not uid 0 there.
  *
- * Order in the program child (minijail's): cgroups, cgroup namespace, setsid, the
+ * Order in the program child (minijail's): the signals' defaults, then the inner layers
+ * (layers.c, as a warm run enters them too): cgroups, cgroup namespace, setsid, the
  * seccomp guard (tty ioctls; under subprocess: deny its execve listener goes to the shim,
  * see execonce.c), stdio, chdir, no_new_privs, Landlock, ids and capabilities, rlimits,
- * the seccomp allowlist, execve.  (User notifications with CONTINUE need Linux 5.5; this
+ * the seccomp allowlist; then execve.  (User notifications with CONTINUE need Linux 5.5; this
  * backend already needs 5.12 for the mount API.)
  */
 #define _GNU_SOURCE
@@ -39,13 +40,6 @@
 
 #include "files.h"
 #include "restricted.h"
-
-/* Default identities as root: slot N runs as uid = gid = ID_BASE + N, N < ID_COUNT.
- * In the range systemd documents as unused (0x70000000-0x7ffdffff: above the container
- * ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff and the
- * 16-bit ids of old file systems' owners). */
-#define ID_BASE	 0x7f000000u
-#define ID_COUNT 65536u
 
 /* ---- prepare ------------------------------------------------------------------------ */
 
@@ -77,9 +71,9 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 			    &st->uid, &st->gid);
 	}
 	/* root: slot N is uid id_base + N, gid gid_base + N (kept below (uid_t)-1) */
-	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : ID_BASE;
+	uint32_t ubase = opts && opts->sandbox_uid ? opts->sandbox_uid : RSLOT_ID_BASE;
 	uint32_t gbase = opts && opts->sandbox_gid ? opts->sandbox_gid : ubase;
-	uint32_t count = opts && opts->sandbox_uid_count ? opts->sandbox_uid_count : ID_COUNT;
+	uint32_t count = opts && opts->sandbox_uid_count ? opts->sandbox_uid_count : RSLOT_ID_COUNT;
 	uint32_t top = ubase > gbase ? ubase : gbase;
 	if (count > 0xfffffffeu - top)
 		count = 0xfffffffeu - top;
@@ -133,31 +127,6 @@ static const char *restricted_private_workdir(const void *state)
 	return st && !st->root_bind ? WORKDIR_PATH : NULL;
 }
 
-/*
- * The fresh workdir's tmpfs options.  Size: 64 MiB like the private /tmp, or twice the
- * policy's largest file when that is bigger (a file of the allowed size and its rewrite
- * fit), but never more than the memory limit: tmpfs pages are charged to the memory
- * cgroup of the process that writes them (the program, inside the run's cgroup), so more
- * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
- * 0700.
- */
-void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap)
-{
-	const struct govex__limits *l = la->limits;
-	uint64_t size = 64ULL << 20;
-	if (l->file_size_bytes > size / 2)
-		size =
-		    l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
-	if (l->memory_bytes && size > l->memory_bytes)
-		size = l->memory_bytes;
-	if (size < (1ULL << 20))
-		size = 1ULL << 20;
-	/* the files in are the shim's (not charged to the run), on top */
-	size += govex__files_total(la->files, la->n_files);
-	snprintf(buf, cap, "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
-		 (unsigned long long)size, (unsigned)uid, (unsigned)gid);
-}
-
 struct run_ctx {
 	const struct rstate *st;
 	const struct govex__launch *l;
@@ -181,116 +150,47 @@ struct run_ctx {
 	bool warm;     /* forked from the runtime's template (template.c) */
 };
 
-/* The bounding set, while we may (CAP_SETPCAP): no file capability can be gained. */
-static int drop_bounding(void)
-{
-	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno;
-	return 0;
-}
-
-/* Then the ambient set and every other one.  A non-root uid has none after execve
- * anyway; this makes it so before Landlock and seccomp are even relied upon. */
-static int drop_caps(void)
-{
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct d[2];
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capset, &h, d) < 0)
-		return -errno;
-	return 0;
-}
-
-/* Into the run's cgroups before anything of the program runs, then a cgroup namespace
- * rooted there: /proc/self/cgroup shows "/" (per v1 hierarchy), not the host's layout.
- * While we still have the capability (in the user namespace, when not root). */
-static int join_cgroups(const struct run_ctx *c, enum govex__step *step)
-{
-	*step = GOVEX_STEP_CGROUP;
-	for (int i = 0; i < RCG_N; i++) {
-		if (c->cg.procs_fd[i] < 0)
-			continue;
-		ssize_t w = write(c->cg.procs_fd[i], "0", 1);
-		if (w != 1)
-			return w < 0 ? -errno : -EIO;
-	}
-	*step = GOVEX_STEP_CGROUPNS;
-	/* EINVAL: a kernel without cgroup namespaces (before 4.6): the paths stay visible,
-	 * which hides nothing any control relies on */
-	int r = govex__neg_errno(syscall(SYS_unshare, CLONE_NEWCGROUP));
-	return r == -EINVAL ? 0 : r;
-}
-
-/* Capabilities and ids.  Raw syscalls: glibc's set*id() would try to reach the threads
- * of the host, which this process does not have. */
-static int drop_identity(const struct run_ctx *c, enum govex__step *step)
-{
-	int r;
-	*step = GOVEX_STEP_CAPS;
-	if ((r = drop_bounding()) < 0)
-		return r;
-	if (!c->st->userns) {
-		/* root: become the sandbox user, keeping nothing of root */
-		*step = GOVEX_STEP_SETGROUPS;
-		if ((r = govex__neg_errno(syscall(SYS_setgroups, 0, NULL))) < 0)
-			return r;
-		*step = GOVEX_STEP_SETGID;
-		if ((r = govex__neg_errno(syscall(SYS_setresgid, c->gid, c->gid, c->gid))) < 0)
-			return r;
-		*step = GOVEX_STEP_SETUID;
-		if ((r = govex__neg_errno(syscall(SYS_setresuid, c->uid, c->uid, c->uid))) < 0)
-			return r;
-	}
-	*step = GOVEX_STEP_CAPS;
-	return drop_caps();
-}
-
-/* The program child's steps up to execve, in the order of the top of this file: 0 or
- * -errno with *step set. */
+/* The program child's steps up to execve, in the order of the top of this file (the
+ * inner layers: layers.c): 0 or -errno with *step set, *ce where the error pipe is. */
 static int program_setup(struct run_ctx *c, int *ce, enum govex__step *step)
 {
 	const struct rstate *st = c->st;
 	const struct govex__launch *l = c->l;
-	int r;
-	if ((r = join_cgroups(c, step)) < 0)
-		return r;
-	*step = GOVEX_STEP_SETSID; /* no controlling terminal, own session and group */
-	if ((r = govex__neg_errno(setsid())) < 0)
-		return r;
-	/* The guard filter (tty ioctls; under subprocess: deny, execve notified to the shim,
-	 * which lets only the first one through).  Before the descriptors are tidied: the
-	 * listener goes to the shim over xsock.  It allows everything else, so the steps
-	 * below are unaffected; the allowlist is loaded last. */
-	*step = GOVEX_STEP_SECCOMP_GUARD;
-	if (c->xsock[1] >= 0) {
-		close(c->xsock[0]);
-		r = rexec_install(&st->guard, c->xsock[1]);
-	} else {
-		r = rfilter_load(&st->guard);
-	}
-	if (r < 0)
-		return r;
-	if ((r = govex__child_stdio(c->f.in[0], c->f.out[1], c->f.err[1], l->extra_fd, ce, step)) <
-	    0)
-		return r;
-	*step = GOVEX_STEP_CHDIR;
-	if ((r = govex__neg_errno(chdir(l->workdir))) < 0)
-		return r;
-	*step = GOVEX_STEP_NO_NEW_PRIVS;
-	if ((r = govex__neg_errno(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))) < 0)
-		return r;
-	if ((r = rlandlock_apply(st->landlock_abi, &c->plan, st->deny_net, step)) < 0)
-		return r;
-	if ((r = drop_identity(c, step)) < 0)
-		return r;
-	if ((r = govex__child_rlimits(l->limits, step)) < 0)
-		return r;
+	/* the host's handlers and mask are not the program's (the shim's SIGCHLD blocked) */
 	govex__child_reset_signals();
-	*step = GOVEX_STEP_SECCOMP;
-	return rfilter_load(&st->filter);
+	const struct sock_fprog guard = {.len = st->guard.len, .filter = st->guard.insns};
+	const struct sock_fprog filter = {.len = st->filter.len, .filter = st->filter.insns};
+	struct rlayers_rlimit rl[RLAYERS_RLIMIT_MAX];
+	/* under subprocess: deny (or network: deny), the guard's listener goes to the shim,
+	 * which lets only the first execve through (execonce.c) */
+	if (c->xsock[1] >= 0)
+		close(c->xsock[0]);
+	struct rlayers ly = {
+	    .setsid = true,
+	    .guard = &guard,
+	    .notify_sock = c->xsock[1],
+	    .in = c->f.in[0],
+	    .out = c->f.out[1],
+	    .err = c->f.err[1],
+	    .extra = l->extra_fd,
+	    .errpipe = *ce,
+	    .workdir = l->workdir,
+	    .setid = !st->userns,
+	    .uid = (uint32_t)c->uid,
+	    .gid = (uint32_t)c->gid,
+	    .rlimits = rl,
+	    .n_rlimits = rlayers_rlimits(l->limits, rl),
+	    .filter = &filter,
+	};
+	int procs[RCG_N];
+	for (int i = 0; i < RCG_N; i++)
+		if (c->cg.procs_fd[i] >= 0)
+			procs[ly.n_procs++] = c->cg.procs_fd[i];
+	ly.procs = procs;
+	rlandlock_fill(&ly, st->landlock_abi, &c->plan, st->deny_net);
+	int r = rlayers_enter(&ly, step);
+	*ce = ly.errpipe;
+	return r;
 }
 
 static __attribute__((noreturn)) void program_child(struct run_ctx *c)
@@ -459,21 +359,6 @@ static int shim_files_in(const struct run_ctx *c, int *ret_wdfd)
 	return 0;
 }
 
-/* Files out, once every process of the run is gone: into the host's memfd (the cold
- * shim's, and the host's thread's for a warm run: template_relay.c). */
-void rfiles_out(const struct govex__launch *l, int wdfd)
-{
-	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
-		return;
-	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (scratch == MAP_FAILED)
-		return;
-	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
-			     l->limits->files_out_bytes, scratch);
-	munmap(scratch, GOVEX__COLLECT_SCRATCH);
-}
-
 static __attribute__((noreturn)) void shim(void *ctx)
 {
 	struct run_ctx *c = ctx;
@@ -600,26 +485,6 @@ static void discover_cgroups(struct rstate *mst, const struct govex__launch *l)
 	pthread_mutex_unlock(&mst->cg_lock);
 }
 
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
-	      uid_t *uid, gid_t *gid, char *why, size_t why_len)
-{
-	bool any_cg = false;
-	for (int i = 0; i < RCG_N; i++)
-		any_cg |= st->cg.p[i].version != 0;
-	int r = rslot_acquire(opts ? opts->probe_cache_dir : NULL,
-			      st->userns ? ID_COUNT : st->id_count, slot, why, why_len);
-	if (r < 0 && (!st->userns || any_cg))
-		return r;
-	if (st->userns) {
-		*uid = st->uid;
-		*gid = st->gid;
-	} else {
-		*uid = (uid_t)(st->id_base + (uint32_t)slot->n);
-		*gid = (gid_t)(st->gid_base + (uint32_t)slot->n);
-	}
-	return 0;
-}
-
 /* The run's slot: its identity as root, the name of its cgroups.  Unprivileged and
  * without any cgroup, a slot names nothing: a run goes on without one. */
 static int take_slot(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
@@ -731,9 +596,6 @@ static int warm_run(struct run_ctx *c, struct rwarm *w, struct govex__outcome *o
 	    .cg = &c->cg,
 	    .uid = c->uid,
 	    .gid = c->gid,
-	    .after_fork = after_fork,
-	    .amend = amend_report,
-	    .ctx = c,
 	};
 	int r = rwarm_launch(w, &wr, &c->f, o, err);
 	if (r != 1)

@@ -22,11 +22,13 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "restricted.h"
 
 /* The private /tmp: bounded in bytes and inodes so a run cannot fill memory through it
@@ -853,4 +855,46 @@ int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step 
 		if ((r = attach(plan, i, s, proc_subset, root_bind, ret_step)) < 0)
 			return r;
 	return 0;
+}
+
+/* ---- the run's workdir: its tmpfs, its files out ----------------------------------- */
+
+/*
+ * The fresh workdir's tmpfs options.  Size: 64 MiB like the private /tmp, or twice the
+ * policy's largest file when that is bigger (a file of the allowed size and its rewrite
+ * fit), but never more than the memory limit: tmpfs pages are charged to the memory
+ * cgroup of the process that writes them (the program, inside the run's cgroup), so more
+ * could not be written anyway.  Inodes bounded like /tmp.  Owned by the run's uid,
+ * 0700.
+ */
+void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap)
+{
+	const struct govex__limits *l = la->limits;
+	uint64_t size = 64ULL << 20;
+	if (l->file_size_bytes > size / 2)
+		size =
+		    l->file_size_bytes > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * l->file_size_bytes;
+	if (l->memory_bytes && size > l->memory_bytes)
+		size = l->memory_bytes;
+	if (size < (1ULL << 20))
+		size = 1ULL << 20;
+	/* the files in are the shim's (not charged to the run), on top */
+	size += govex__files_total(la->files, la->n_files);
+	snprintf(buf, cap, "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
+		 (unsigned long long)size, (unsigned)uid, (unsigned)gid);
+}
+
+/* Files out, once every process of the run is gone: into the host's memfd (the cold
+ * shim's, and the host's thread's for a warm run: template_relay.c). */
+void rfiles_out(const struct govex__launch *l, int wdfd)
+{
+	if (wdfd < 0 || !l->outputs || l->out_fd < 0)
+		return;
+	char *scratch = mmap(NULL, GOVEX__COLLECT_SCRATCH, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (scratch == MAP_FAILED)
+		return;
+	govex__files_collect(wdfd, l->out_fd, l->limits->files_out_count,
+			     l->limits->files_out_bytes, scratch);
+	munmap(scratch, GOVEX__COLLECT_SCRATCH);
 }

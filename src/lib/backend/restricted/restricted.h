@@ -25,8 +25,9 @@
  *   host (run)                      supervise.c: pipes, deadline, cancel
  *     └─ shim: clone(NEWUSER?|NEWNS|NEWPID|NEWIPC|NEWUTS|NEWNET?)
  *        PID 1 of the new PID namespace; builds the root and pivots; never execs
- *          └─ program (fork): joins the cgroups, new cgroup namespace, setsid, chdir,
- *             no_new_privs, Landlock, drops to the slot's uid, rlimits, seccomp, execve
+ *          └─ program (fork): its inner layers (layers.c: cgroups, cgroup namespace,
+ *             setsid, guard, stdio, chdir, no_new_privs, Landlock, the slot's uid,
+ *             rlimits, seccomp), execve
  *
  * When the shim exits, the kernel kills whatever is left in its PID namespace, and the
  * mount namespace (with every mount of the run) goes with its last process.
@@ -35,7 +36,7 @@
  * host's thread (no process of its own) hands the run's descriptors to a template
  * interpreter that was started once in the outer layers (the shim's namespaces and
  * root); its fork enters the run's own mount, PID, IPC and UTS namespaces, and the
- * program child takes the program child's steps above (src/worker/zygote.py) before the
+ * program child enters the same inner layers (layers.c, from zyg_prog.c) before the
  * code runs.
  */
 #ifndef GOVEX_RESTRICTED_H
@@ -50,6 +51,7 @@
 #include <pthread.h>
 
 #include "../../internal.h"
+#include "layers.h"
 
 /* ---- mount plan (mounts.c) ---------------------------------------------------------- */
 
@@ -144,13 +146,22 @@ void rscratch_free(struct rscratch *s);
  * a tmpfs, pivots into it and detaches the old root.  Returns 0 or -errno with *ret_step
  * set. */
 int rmount_apply(const struct rplan *plan, struct rscratch *s, enum govex__step *ret_step);
+/* A fresh workdir's tmpfs options for a run as uid/gid under la's limits (its files in on
+ * top), into buf. */
+void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
+/* Files out of a finished run (every process of it gone): what it left in its workdir's
+ * output directory (wdfd) collected into l->out_fd, bounded (the cold shim's, and the
+ * host's for a warm run). */
+void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* ---- Landlock (landlock.c) ---------------------------------------------------------- */
 
 /* The kernel's Landlock ABI version, or -errno when Landlock is unavailable. */
 int rlandlock_abi(void);
-/* In the program child: a ruleset over plan's paths (rights masked for abi), network
- * (ABI >= 4) when deny_net, scopes (ABI >= 6); restrict_self.  Async-signal-safe. */
+/* Landlock of l (layers.c, step 7) from plan: its paths' rights (masked for abi), network
+ * (ABI >= 4) when deny_net, scopes (ABI >= 6); abi <= 0: none.  l borrows plan. */
+void rlandlock_fill(struct rlayers *l, int abi, const struct rplan *plan, bool deny_net);
+/* In the program child: that ruleset applied alone (rlayers_landlock).  Async-signal-safe. */
 int rlandlock_apply(int abi, const struct rplan *plan, bool deny_net, enum govex__step *ret_step);
 /* The ruleset's handled rights for abi (fs, net, scoped) and the attribute's size. */
 size_t rlandlock_attr(int abi, bool deny_net, uint64_t ret[3]);
@@ -213,25 +224,14 @@ int rfilter_load(const struct rfilter *f);
 
 /* ---- one execve under subprocess: deny (execonce.c), async-signal-safe -------------- */
 
-/* Program child: installs guard (built with exec_once) with a new listener and sends the
- * listener over sock (closed here).  Returns 0 or -errno. */
-int rexec_install(const struct rfilter *guard, int sock);
 /* Shim: receives the listener from sock; -ECHILD when the child closed sock first. */
 int rexec_receive(int sock);
-/* What the shim's listener has answered: execve/execveat notifications (the first
- * continued), and the attempts it refused, per control. */
-struct rdenials {
-	unsigned execs;	      /* execve notifications answered */
-	uint32_t exec_denied; /* a later execve refused (subprocess: deny) */
-	uint32_t net_denied;  /* a socket() refused (network: deny) */
-};
+/* (what it answered: struct rdenials, layers.h) */
 /* After this many refusals the shim stops answering (closes the listener: the kernel
  * then fails every later one with ENOSYS at no cost to the shim); the counts saturate. */
 #define RDENIALS_ANSWERED_MAX GOVEX_DENIALS_COUNTED_MAX
-/* Shim: answers one notification on listener: with exec_once the first execve
- * continues, a later one fails with ENOSYS (as with no listener); a socket() fails with
- * EAFNOSUPPORT, as the filter itself answers where nobody counts.  Returns 1 when the
- * listener should close (the counts are full), 0 to go on, -errno. */
+/* Shim: answers one notification on listener as rlayers_answer (layers.c) decides.
+ * Returns 1 when the listener should close (the counts are full), 0 to go on, -errno. */
 int rexec_answer(int listener, bool exec_once, struct rdenials *d);
 
 /* ---- the cold shim's wait (shim_wait.c), async-signal-safe -------------------------- */
@@ -384,6 +384,13 @@ int rcg_receive(int sock, struct rcg_run *ret);
 
 /* ---- run slots (slot.c) ------------------------------------------------------------- */
 
+/* Default identities as root: slot N runs as uid = gid = RSLOT_ID_BASE + N, N <
+ * RSLOT_ID_COUNT.  In the range systemd documents as unused (0x70000000-0x7ffdffff: above
+ * the container ranges of systemd-nspawn, below its foreign range 0x7ffe0000-0x7ffeffff
+ * and the 16-bit ids of old file systems' owners). */
+#define RSLOT_ID_BASE  0x7f000000u
+#define RSLOT_ID_COUNT 65536u
+
 struct rslot {
 	int n;	     /* slot number, or -1 */
 	int fd;	     /* the locked N.lock (O_CLOEXEC; the shim closes it), or -1 */
@@ -398,6 +405,12 @@ void rslot_release(struct rslot *s);
 /* Reclaims the cgroups of every slot below s's parents whose lock is free (their run
  * died; nobody took that slot since).  Best effort, once per runtime. */
 void rslot_sweep(const char *cache_dir, const struct rcg_setup *s);
+/* A run's slot (cold, warm or a spare's) and its ids: the caller's in a user namespace,
+ * else the slot's.  Unprivileged and without any cgroup a run goes on without a slot
+ * (slot->n -1).  Returns 0 or -errno with why set. */
+struct rstate;
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
+	      uid_t *uid, gid_t *gid, char *why, size_t why_len);
 
 /* ---- namespaces and probing (ns.c) -------------------------------------------------- */
 
@@ -444,21 +457,16 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs);
  * a launch failure, 1 when no spare fits it (the run goes on as a warm run made now). */
 int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
 		    struct govex__outcome *o, struct govex_error *err);
-/* launch.c, for spares: a run's slot and its ids; a fresh workdir's tmpfs options. */
-int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
-	      uid_t *uid, gid_t *gid, char *why, size_t why_len);
-void rworkdir_opts(uid_t uid, gid_t gid, const struct govex__launch *la, char *buf, size_t cap);
 /* What a warm run takes from the cold path's preparation (launch.c). */
 struct rwarm_run {
 	const struct rstate *st;
 	const struct govex__launch *l;
 	const struct rplan *plan; /* the run's, workdir and identity files included */
-	const struct rcg_run *cg; /* its cgroups (procs fds are handed to the child) */
-	uid_t uid;		  /* its ids (root: the slot's) */
+	/* its cgroups: the procs fds handed to the template (closed here once they are: a
+	 * run's, not a spare's), the accounting added to the init's report */
+	struct rcg_run *cg;
+	uid_t uid; /* its ids (root: the slot's) */
 	gid_t gid;
-	void (*after_fork)(void *ctx); /* launch.c's shim hooks and their context */
-	void (*amend)(void *ctx, struct govex__shim_report *rep);
-	void *ctx;
 };
 /* Runs it forked from the runtime's template: 0 with the outcome (or < 0, a launch
  * failure, like govex__run_shim); 1 when no template can take it (none could be
@@ -476,10 +484,6 @@ int rwarm_start(struct rwarm *w, const struct rstate *st, const struct govex__la
 void rwarm_count_cold(struct rwarm *w, const char *reason);
 /* Adds templates, ready, warm_runs and cold_reasons to stats' "warm" object. */
 void rwarm_stats(struct rwarm *w, json_t *warm);
-/* Files out of a finished run (every process of it gone): what it left in its workdir's
- * output directory (wdfd) collected into l->out_fd, bounded (launch.c; the cold shim's,
- * and the host's for a warm run). */
-void rfiles_out(const struct govex__launch *l, int wdfd);
 
 /* template_relay.c: the run handed (its descriptors and spec, a memfd) to the template
  * on ctl by the calling thread, no process made on the host; as govex__run_shim. */
@@ -503,7 +507,7 @@ int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, stru
 		   struct govex__outcome *o, struct govex_error *err);
 int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__pipes *f,
 		    struct govex__outcome *o, struct govex_error *err);
-/* template_spec.c: a run's spec in a memfd for the template's child (or -errno), and
+/* rspec_marshal.c: a run's spec in a memfd for the template's child (or -errno), and
  * bytes as a JSON string of hex digits. */
 int rwarm_spec_memfd(const struct rwarm_run *r);
 /* A spare's spec (every step of the run taken ahead, up to the allowlist: no record of

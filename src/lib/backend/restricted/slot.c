@@ -285,3 +285,25 @@ int govex__slot_lock_dirs(const char *cache_dir, char ***v)
 	r |= govex__strv_push(v, buf);
 	return r;
 }
+
+/* ---- a run's slot and its ids ------------------------------------------------------ */
+
+int rrun_slot(const struct rstate *st, const struct govex_runtime_options *opts, struct rslot *slot,
+	      uid_t *uid, gid_t *gid, char *why, size_t why_len)
+{
+	bool any_cg = false;
+	for (int i = 0; i < RCG_N; i++)
+		any_cg |= st->cg.p[i].version != 0;
+	int r = rslot_acquire(opts ? opts->probe_cache_dir : NULL,
+			      st->userns ? RSLOT_ID_COUNT : st->id_count, slot, why, why_len);
+	if (r < 0 && (!st->userns || any_cg))
+		return r;
+	if (st->userns) {
+		*uid = st->uid;
+		*gid = st->gid;
+	} else {
+		*uid = (uid_t)(st->id_base + (uint32_t)slot->n);
+		*gid = (gid_t)(st->gid_base + (uint32_t)slot->n);
+	}
+	return 0;
+}

@@ -254,20 +254,24 @@ static void relay_last_resort(void *ctx)
 	}
 }
 
-/* the launch's own hooks, through the relay's context */
+/* Once the template has the run's descriptors: the cgroup.procs ones are its (a spare's
+ * were handed over when it was made). */
 static void relay_after_fork(void *ctx)
 {
 	const struct relay *rl = ctx;
-	if (rl->r->after_fork)
-		rl->r->after_fork(rl->r->ctx);
+	for (int i = 0; i < RCG_N; i++)
+		if (rl->r->cg->procs_fd[i] >= 0) {
+			close(rl->r->cg->procs_fd[i]);
+			rl->r->cg->procs_fd[i] = -1;
+		}
 }
 
+/* The cgroups' accounting, added to the init's report before it is interpreted. */
 static void relay_amend(void *ctx, struct govex__shim_report *rep)
 {
 	struct relay *rl = ctx;
 	rl->reported = true;
-	if (rl->r->amend)
-		rl->r->amend(rl->r->ctx, rep);
+	rcg_amend(rl->r->cg, rep);
 }
 
 /* The run through the shim's supervision with OPS, then its outputs once the init
@@ -327,7 +331,6 @@ int rwarm_relay_go(int watch, int pidfd, int go, const struct rwarm_run *r, stru
 	const struct govex__shim_ops ops = {
 	    .launch = relay_go,
 	    .last_resort = relay_last_resort,
-	    .after_fork = relay_after_fork,
 	    .amend = relay_amend,
 	    .pipes_open = true,
 	};

@@ -559,12 +559,6 @@ static void remount_opts(const struct rspare *s, const struct govex__launch *l, 
 	snprintf(buf, cap, "%.*s", (int)n, full); /* "size=N" */
 }
 
-static void spare_amend(void *ctx, struct govex__shim_report *rep)
-{
-	const struct rspare *s = ctx;
-	rcg_amend(&s->cg, rep);
-}
-
 int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex__launch *l,
 		    struct govex__outcome *o, struct govex_error *err)
 {
@@ -646,8 +640,6 @@ int rwarm_spare_run(struct rwarm *w, const struct rstate *st, const struct govex
 	    .cg = &s->cg,
 	    .uid = s->uid,
 	    .gid = s->gid,
-	    .amend = spare_amend,
-	    .ctx = s,
 	};
 	int r;
 	int go = rwarm_go_spec_memfd(&wr, l->n_files ? remount : NULL);

@@ -25,7 +25,8 @@
  *      PID 1) and writes the shim report.
  *   P  joins the run's cgroups, cgroup namespace, seccomp guard (its listener to B),
  *      stdio, chdir, no_new_privs, Landlock, ids and capabilities dropped, rlimits, the
- *      seccomp allowlist -- the cold program child's order -- and returns.
+ *      seccomp allowlist -- the cold program child's layers, through the same code
+ *      (layers.c, rlayers_enter) -- and returns.
  * T never reads a run's spec: only B and P do, after the run's message came, so nothing
  * of one run is in what a later run inherits.
  *
@@ -46,7 +47,7 @@
  *     and no other init forks (init_clone);
  *   - nothing of a run is where a later program's fork copies it: B's stack is
  *     MADV_DONTFORK from when P is forked (before any run's data), the run's spec is read
- *     into a buffer that is MADV_DONTFORK before a byte is in it (spec_load); T unmaps
+ *     into a buffer that is MADV_DONTFORK before a byte is in it (zyg_spec_load); T unmaps
  *     both once it reaped B (struct kid_mem);
  *   - no signal handler runs in B (all are blocked: the interpreter's handlers would
  *     write T's memory).
@@ -90,7 +91,7 @@ void zyg_back(void)
 
 static int init_entry(void *arg)
 {
-	init_main(arg);
+	zyg_init_main(arg);
 }
 
 /*
@@ -124,7 +125,7 @@ static long init_clone(struct init_arg *ia, int *pidfd, int taken, struct zyg_ou
 		/* P, forked by its init: the init's stack is nothing of P's */
 		rseq_again();
 		munmap(zyg_child.stack, zyg_child.stack_len);
-		program_main(ia->p, zyg_child.pair, &zyg_child.mask, out);
+		zyg_program_main(ia->p, zyg_child.pair, &zyg_child.mask, out);
 		return 0;
 	}
 	int flags =
@@ -140,7 +141,7 @@ static long init_clone(struct init_arg *ia, int *pidfd, int taken, struct zyg_ou
 	int e = errno;
 	char f = 0;
 	if (pid >= 0)
-		read1(taken, &f);
+		zyg_read1(taken, &f);
 	if (ia->p->after_fork_parent)
 		ia->p->after_fork_parent();
 	return pid < 0 ? -e : pid;
@@ -239,7 +240,7 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 }
 
 /* Makes one spare; returns 0 in T, 1 in P (out filled), -errno. */
-static int spare_make(struct tmpl *t, struct zyg_out *out)
+static int zyg_spare_make(struct tmpl *t, struct zyg_out *out)
 {
 	const struct zyg_params *p = t->p;
 	if (!grow((void **)&t->kids, &t->cap, t->n + 1, sizeof(*t->kids)) ||
@@ -310,7 +311,7 @@ static void kid_end(struct tmpl *t, size_t i)
 	kid_mem_free(k);
 	if (k->spare) {
 		t->spares--;
-		closep(&k->taken);
+		zyg_closep(&k->taken);
 	}
 	if (k->netfd >= 0) {
 		if (netns_clean(t, k->netfd))
@@ -339,7 +340,7 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 		if (t.spares == 0)
 			refill = true;
 		while (refill && t.spares < (size_t)p->spares) {
-			int r = spare_make(&t, out);
+			int r = zyg_spare_make(&t, out);
 			if (r == 1) {
 				/* P: the run's code is next (T's tables are nothing of its own) */
 				free(pf);
@@ -373,11 +374,11 @@ int govex_zyg_serve(const struct zyg_params *p, struct zyg_out *out)
 			struct kid *k = &t.kids[i];
 			if (k->spare && pf[2 * i + 1].revents) {
 				char b = 0;
-				if (read1(k->taken, &b) == 1 && b == 'E')
+				if (zyg_read1(k->taken, &b) == 1 && b == 'E')
 					_exit(0); /* retired: the host closed the control socket */
 				k->spare = false;
 				t.spares--;
-				closep(&k->taken);
+				zyg_closep(&k->taken);
 			}
 			if (pf[2 * i].revents) {
 				kid_end(&t, i);

@@ -2,23 +2,23 @@
 /*
  * Warm runs, the template's side in C (zyg.c has the whole picture): a run's init (B, PID 1 of the
  * run): its places, the go of a spare, the supervision of its program and the shim report; made
- * ahead by the template (init_main).  B shares the template's memory: every call here is
+ * ahead by the template (zyg_init_main).  B shares the template's memory: every call here is
  * the kernel's own (zyg_int.h, zs), but for the fork of its program (zyg.c).
  */
 #include "zyg_int.h"
 
 /* ---- B: the run's own places ---------------------------------------------------------- */
 
-int mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data)
+int zyg_mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data)
 {
 	return (int)ZS5(SYS_mount, src, dst, type, fl, data);
 }
 
-int bind_ro(const char *src, const char *dst)
+int zyg_bind_ro(const char *src, const char *dst)
 {
-	int r = mnt(src, dst, NULL, MS_BIND, NULL);
+	int r = zyg_mnt(src, dst, NULL, MS_BIND, NULL);
 	if (r == 0)
-		r = mnt(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MNT_FL, NULL);
+		r = zyg_mnt(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MNT_FL, NULL);
 	return r;
 }
 
@@ -32,19 +32,20 @@ static void identity_files(const struct spec *s, const char *wd, int fce)
 	bool mounted = false;
 	SPEC_EACH(s, ZR_IDENT, rc, r)
 	{
-		ssize_t pl = rec_str(&rc, 0);
+		ssize_t pl = zyg_rec_str(&rc, 0);
 		if (pl < 0)
-			fail(fce, GOVEX_STEP_TMPFS, EINVAL);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, EINVAL);
 		if (!mounted) {
-			int e = mnt("tmpfs", wd, "tmpfs", MNT_FL, "size=64k,nr_inodes=8,mode=0755");
+			int e =
+			    zyg_mnt("tmpfs", wd, "tmpfs", MNT_FL, "size=64k,nr_inodes=8,mode=0755");
 			if (e < 0)
-				fail(fce, GOVEX_STEP_TMPFS, -e);
+				zyg_fail(fce, GOVEX_STEP_TMPFS, -e);
 			mounted = true;
 		}
 		char src[4096];
 		size_t wl = strlen(wd);
 		if (wl + 16 > sizeof(src))
-			fail(fce, GOVEX_STEP_TMPFS, ENAMETOOLONG);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, ENAMETOOLONG);
 		memcpy(src, wd, wl);
 		src[wl] = '/';
 		src[wl + 1] = (char)('0' + k % 10);
@@ -53,18 +54,18 @@ static void identity_files(const struct spec *s, const char *wd, int fce)
 		k++;
 		int fd = z_open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0)
-			fail(fce, GOVEX_STEP_TMPFS, -fd);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, -fd);
 		size_t cl = rc.len - (uint32_t)pl - 1;
-		ssize_t w = full_write(fd, rc.data + pl + 1, cl);
+		ssize_t w = zyg_full_write(fd, rc.data + pl + 1, cl);
 		if (w < 0 || (w = ZS2(SYS_fchmod, fd, 0644)) < 0)
-			fail(fce, GOVEX_STEP_TMPFS, (int)-w);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, (int)-w);
 		z_close(fd);
-		int e = bind_ro(src, rc.data);
+		int e = zyg_bind_ro(src, rc.data);
 		if (e < 0)
-			fail(fce, GOVEX_STEP_TMPFS, -e);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, -e);
 	}
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
 static void tmpfs_places(const struct spec *s, int fce)
@@ -73,15 +74,15 @@ static void tmpfs_places(const struct spec *s, int fce)
 	int r;
 	SPEC_EACH(s, ZR_TMPFS, rc, r)
 	{
-		ssize_t pl = rec_str(&rc, 0);
-		if (pl < 0 || rec_str(&rc, (uint32_t)pl + 1) < 0)
-			fail(fce, GOVEX_STEP_TMPFS, EINVAL);
-		int e = mnt("tmpfs", rc.data, "tmpfs", MNT_FL, rc.data + pl + 1);
+		ssize_t pl = zyg_rec_str(&rc, 0);
+		if (pl < 0 || zyg_rec_str(&rc, (uint32_t)pl + 1) < 0)
+			zyg_fail(fce, GOVEX_STEP_TMPFS, EINVAL);
+		int e = zyg_mnt("tmpfs", rc.data, "tmpfs", MNT_FL, rc.data + pl + 1);
 		if (e < 0)
-			fail(fce, GOVEX_STEP_TMPFS, -e);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, -e);
 	}
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
 /* Files in: the workdir's descriptor to the host (template_relay.c), which writes the
@@ -91,13 +92,13 @@ static void files_in(const struct spec *s, const char *wd, int watch, int fce)
 {
 	int fd = z_open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -fd);
-	int e = send_fds(watch, 'W', &fd, 1);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -fd);
+	int e = zyg_send_fds(watch, 'W', &fd, 1);
 	z_close(fd);
 	if (e < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -e);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -e);
 	char go = 0;
-	if (read1(watch, &go) != 1 || go != 'G')
+	if (zyg_read1(watch, &go) != 1 || go != 'G')
 		z_exit(0); /* the host reported the failure on the error pipe */
 	struct recd rc;
 	int r;
@@ -105,17 +106,17 @@ static void files_in(const struct spec *s, const char *wd, int watch, int fce)
 	size_t wl = strlen(wd);
 	SPEC_EACH(s, ZR_FILE, rc, r)
 	{
-		ssize_t nl = rec_str(&rc, 0);
+		ssize_t nl = zyg_rec_str(&rc, 0);
 		if (nl < 0 || wl + 1 + (size_t)nl + 1 > sizeof(path))
-			fail(fce, GOVEX_STEP_WORKDIR, EINVAL);
+			zyg_fail(fce, GOVEX_STEP_WORKDIR, EINVAL);
 		memcpy(path, wd, wl);
 		path[wl] = '/';
 		memcpy(path + wl + 1, rc.data, (size_t)nl + 1);
-		if ((e = bind_ro(path, path)) < 0)
-			fail(fce, GOVEX_STEP_WORKDIR, -e);
+		if ((e = zyg_bind_ro(path, path)) < 0)
+			zyg_fail(fce, GOVEX_STEP_WORKDIR, -e);
 	}
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
 /* Outputs and no file in: the output directory made here, as the cold shim makes it
@@ -126,61 +127,49 @@ static void output_dir(const struct spec *s, const char *wd, int watch, int fce)
 {
 	int fd = z_open(wd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -fd);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -fd);
 	int e = z_mkdirat(fd, GOVEX__OUTPUT_DIR, 0700);
 	if (e < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -e);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -e);
 	if (s->h->uid != 0xFFFFFFFFu &&
 	    (e = (int)ZS5(SYS_fchownat, fd, GOVEX__OUTPUT_DIR, s->h->uid, s->h->gid,
 			  AT_SYMLINK_NOFOLLOW)) < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -e);
-	e = send_fds(watch, 'O', &fd, 1);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -e);
+	e = zyg_send_fds(watch, 'O', &fd, 1);
 	z_close(fd);
 	if (e < 0)
-		fail(fce, GOVEX_STEP_WORKDIR, -e);
+		zyg_fail(fce, GOVEX_STEP_WORKDIR, -e);
 }
 
 /* proc for the run's PID namespace: subset=pid where the kernel has it, else the whole
  * of it with the host-wide files masked. */
 static void proc_mount(const struct spec *s, int fce)
 {
-	if (mnt("proc", "/proc", "proc", MNT_FL, "subset=pid") == 0)
+	if (zyg_mnt("proc", "/proc", "proc", MNT_FL, "subset=pid") == 0)
 		return;
-	int e = mnt("proc", "/proc", "proc", MNT_FL, NULL);
+	int e = zyg_mnt("proc", "/proc", "proc", MNT_FL, NULL);
 	if (e < 0)
-		fail(fce, GOVEX_STEP_PROC, -e);
+		zyg_fail(fce, GOVEX_STEP_PROC, -e);
 	struct recd rc;
 	int r;
 	SPEC_EACH(s, ZR_MASK, rc, r)
 	{
-		if (rec_str(&rc, 0) < 0)
-			fail(fce, GOVEX_STEP_PROC_MASK, EINVAL);
+		if (zyg_rec_str(&rc, 0) < 0)
+			zyg_fail(fce, GOVEX_STEP_PROC_MASK, EINVAL);
 		struct statx sx = {0};
 		if (ZS5(SYS_statx, AT_FDCWD, rc.data, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) < 0 ||
 		    S_ISLNK(sx.stx_mode))
 			continue;
 		if (S_ISDIR(sx.stx_mode))
-			e = mnt("tmpfs", rc.data, "tmpfs", MS_RDONLY | MNT_FL,
-				"size=4k,nr_inodes=1,mode=0555");
+			e = zyg_mnt("tmpfs", rc.data, "tmpfs", MS_RDONLY | MNT_FL,
+				    "size=4k,nr_inodes=1,mode=0555");
 		else
-			e = bind_ro("/dev/null", rc.data);
+			e = zyg_bind_ro("/dev/null", rc.data);
 		if (e < 0)
-			fail(fce, GOVEX_STEP_PROC_MASK, -e);
+			zyg_fail(fce, GOVEX_STEP_PROC_MASK, -e);
 	}
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
-}
-
-const char *spec_workdir(const struct spec *s)
-{
-	struct recd rc;
-	int r;
-	SPEC_EACH(s, ZR_WORKDIR, rc, r)
-	{
-		if (rec_str(&rc, 0) > 0 && rc.data[0] == '/')
-			return rc.data;
-	}
-	return NULL;
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 }
 
 /* ---- B: the run's init ---------------------------------------------------------------- */
@@ -220,34 +209,23 @@ static int64_t cpu_ns(const struct init *b)
 
 static void close_listener(struct init *b)
 {
-	closep(&b->listener);
+	zyg_closep(&b->listener);
 }
 
 /* One notification on the program's guard listener, answered as a cold run's shim
- * answers it (execonce.c, rexec_answer): in a warm run the interpreter runs already,
- * every execve is a later one. */
-static void answer(struct init *b)
+ * answers it (rlayers_answer): in a warm run the interpreter runs already, every execve
+ * is a later one (no exec_once). */
+static void zyg_answer(struct init *b)
 {
 	struct seccomp_notif req;
 	memset(&req, 0, sizeof(req));
 	if (ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
 		return; /* the caller went away (ENOENT) or EINTR */
-	int err;
-	long nr = req.data.nr;
-	if (nr == SYS_socket) {
-		err = EAFNOSUPPORT;
-		b->net_denied++;
-	} else if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
-		err = EPERM;
-		b->exec_denied++;
-	} else {
-		err = ENOSYS;
-		if (nr == SYS_execve || nr == SYS_execveat)
-			b->exec_denied++;
-	}
-	struct seccomp_notif_resp resp = {.id = req.id, .val = 0, .error = -err, .flags = 0};
+	struct seccomp_notif_resp resp;
+	int32_t max = b->s.h->denials_max;
+	bool full = rlayers_answer(&req, false, max > 0 ? (uint64_t)max : 0, &b->den, &resp);
 	ZS3(SYS_ioctl, b->listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-	if ((int64_t)b->net_denied + b->exec_denied >= b->s.h->denials_max)
+	if (full)
 		close_listener(b); /* the kernel refuses the rest (ENOSYS) */
 }
 
@@ -256,8 +234,8 @@ static void take_listener(struct init *b)
 	char tag;
 	int fd = -1;
 	size_t n = 0;
-	ssize_t r = recv_fds(b->lsock, &tag, &fd, 1, &n, 0);
-	closep(&b->lsock);
+	ssize_t r = zyg_recv_fds(b->lsock, &tag, &fd, 1, &n, 0);
+	zyg_closep(&b->lsock);
 	if (r > 0 && n == 1 && tag == 'L')
 		b->listener = fd;
 	else if (n == 1)
@@ -265,7 +243,7 @@ static void take_listener(struct init *b)
 }
 
 /* Reaps what is there; true once the program child is (its status in *st). */
-bool reap(struct init *b, int *st, bool *got)
+bool zyg_reap(struct init *b, int *st, bool *got)
 {
 	for (;;) {
 		int wst = 0; /* (the kernel's: the analyzer cannot see it fill it) */
@@ -313,7 +291,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 			take_listener(b);
 		if (n > 0 && p[3].revents) {
 			if (p[3].revents & POLLIN)
-				answer(b);
+				zyg_answer(b);
 			else
 				close_listener(b); /* no task left under the filter */
 		}
@@ -322,7 +300,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 			while (z_read(b->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 		}
-		if (reap(b, &status, &got))
+		if (zyg_reap(b, &status, &got))
 			break;
 		if (budget >= 0 && (used = cpu_ns(b)) >= budget)
 			break;
@@ -345,7 +323,7 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 		}
 	} else {
 		z_kill(b->child, SIGKILL);
-		reap(b, &status, &got);
+		zyg_reap(b, &status, &got);
 	}
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
@@ -357,14 +335,14 @@ static __attribute__((noreturn)) void init_supervise(struct init *b)
 		      (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec,
 	    .max_rss_kb = ru.ru_maxrss,
 	    .cgroup_oom = 0,
-	    .net_denied = b->net_denied,
-	    .exec_denied = b->exec_denied,
+	    .net_denied = b->den.net_denied,
+	    .exec_denied = b->den.exec_denied,
 	};
-	full_write(b->f.rep, &rep, sizeof(rep));
+	zyg_full_write(b->f.rep, &rep, sizeof(rep));
 	/* the run is over (every process of it killed and reaped): the watch socket's end
 	 * tells the host, without waiting for this process's exit (the teardown of the
 	 * run's namespaces) */
-	closep(&b->f.watch);
+	zyg_closep(&b->f.watch);
 	z_exit(0);
 }
 
@@ -376,12 +354,12 @@ static void run_files(const struct spec *s, const char *wd, int watch, int fce)
 	bool any = false;
 	SPEC_EACH(s, ZR_REMOUNT, rc, k)
 	{
-		ssize_t pl = rec_str(&rc, 0);
-		if (pl < 0 || rec_str(&rc, (uint32_t)pl + 1) < 0)
-			fail(fce, GOVEX_STEP_TMPFS, EINVAL);
-		int e = mnt(NULL, rc.data, NULL, MS_REMOUNT | MNT_FL, rc.data + pl + 1);
+		ssize_t pl = zyg_rec_str(&rc, 0);
+		if (pl < 0 || zyg_rec_str(&rc, (uint32_t)pl + 1) < 0)
+			zyg_fail(fce, GOVEX_STEP_TMPFS, EINVAL);
+		int e = zyg_mnt(NULL, rc.data, NULL, MS_REMOUNT | MNT_FL, rc.data + pl + 1);
 		if (e < 0)
-			fail(fce, GOVEX_STEP_TMPFS, -e);
+			zyg_fail(fce, GOVEX_STEP_TMPFS, -e);
 	}
 	SPEC_EACH(s, ZR_FILE, rc, k)
 	{
@@ -445,7 +423,7 @@ static void init_wait_go(struct init *b, int pair, const char *wd)
 				;
 			int st;
 			bool got = false;
-			if (reap(b, &st, &got))
+			if (zyg_reap(b, &st, &got))
 				init_drop(); /* P failed a step (its error is written) */
 		}
 		if (b->lsock >= 0 && p[2].revents) {
@@ -456,7 +434,7 @@ static void init_wait_go(struct init *b, int pair, const char *wd)
 		char tag = 0;
 		int fds[2] = {-1, -1};
 		size_t nf = 0;
-		ssize_t r = recv_fds(b->f.watch, &tag, fds, 2, &nf, 0);
+		ssize_t r = zyg_recv_fds(b->f.watch, &tag, fds, 2, &nf, 0);
 		if (r == -EINTR)
 			continue;
 		if (r <= 0 || tag != 'g' || nf < 1) {
@@ -467,16 +445,16 @@ static void init_wait_go(struct init *b, int pair, const char *wd)
 		/* the go's spec, read here and forwarded to P with call mode's fd 3 */
 		int fwd[2] = {z_fcntl(fds[0], F_DUPFD_CLOEXEC, 3), nf > 1 ? fds[1] : -1};
 		struct spec gs = {0};
-		int e = spec_load(fds[0], &gs, &b->km->spec[1]); /* (closes fds[0]) */
+		int e = zyg_spec_load(fds[0], &gs, &b->km->spec[1]); /* (closes fds[0]) */
 		if (e < 0 || fwd[0] < 0)
-			fail(fce, GOVEX_STEP_SHIM, e < 0 ? -e : -fwd[0]);
+			zyg_fail(fce, GOVEX_STEP_SHIM, e < 0 ? -e : -fwd[0]);
 		run_files(&gs, wd, b->f.watch, fce);
-		e = send_fds(pair, 'g', fwd, fwd[1] >= 0 ? 2 : 1);
+		e = zyg_send_fds(pair, 'g', fwd, fwd[1] >= 0 ? 2 : 1);
 		z_close(fwd[0]);
 		if (fwd[1] >= 0)
 			z_close(fwd[1]);
 		if (e < 0)
-			fail(fce, GOVEX_STEP_FORK, -e);
+			zyg_fail(fce, GOVEX_STEP_FORK, -e);
 		return; /* (the go's spec is T's to free, as the run's) */
 	}
 }
@@ -488,34 +466,34 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 					       int ferr)
 {
 	int fce = b->f.ce;
-	int se = send_fds(pair, 'F', b->f.fds, b->f.n);
-	int r = spec_load(b->f.spec, &b->s, &b->km->spec[0]);
+	int se = zyg_send_fds(pair, 'F', b->f.fds, b->f.n);
+	int r = zyg_spec_load(b->f.spec, &b->s, &b->km->spec[0]);
 	if (r < 0)
-		fail(fce, GOVEX_STEP_SHIM, -r);
-	if (runfds_index(&b->f, b->s.h) < 0)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, -r);
+	if (zyg_runfds_index(&b->f, b->s.h) < 0)
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 	if (fstep)
-		fail(fce, fstep, ferr);
+		zyg_fail(fce, fstep, ferr);
 	if (se < 0)
-		fail(fce, GOVEX_STEP_FORK, -se);
-	const char *wd = spec_workdir(&b->s);
+		zyg_fail(fce, GOVEX_STEP_FORK, -se);
+	const char *wd = zyg_spec_workdir(&b->s);
 	if (!wd)
-		fail(fce, GOVEX_STEP_SHIM, EINVAL);
+		zyg_fail(fce, GOVEX_STEP_SHIM, EINVAL);
 	identity_files(&b->s, wd, fce);
 	tmpfs_places(&b->s, fce);
 	bool deferred = b->s.h->deferred;
 	if (!deferred)
 		run_files(&b->s, wd, b->f.watch, fce);
 	proc_mount(&b->s, fce);
-	ssize_t w = full_write(pair, "G", 1); /* P goes on: its places are there */
+	ssize_t w = zyg_full_write(pair, "G", 1); /* P goes on: its places are there */
 	if (w < 0)
-		fail(fce, GOVEX_STEP_FORK, (int)-w);
+		zyg_fail(fce, GOVEX_STEP_FORK, (int)-w);
 	/* B's own pidfd to the host, which kills B (and so the run's PID namespace) should
 	 * B not end after the host asked for the end (the last resort) */
 	if (b->f.watch >= 0) {
 		int pfd = (int)ZS2(SYS_pidfd_open, z_getpid(), 0);
 		if (pfd >= 0) {
-			send_fds(b->f.watch, 'p', &pfd, 1);
+			zyg_send_fds(b->f.watch, 'p', &pfd, 1);
 			z_close(pfd);
 		}
 	}
@@ -524,7 +502,7 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 		 * else kept for the supervision), pair itself carries the go */
 		b->lsock = b->s.h->notify ? z_fcntl(pair, F_DUPFD_CLOEXEC, 3) : -1;
 		if (b->s.h->notify && b->lsock < 0)
-			fail(fce, GOVEX_STEP_FORK, -b->lsock);
+			zyg_fail(fce, GOVEX_STEP_FORK, -b->lsock);
 		init_wait_go(b, pair, wd);
 		z_close(pair);
 	} else {
@@ -541,7 +519,7 @@ static __attribute__((noreturn)) void init_run(struct init *b, int pair, enum go
 /* In B, cloned by T into the run's namespaces (sharing T's memory where ZYG_SHARED_INIT):
  * forks P, which goes back to T's frame (zyg_back), tells T it may go on, and waits for
  * one run.  Never returns. */
-__attribute__((noreturn)) void init_main(const struct init_arg *a)
+__attribute__((noreturn)) void zyg_init_main(const struct init_arg *a)
 {
 	/* a is T's, valid until T is told: what B keeps is copied */
 	const struct zyg_params *p = a->p;
@@ -559,14 +537,14 @@ __attribute__((noreturn)) void init_main(const struct init_arg *a)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	int keep[] = {p->ctl, taken, netfd};
-	close_except(keep, ARRAY_SIZE(keep));
+	zyg_close_except(keep, ARRAY_SIZE(keep));
 	if (netfd >= 0 && (e = (int)ZS2(SYS_setns, netfd, CLONE_NEWNET)) < 0) {
 		fstep = GOVEX_STEP_CLONE;
 		ferr = -e;
 	}
 	if (netfd >= 0)
 		z_close(netfd);
-	if (!fstep && (e = mnt(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0) {
+	if (!fstep && (e = zyg_mnt(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) < 0) {
 		fstep = GOVEX_STEP_MOUNT_PRIVATE;
 		ferr = -e;
 	}
@@ -595,19 +573,19 @@ __attribute__((noreturn)) void init_main(const struct init_arg *a)
 		    .pair = pair[1], .mask = old, .stack = stack, .stack_len = stack_len};
 		c = fork();
 		if (c == 0) {
-			close(pair[0]);
+			z_close(pair[0]);
 			zyg_back(); /* P: on with T's frame */
 		}
 		if (c < 0) {
 			fstep = GOVEX_STEP_FORK;
 			ferr = errno;
-			closep(&pair[0]); /* (no child to watch: the next run is told) */
+			zyg_closep(&pair[0]); /* (no child to watch: the next run is told) */
 		}
-		closep(&pair[1]);
+		zyg_closep(&pair[1]);
 	}
 	/* this stack is no later program's (a run's data will be on it), then T goes on */
 	int dontfork = (int)ZS3(SYS_madvise, stack, stack_len, MADV_DONTFORK);
-	full_write(taken, "F", 1);
+	zyg_full_write(taken, "F", 1);
 	if (dontfork < 0)
 		z_exit(0); /* takes no run (its PID namespace ends with it) */
 	b.child = c;
@@ -625,12 +603,12 @@ __attribute__((noreturn)) void init_main(const struct init_arg *a)
 		if (!pf[0].revents)
 			continue;
 		char tag;
-		ssize_t r = recv_fds(p->ctl, &tag, b.f.fds, MAX_FDS, &b.f.n, MSG_DONTWAIT);
+		ssize_t r = zyg_recv_fds(p->ctl, &tag, b.f.fds, MAX_FDS, &b.f.n, MSG_DONTWAIT);
 		if (r == -EAGAIN || r == -EINTR)
 			continue; /* another init took it */
 		if (r <= 0) {
 			/* the host closed the control socket: the template is retired */
-			full_write(taken, "E", 1);
+			zyg_full_write(taken, "E", 1);
 			z_exit(0);
 		}
 		if (tag == 'R' && b.f.n >= 7)
@@ -639,9 +617,9 @@ __attribute__((noreturn)) void init_main(const struct init_arg *a)
 			z_close(b.f.fds[i]);
 		b.f.n = 0;
 	}
-	full_write(taken, "T", 1);
+	zyg_full_write(taken, "T", 1);
 	z_close(taken);
 	z_close(p->ctl);
-	runfds_index(&b.f, NULL);
+	zyg_runfds_index(&b.f, NULL);
 	init_run(&b, pair[0], fstep, ferr);
 }

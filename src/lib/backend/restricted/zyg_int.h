@@ -37,6 +37,8 @@
 
 #include "files.h"
 #include "internal.h"
+#include "layers.h"
+#include "zsys.h"
 #include "zyg_spec.h"
 
 #ifndef CLONE_PIDFD
@@ -51,101 +53,6 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
-
-/* ---- a run's init calls the kernel directly -----------------------------------------------
- * A run's init (B) shares the template's memory (zyg.c: clone with CLONE_VM): the template
- * thread's errno, and libc's state, are B's too, and the template (and the other inits)
- * run meanwhile.  So B calls no libc function that writes errno or takes a lock: these
- * wrappers return the kernel's result, a negative errno on failure, and write nothing
- * else.  Elsewhere than on x86-64 (the one architecture these were tested on) B is a
- * copy of the template (as fork makes one) and they are libc's syscall(), as safe
- * there. */
-#if defined(__x86_64__)
-#define ZYG_SHARED_INIT 1
-static inline long zs(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-#else
-#define ZYG_SHARED_INIT 0
-static inline long zs(long n, long a, long b, long c, long d, long e, long f)
-{
-	long r = syscall(n, a, b, c, d, e, f);
-	return r < 0 ? -errno : r;
-}
-#endif
-#define ZS0(n)		      zs((n), 0, 0, 0, 0, 0, 0)
-#define ZS1(n, a)	      zs((n), (long)(a), 0, 0, 0, 0, 0)
-#define ZS2(n, a, b)	      zs((n), (long)(a), (long)(b), 0, 0, 0, 0)
-#define ZS3(n, a, b, c)	      zs((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
-#define ZS4(n, a, b, c, d)    zs((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
-#define ZS5(n, a, b, c, d, e) zs((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
-#define ZS6(n, a, b, c, d, e, f)                                                                   \
-	zs((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
-
-static inline ssize_t z_read(int fd, void *b, size_t n)
-{
-	return ZS3(SYS_read, fd, b, n);
-}
-static inline ssize_t z_write(int fd, const void *b, size_t n)
-{
-	return ZS3(SYS_write, fd, b, n);
-}
-static inline ssize_t z_pread(int fd, void *b, size_t n, off_t at)
-{
-	return ZS4(SYS_pread64, fd, b, n, at);
-}
-static inline int z_close(int fd)
-{
-	return (int)ZS1(SYS_close, fd);
-}
-static inline int z_open(const char *path, int flags, mode_t mode)
-{
-	return (int)ZS4(SYS_openat, AT_FDCWD, path, flags, mode);
-}
-/* poll(2) as ppoll (ms < 0: no timeout) */
-static inline int z_poll(struct pollfd *p, nfds_t n, int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	return (int)ZS5(SYS_ppoll, p, n, ms < 0 ? NULL : &ts, NULL, 8);
-}
-static inline int z_fcntl(int fd, int cmd, long arg)
-{
-	return (int)ZS3(SYS_fcntl, fd, cmd, arg);
-}
-static inline int z_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-	return (int)ZS4(SYS_rt_sigprocmask, how, set, old, 8);
-}
-static inline pid_t z_wait(pid_t pid, int *st, int options)
-{
-	return (pid_t)ZS4(SYS_wait4, pid, st, options, NULL);
-}
-static inline int z_kill(pid_t pid, int sig)
-{
-	return (int)ZS2(SYS_kill, pid, sig);
-}
-static inline pid_t z_getpid(void)
-{
-	return (pid_t)ZS0(SYS_getpid);
-}
-static inline int z_mkdirat(int dir, const char *path, mode_t mode)
-{
-	return (int)ZS3(SYS_mkdirat, dir, path, mode);
-}
-static inline __attribute__((noreturn)) void z_exit(int code)
-{
-	for (;;)
-		ZS1(SYS_exit_group, code);
-}
 
 /* What zygote.py passes (ctypes): keep in step with its _Params. */
 struct zyg_params {
@@ -203,7 +110,8 @@ struct recd {
 /* Iterates the records of one type: SPEC_EACH(s, type, rc, r) { ... }; r < 0 after the
  * loop when the spec is malformed. */
 #define SPEC_EACH(s, t, rc, r)                                                                     \
-	for (uint32_t _off = sizeof(struct zyg_hdr); ((r) = spec_next((s), &_off, &(rc))) > 0;)    \
+	for (uint32_t _off = sizeof(struct zyg_hdr);                                               \
+	     ((r) = zyg_spec_next((s), &_off, &(rc))) > 0;)                                        \
 		if ((rc).type == (t))
 
 /* The host's "R" message: spec, stdin, stdout, stderr, error pipe, report, kill request,
@@ -254,7 +162,7 @@ struct init {
 	struct runfds f;
 	pid_t child;
 	int lsock, listener, sfd;
-	uint32_t net_denied, exec_denied;
+	struct rdenials den;
 };
 
 /* zyg_io.c: -errno of a failed libc call (0 otherwise: not for B); close and forget; close every
@@ -263,28 +171,29 @@ struct init {
  * with descriptors (1-byte tag); the spec mapped (the program's) or read into memory no
  * fork copies (the init's, recorded for T to free), and its records; the "R" message's
  * descriptors by role (h NULL: the fixed ones only); the spec's workdir. */
-int neg(long r);
-void closep(int *fd);
-void close_except(int *keep, size_t n);
-__attribute__((noreturn)) void fail(int fce, enum govex__step step, int err);
-ssize_t full_write(int fd, const void *buf, size_t len);
-ssize_t read1(int fd, char *b);
-ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags);
-int send_fds(int sock, char tag, const int *fds, size_t n);
-int spec_map(int fd, struct spec *s);
-int spec_load(int fd, struct spec *s, struct zyg_buf *buf);
-int spec_next(const struct spec *s, uint32_t *off, struct recd *rc);
-ssize_t rec_str(const struct recd *rc, uint32_t at);
-int runfds_index(struct runfds *f, const struct zyg_hdr *h);
-const char *spec_workdir(const struct spec *s);
+int zyg_neg(long r);
+void zyg_closep(int *fd);
+void zyg_close_except(int *keep, size_t n);
+__attribute__((noreturn)) void zyg_fail(int fce, enum govex__step step, int err);
+ssize_t zyg_full_write(int fd, const void *buf, size_t len);
+ssize_t zyg_read1(int fd, char *b);
+ssize_t zyg_recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags);
+int zyg_send_fds(int sock, char tag, const int *fds, size_t n);
+int zyg_spec_map(int fd, struct spec *s);
+int zyg_spec_load(int fd, struct spec *s, struct zyg_buf *buf);
+int zyg_spec_next(const struct spec *s, uint32_t *off, struct recd *rc);
+ssize_t zyg_rec_str(const struct recd *rc, uint32_t at);
+int zyg_runfds_index(struct runfds *f, const struct zyg_hdr *h);
+const char *zyg_spec_workdir(const struct spec *s);
 /* zyg_init.c: reaps what is there (true once the program child is); mount(2) as
  * -errno; a read-only bind; a run's init made by the template. */
-bool reap(struct init *b, int *st, bool *got);
-int mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data);
-int bind_ro(const char *src, const char *dst);
-__attribute__((noreturn)) void init_main(const struct init_arg *a);
+bool zyg_reap(struct init *b, int *st, bool *got);
+int zyg_mnt(const char *src, const char *dst, const char *type, unsigned long fl, const char *data);
+int zyg_bind_ro(const char *src, const char *dst);
+__attribute__((noreturn)) void zyg_init_main(const struct init_arg *a);
 /* zyg_prog.c: the program child, made by its init: returns 0 with out filled once its
  * layers are entered (the code is next). */
-int program_main(const struct zyg_params *p, int pair, const sigset_t *mask, struct zyg_out *out);
+int zyg_program_main(const struct zyg_params *p, int pair, const sigset_t *mask,
+		     struct zyg_out *out);
 
 #endif

@@ -7,12 +7,12 @@
 
 /* ---- small things ---------------------------------------------------------------- */
 
-int neg(long r)
+int zyg_neg(long r)
 {
 	return r < 0 ? -errno : 0;
 }
 
-void closep(int *fd)
+void zyg_closep(int *fd)
 {
 	if (*fd >= 0)
 		z_close(*fd);
@@ -20,7 +20,7 @@ void closep(int *fd)
 }
 
 /* Closes every descriptor from 3 up but keep[] (-1 entries ignored; sorted here). */
-void close_except(int *keep, size_t n)
+void zyg_close_except(int *keep, size_t n)
 {
 	for (size_t i = 1; i < n; i++)
 		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
@@ -39,7 +39,7 @@ void close_except(int *keep, size_t n)
 	ZS3(SYS_close_range, lo, ~0U, 0);
 }
 
-__attribute__((noreturn)) void fail(int fce, enum govex__step step, int err)
+__attribute__((noreturn)) void zyg_fail(int fce, enum govex__step step, int err)
 {
 	struct govex__child_error ce = {.step = (int32_t)step, .err = err > 0 ? err : EPERM};
 	if (fce >= 0) {
@@ -51,7 +51,7 @@ __attribute__((noreturn)) void fail(int fce, enum govex__step step, int err)
 	z_exit(127);
 }
 
-ssize_t full_write(int fd, const void *buf, size_t len)
+ssize_t zyg_full_write(int fd, const void *buf, size_t len)
 {
 	size_t off = 0;
 	while (off < len) {
@@ -65,7 +65,7 @@ ssize_t full_write(int fd, const void *buf, size_t len)
 	return (ssize_t)off;
 }
 
-ssize_t read1(int fd, char *b)
+ssize_t zyg_read1(int fd, char *b)
 {
 	ssize_t n;
 	do
@@ -76,7 +76,7 @@ ssize_t read1(int fd, char *b)
 
 /* One message with descriptors: 1-byte tag, up to max fds.  Returns the bytes read
  * (0: EOF), -errno; *n the descriptors received. */
-ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags)
+ssize_t zyg_recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags)
 {
 	union {
 		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
@@ -109,7 +109,7 @@ ssize_t recv_fds(int sock, char *tag, int *fds, size_t max, size_t *n, int flags
 	return r;
 }
 
-int send_fds(int sock, char tag, const int *fds, size_t n)
+int zyg_send_fds(int sock, char tag, const int *fds, size_t n)
 {
 	union {
 		char buf[CMSG_SPACE(MAX_FDS * sizeof(int))];
@@ -148,10 +148,10 @@ static int spec_check(struct spec *s, const void *m, uint32_t size)
 }
 
 /* Maps the spec memfd (closed); 0 or -errno.  The program's: its memory is its own. */
-int spec_map(int fd, struct spec *s)
+int zyg_spec_map(int fd, struct spec *s)
 {
 	struct stat sb;
-	int r = neg(fstat(fd, &sb));
+	int r = zyg_neg(fstat(fd, &sb));
 	if (r == 0 && (sb.st_size < (off_t)sizeof(struct zyg_hdr) || sb.st_size > ZYG_SPEC_MAX))
 		r = -EINVAL;
 	void *m = MAP_FAILED;
@@ -175,7 +175,7 @@ int spec_map(int fd, struct spec *s)
  * T frees once it reaped the init (an init never unmaps what T's memory holds: T may map
  * something else there after it).
  */
-int spec_load(int fd, struct spec *s, struct zyg_buf *buf)
+int zyg_spec_load(int fd, struct spec *s, struct zyg_buf *buf)
 {
 	long size = ZS3(SYS_lseek, fd, 0, SEEK_END);
 	int r = size < 0 ? (int)size : 0;
@@ -203,7 +203,7 @@ int spec_load(int fd, struct spec *s, struct zyg_buf *buf)
 }
 
 /* The next record at *off (advanced): 1, 0 at the end, -EINVAL when malformed. */
-int spec_next(const struct spec *s, uint32_t *off, struct recd *rc)
+int zyg_spec_next(const struct spec *s, uint32_t *off, struct recd *rc)
 {
 	if (*off >= s->size)
 		return 0;
@@ -222,7 +222,7 @@ int spec_next(const struct spec *s, uint32_t *off, struct recd *rc)
 }
 
 /* A record's leading string (NUL within the record): its length, or -1. */
-ssize_t rec_str(const struct recd *rc, uint32_t at)
+ssize_t zyg_rec_str(const struct recd *rc, uint32_t at)
 {
 	if (at >= rc->len)
 		return -1;
@@ -232,7 +232,20 @@ ssize_t rec_str(const struct recd *rc, uint32_t at)
 
 /* ---- the descriptors of one run ------------------------------------------------------ */
 
-int runfds_index(struct runfds *f, const struct zyg_hdr *h)
+/* The spec's workdir (its ZR_WORKDIR record, an absolute path), or NULL. */
+const char *zyg_spec_workdir(const struct spec *s)
+{
+	struct recd rc;
+	int r;
+	SPEC_EACH(s, ZR_WORKDIR, rc, r)
+	{
+		if (zyg_rec_str(&rc, 0) > 0 && rc.data[0] == '/')
+			return rc.data;
+	}
+	return NULL;
+}
+
+int zyg_runfds_index(struct runfds *f, const struct zyg_hdr *h)
 {
 	f->spec = f->fds[0];
 	f->in = f->fds[1];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: a run's spec as the host writes it (template_spec.c) and the run's init and
+ * Warm runs: a run's spec as the host marshals it (rspec_marshal.c) and the run's init and
  * program read it (zyg.c, in the template's interpreter).  Binary, private to one build
  * (the library and the helper it embeds are built together): a fixed header, then
  * records {u32 type, u32 len, len bytes, padding to 8}.  Strings inside a record are

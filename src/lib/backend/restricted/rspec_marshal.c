@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: a run's spec (zyg_spec.h), what the run's init and program read from a memfd
- * in the template's interpreter (zyg.c): what the run's own layers need -- its tmpfs
- * mounts, the proc masks, ids, rlimits (as govex__child_rlimits sets them), Landlock
- * rules of its plan, cgroup descriptors' count, the CPU budget, its environment, argv and
- * code.  The template itself never reads it (template.c).
+ * Warm runs: the marshaller of a run's spec (zyg_spec.h), what the run's init and program
+ * read from a memfd in the template's interpreter (zyg.c) and fill their struct rlayers
+ * from (layers.h, zyg_prog.c): what the run's own layers need -- its tmpfs mounts, the
+ * proc masks, ids, rlimits (rlayers_rlimits, layers.c), Landlock rules of its plan,
+ * cgroup descriptors' count, the CPU budget, its environment, argv and code.  The
+ * template itself never reads it (template.c).
  */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -91,28 +92,15 @@ static void rec_str2(struct sbuf *b, uint32_t type, const char *s, const void *c
 	rec(b, type, s, strlen(s) + 1, c, nc);
 }
 
-/* The rlimits govex__child_rlimits (shim.c) sets: keep in step with it. */
+/* The rlimits the run's layers set (rlayers_rlimits, as a cold run's). */
 static void rlimits(struct sbuf *b, const struct govex__limits *l)
 {
-#define RL(res, s, h, st)                                                                          \
-	do {                                                                                       \
-		struct zyg_rlimit z = {(int32_t)(res), (int32_t)(st), (uint64_t)(s),               \
-				       (uint64_t)(h)};                                             \
-		rec(b, ZR_RLIMIT, &z, sizeof(z), NULL, 0);                                         \
-	} while (0)
-	RL(RLIMIT_CORE, 1, 1, GOVEX_STEP_RLIMIT_CORE);
-	RL(RLIMIT_SIGPENDING, 256, 256, GOVEX_STEP_RLIMIT_SIGPENDING);
-	if (l->cpu_ms) {
-		uint64_t s = (l->cpu_ms + 999) / 1000;
-		RL(RLIMIT_CPU, s, s + 1, GOVEX_STEP_RLIMIT_CPU);
+	struct rlayers_rlimit rl[RLAYERS_RLIMIT_MAX];
+	size_t n = rlayers_rlimits(l, rl);
+	for (size_t i = 0; i < n; i++) {
+		struct zyg_rlimit z = {rl[i].resource, rl[i].step, rl[i].soft, rl[i].hard};
+		rec(b, ZR_RLIMIT, &z, sizeof(z), NULL, 0);
 	}
-	if (l->memory_bytes)
-		RL(RLIMIT_AS, l->memory_bytes, l->memory_bytes, GOVEX_STEP_RLIMIT_AS);
-	if (l->file_size_bytes)
-		RL(RLIMIT_FSIZE, l->file_size_bytes, l->file_size_bytes, GOVEX_STEP_RLIMIT_FSIZE);
-	if (l->open_files)
-		RL(RLIMIT_NOFILE, l->open_files, l->open_files, GOVEX_STEP_RLIMIT_NOFILE);
-#undef RL
 }
 
 extern const unsigned char govex__worker_py[];
