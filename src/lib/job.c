@@ -67,9 +67,20 @@ static int job_launch(struct govex__job *j, struct govex__outcome *o, govex_resu
 	j->launched = true;
 	__atomic_add_fetch(&j->rt->runs_started, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&j->rt->runs_in_flight, 1, __ATOMIC_RELAXED);
-	r = govex__launch(j->rt, j->run_id, &j->d, j->plan, prog.argvp ? prog.argvp : prog.argv,
-			  prog.stdin_data, prog.stdin_len, j->req.cancel, p[1], p[0],
-			  prog.frame ? prog.frame_max : 0, prog.extra_ro, o, ret_result, err);
+	struct govex__launch_args a = {
+	    .run_id = j->run_id,
+	    .d = &j->d,
+	    .plan = j->plan,
+	    .argv = prog.argvp ? prog.argvp : prog.argv,
+	    .stdin_data = prog.stdin_data,
+	    .stdin_len = prog.stdin_len,
+	    .cancel = j->req.cancel,
+	    .extra_fd = p[1],
+	    .frame_fd = p[0],
+	    .frame_max = prog.frame ? prog.frame_max : 0,
+	    .extra_ro = prog.extra_ro,
+	};
+	r = govex__launch_program(j->rt, &a, o, ret_result, err);
 	__atomic_sub_fetch(&j->rt->runs_in_flight, 1, __ATOMIC_RELAXED);
 	return r;
 }
