@@ -749,9 +749,10 @@ int govex__result_finish(govex_result *r);
 int govex__notebook_to_python(const char *data, size_t len, char **ret, size_t *ret_len,
 			      struct govex_error *err);
 
-/* The embedded call-mode worker (src/worker/worker.py) and its inspection part (the
- * files of src/worker/inspection/ joined in the order its `parts` file gives, prepended
- * for inspections only), embedded at build time. */
+/* The embedded call-mode worker (the package src/worker/govex_worker and its entry
+ * src/worker/worker.py) and its inspection part (the subpackage govex_worker/inspection,
+ * prepended for inspections only): Python texts that hold the modules and load them
+ * (tools/embed.py --package), embedded at build time. */
 extern const unsigned char govex__worker_py[];
 extern const size_t govex__worker_py_len;
 extern const unsigned char govex__worker_inspection_py[];

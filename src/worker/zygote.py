@@ -176,7 +176,7 @@ def _zyg_warm():
         # it imports for every run, and typing (modules' annotations).  Not asyncio
         # (only async code needs it: it would add a sixth to what every run's forks copy).
         # _sha256 (3.12: _sha2) is the worker's digest of every request's source
-        # (worker.py, sha256_text): a shared object, loaded in each run otherwise
+        # (govex_worker/frames.py, sha256_text): a shared object, loaded in each run otherwise
         # (measured: ~0.5 ms of a warm MCP snippet)
         for m in ("ast", "inspect", "types", "builtins", "typing", "_sha256",
                   "_sha2"):
@@ -299,9 +299,9 @@ def _zyg_prewarm(zyg, idle):
     if idle == -2 or (idle >= 0 and wait(idle)):
         return
     steps = [_zyg_prewarm_start]
-    # govex's worker's own paths, on its constant inputs (worker.py, _GOVEX_PREWARM): the
-    # first text's, the one of call mode and snippets (the inspection text's runs are
-    # rare: inspections are cached)
+    # govex's worker's own paths, on its constant inputs (worker.py, _GOVEX_PREWARM:
+    # govex_worker/prewarm.py): the first text's, the one of call mode and snippets (the
+    # inspection text's runs are rare: inspections are cached)
     for i in sorted(_PREMAIN):
         f = _PREMAIN[i].__dict__.get("_GOVEX_PREWARM")
         if f:

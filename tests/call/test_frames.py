@@ -229,11 +229,12 @@ def _govex_code(t, b):
           "a code of govex's own taken from a frame: %r" % doc["diagnostics"])
 
 
-@S.test("the codes the parent takes from a frame are exactly worker.py's MESSAGES")
+@S.test("the codes the parent takes from a frame are exactly the worker's MESSAGES")
 def _codes_match(t):
     import ast
     import re
-    src = os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "worker", "worker.py")
+    src = os.path.join(os.path.dirname(os.path.dirname(C.HERE)), "src", "worker", "govex_worker",
+                       "frames.py")
     with open(src) as f:
         tree = ast.parse(f.read())
     keys = None

@@ -29,10 +29,16 @@ def prop(fn):
 
 
 def load_worker():
-    """The worker's functions, in this process (its main() does not run)."""
+    """The worker's functions, in this process (its main() does not run): the embedded
+    text's modules' names, and handle() with the inspection part."""
     ns = {"__name__": "govex_worker_under_test"}
     exec(compile(W.worker_text(), W.WORKER_PATH, "exec"), ns)
-    return ns
+    names = {}
+    for m in ns["_GOVEX_LOADED"].values():
+        names.update(vars(m))
+    dispatch = ns["_GOVEX_LOADED"]["govex_worker.dispatch"]
+    names["handle"] = lambda req: dispatch.handle(req, ns["_inspect"])
+    return names
 
 
 try:

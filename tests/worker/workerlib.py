@@ -1,4 +1,4 @@
-"""Shared helpers of the worker suites: start src/worker/worker.py exactly as the C side
+"""Shared helpers of the worker suites: start the worker (src/worker) exactly as the C side
 does (python -I -S -c TEXT, request frame on stdin, response frame on fd 3) and speak
 govex.frame/v1 to it.  Standard library only."""
 import glob
@@ -12,35 +12,41 @@ import threading
 import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-WORKER_PATH = os.path.join(ROOT, "src", "worker", "worker.py")
-INSPECTION_DIR = os.path.join(ROOT, "src", "worker", "inspection")
+WORKER_ROOT = os.path.join(ROOT, "src", "worker")
+WORKER_PATH = os.path.join(WORKER_ROOT, "worker.py")
+PACKAGE_DIR = os.path.join(WORKER_ROOT, "govex_worker")
+INSPECTION_DIR = os.path.join(PACKAGE_DIR, "inspection")
 FRAME_VERSION = "govex.frame/v1"
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import embed  # noqa: E402  (tools/embed.py: the texts exactly as the build embeds them)
+
+
+def _modules(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py"))
+
+
+def worker_paths():
+    """The worker package's modules (govex_worker/, its inspection part aside)."""
+    return _modules(PACKAGE_DIR)
+
 
 def inspection_paths():
-    """The inspection part's files, in the order src/worker/inspection/parts gives (the
-    order tools/embed.py concatenates them in)."""
-    with open(os.path.join(INSPECTION_DIR, "parts"), encoding="utf-8") as f:
-        names = [l.strip() for l in f]
-    return [os.path.join(INSPECTION_DIR, n) for n in names if n and not n.startswith("#")]
+    """The inspection part's modules (govex_worker/inspection/)."""
+    return _modules(INSPECTION_DIR)
 
 
 def inspection_text():
-    """The inspection part as embedded: its files concatenated."""
-    parts = []
-    for path in inspection_paths():
-        with open(path, encoding="utf-8") as f:
-            parts.append(f.read())
-    return "".join(parts)
+    """The inspection part as embedded (tools/embed.py --package)."""
+    return embed.package_text(WORKER_ROOT, None, inspection_paths()).decode("utf-8")
 
 
 def worker_text(inspection=True):
-    """The worker as the C side starts it: for an inspection, the inspection part
-    (src/worker/inspection/), a newline, then src/worker/worker.py; for a call, worker.py
-    alone."""
-    with open(WORKER_PATH, encoding="utf-8") as f:
-        core = f.read()
+    """The worker as the C side starts it: for an inspection, the inspection part, a
+    newline, then the worker's text (the package and its entry, worker.py); for a call,
+    the worker's text alone."""
+    core = embed.package_text(WORKER_ROOT, WORKER_PATH, worker_paths()).decode("utf-8")
     if not inspection:
         return core
     return inspection_text() + "\n" + core

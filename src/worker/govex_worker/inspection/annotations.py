@@ -1,13 +1,20 @@
 # SPDX-License-Identifier: MIT
 # govex worker, inspection part: what an annotation (the ast, not its text) promises
 # about a parameter's or a return value's type.  One of Effects' bases (effects.py).
+from govex_worker.inspection.effects_state import EffectsState
+from govex_worker.inspection.valuetypes import DEEP, SHALLOW
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, FrozenSet
+    from govex_worker.inspection.vocabulary import Node, TypeSet
 
 
-class _Annotations:
+class _Annotations(EffectsState):
     """Value types (valuetypes.py) an annotation promises; None when it promises none the
     analysis knows."""
 
-    def _annotation_types(self, ann):
+    def _annotation_types(self, ann: "Node") -> "TypeSet":
         ast = self.ast
         if ann is None:
             return None
@@ -18,7 +25,7 @@ class _Annotations:
                 return None
         return self._ann(ann)
 
-    def _ann(self, a):
+    def _ann(self, a: "Node") -> "TypeSet":
         ast = self.ast
         scalars = {"int", "float", "str", "bool", "bytes", "complex", "None"}
         deep_containers = {"list", "dict", "set", "frozenset", "tuple", "List", "Dict", "Set",
@@ -50,7 +57,7 @@ class _Annotations:
                 inner = inner.value
             items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
             if bname in ("Optional", "Union"):
-                out = frozenset()
+                out = frozenset()  # type: FrozenSet[str]
                 for i in items:
                     t = self._ann(i)
                     if t is None:

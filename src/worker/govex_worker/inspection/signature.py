@@ -3,18 +3,26 @@
 # parameters (kind, default, annotation as its source text and as a JSON Schema), return
 # annotation, the arguments' and the value's schemas (schema.py), docstring, whether call
 # mode may call it (and why not) and its effects.
+from govex_worker.inspection.effects_table import EFFECT_NAMES
+from govex_worker.inspection.schema import annotation_schema, input_schema
+from govex_worker.inspection.scopes import _own_nodes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Tuple
+    from govex_worker.inspection.vocabulary import AstModule, Json, Node
 
 
 class _Segments:
     """ast.get_source_segment without re-splitting the source for every node."""
 
-    def __init__(self, source):
+    def __init__(self, source: str) -> None:
         import re
         parts = re.split(r"(\r\n|\r|\n)", source)
         self.lines = [(parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")).encode("utf-8")
-                      for i in range(0, len(parts), 2)]
+                      for i in range(0, len(parts), 2)]  # type: List[bytes]
 
-    def get(self, node):
+    def get(self, node: "Node") -> "Optional[str]":
         try:
             l0, l1 = node.lineno - 1, node.end_lineno - 1
             c0, c1 = node.col_offset, node.end_col_offset
@@ -26,16 +34,19 @@ class _Segments:
             b = self.lines[l0][c0:c1]
         else:
             b = self.lines[l0][c0:] + b"".join(self.lines[l0 + 1:l1]) + self.lines[l1][:c1]
-        return b.decode("utf-8", "replace")
+        text = b.decode("utf-8", "replace")  # type: str
+        return text
 
 
-def _describe(ast, node, seg, effects, module_sites):
+def _describe(ast: "AstModule", node: "Node", seg: _Segments,
+              effects: "Optional[Dict[Node, Dict[str, str]]]",
+              module_sites: "Tuple[Dict[str, int], bool]") -> "Json":
     a = node.args
     params = []
     positional = list(a.posonlyargs) + list(a.args)
     first_default = len(positional) - len(a.defaults)
 
-    def ann(x):
+    def ann(x: "Node") -> "Optional[str]":
         return seg.get(x) if x is not None else None
 
     for i, p in enumerate(positional):
@@ -86,7 +97,7 @@ def _describe(ast, node, seg, effects, module_sites):
             "eligible": reason is None, "reason": reason, "effects": eff}
 
 
-def _yields(ast, node):
+def _yields(ast: "AstModule", node: "Node") -> bool:
     for n in _own_nodes(ast, node):
         if isinstance(n, (ast.Yield, ast.YieldFrom)):
             return True

@@ -4,8 +4,13 @@
 # names a statement binds there.  Used for eligibility (a function's name bound twice at
 # module level) and by the effects analysis.
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Dict, List, Tuple
+    from govex_worker.inspection.vocabulary import AstModule, Node
 
-def _own_nodes(ast, scope):
+
+def _own_nodes(ast: "AstModule", scope: "Node") -> "List[Node]":
     """Every node of a scope's own code: not inside nested functions, lambdas or classes
     (their decorators, defaults and bases are the enclosing scope's)."""
     out = []
@@ -39,11 +44,13 @@ def _own_nodes(ast, scope):
 class _Wrap:
     """A statement list as a scope node for _own_nodes."""
 
-    def __init__(self, stmt):
+    def __init__(self, stmt: "Node") -> None:
         self.body = [stmt]
 
 
-def _bind_stmt(ast, s, bind, targets, star, walk):
+def _bind_stmt(ast: "AstModule", s: "Node", bind: "Callable[[str], None]",
+               targets: "Callable[[Node], None]", star: "List[bool]",
+               walk: "Callable[[List[Node]], None]") -> None:
     """Calls bind/targets for the names statement s binds in its own scope, and walk on
     the nested statement lists of the same scope."""
     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -96,16 +103,16 @@ def _bind_stmt(ast, s, bind, targets, star, walk):
         targets(s.name)
 
 
-def _module_binding_counts(ast, tree):
+def _module_binding_counts(ast: "AstModule", tree: "Node") -> "Tuple[Dict[str, int], bool]":
     """How many binding sites each module-level name has (anything rebinding a def makes
     it ineligible: the inspected def may not be the object a call would find)."""
-    counts = {}
+    counts = {}  # type: Dict[str, int]
     star = [False]
 
-    def bind(name):
+    def bind(name: str) -> None:
         counts[name] = counts.get(name, 0) + 1
 
-    def targets(t):
+    def targets(t: "Node") -> None:
         if isinstance(t, ast.Name):
             bind(t.id)
         elif isinstance(t, (ast.Tuple, ast.List)):
@@ -114,7 +121,7 @@ def _module_binding_counts(ast, tree):
         elif isinstance(t, ast.Starred):
             targets(t.value)
 
-    def walk(stmts):
+    def walk(stmts: "List[Node]") -> None:
         for s in stmts:
             _bind_stmt(ast, s, bind, targets, star, walk)
 

@@ -1,6 +1,14 @@
 # SPDX-License-Identifier: MIT
 # govex worker, inspection part: value types of expressions, which tell what a method
 # called on a value may do.  _Types is one of Effects' bases (effects.py).
+from govex_worker.inspection.effects_state import EffectsState
+from govex_worker.inspection.effects_table import _PATH_PURE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import FrozenSet, List
+    from govex_worker.inspection.vocabulary import Node, TypeSet
+    from govex_worker.inspection.names import _Scope
 
 # value types the analysis tracks (a type set is a frozenset of these, None = unknown):
 #   deep     plain data all the way down (str, numbers, containers of those)
@@ -35,10 +43,10 @@ _PATH_PURE_ATTRS = {"parent": "path", "parents": None, "name": "deep", "suffix":
                     "root": "deep", "parts": "deep"}
 
 
-class _Types:
+class _Types(EffectsState):
     """The value types an expression may have (a frozenset; None = unknown)."""
 
-    def type_of(self, e, scope):
+    def type_of(self, e: "Node", scope: "_Scope") -> "TypeSet":
         ast = self.ast
         if isinstance(e, (ast.Constant, ast.JoinedStr, ast.FormattedValue)):
             return DEEP
@@ -63,7 +71,7 @@ class _Types:
                 return frozenset(["path"])
             return None
         if isinstance(e, ast.BoolOp):
-            out = frozenset()
+            out = frozenset()  # type: FrozenSet[str]
             for v in e.values:
                 t = self.type_of(v, scope)
                 if t is None:
@@ -103,20 +111,21 @@ class _Types:
             return self._call_type(e, scope)
         return None
 
-    def _attr_type(self, base, attr):
+    def _attr_type(self, base: "TypeSet", attr: str) -> "TypeSet":
         if base is None:
             return None
-        out = frozenset()
+        out = frozenset()  # type: FrozenSet[str]
         for t in base:
+            kind = _PATH_PURE_ATTRS.get(attr) if t == "path" else None
             if t == "deep":
                 out |= DEEP
-            elif t == "path" and attr in _PATH_PURE_ATTRS and _PATH_PURE_ATTRS[attr]:
-                out |= frozenset([_PATH_PURE_ATTRS[attr]])
+            elif kind:
+                out |= frozenset([kind])
             else:
                 return None
         return out
 
-    def _call_type(self, e, scope):
+    def _call_type(self, e: "Node", scope: "_Scope") -> "TypeSet":
         ast = self.ast
         f = e.func
         vals = self.value_of(f, scope) if isinstance(f, (ast.Name, ast.Attribute)) else None
@@ -125,7 +134,7 @@ class _Types:
                 base = self.type_of(f.value, scope)
                 return self._method_type(base, f.attr)
             return None
-        out = frozenset()
+        out = frozenset()  # type: FrozenSet[str]
         for v in vals:
             t = None
             if v[0] == "builtin" or (v[0] == "qual" and v[1].startswith("builtins.")
@@ -157,10 +166,10 @@ class _Types:
             out |= t
         return out
 
-    def _method_type(self, base, attr):
+    def _method_type(self, base: "TypeSet", attr: str) -> "TypeSet":
         if base is None:
             return None
-        out = frozenset()
+        out = frozenset()  # type: FrozenSet[str]
         for t in base:
             if t == "deep":
                 out |= DEEP
@@ -178,9 +187,9 @@ class _Types:
                 return None
         return out
 
-    def _unit_node(self, uid):
+    def _unit_node(self, uid: int) -> "Node":
         return self.node_of_unit.get(uid)
 
     @staticmethod
-    def _is_constant_name(q):
+    def _is_constant_name(q: str) -> bool:
         return q.rsplit(".", 1)[-1].isupper()

@@ -1,32 +1,18 @@
 # SPDX-License-Identifier: MIT
-# govex call-mode worker, inspection part (src/worker/inspection/): the static reading of a
-# module with ast (it is never imported) and the effects analysis.  Only an inspection
-# needs it, so the C side puts it before src/worker/worker.py for `inspect` requests and a
-# call's worker does not compile it (about 10 ms of a worker's start).
-#
-# The part is several files, concatenated in the order src/worker/inspection/parts gives
-# (tools/embed.py) into one text: one `python -I -S -c` process, one compile, one
-# namespace.  So the files do not import each other; each defines functions, classes and
-# tables only, and what it uses of another (or of worker.py: Failure, _trace,
-# INSPECTION_VERSION) is looked up when it runs.  Only a class's bases must come before
-# it: Effects' bases are mixins, one concept each, over the state effects.py sets up.
-#
-#   document.py       the answer to `inspect`: the source parsed and compiled, and the
-#                     govex.inspection/v1 document
-#   scopes.py         a scope's own nodes; the names a statement binds
-#   schema.py         an annotation's JSON Schema (govex's one annotation interpreter)
-#   signature.py      one function's entry: parameters, annotations as source text and
-#                     schemas, docstring, eligibility
-#   effects_table.py  the effect vocabulary; what standard names and builtins do
-#   names.py          binding sites and name resolution             a base of Effects
-#   annotations.py    the value types an annotation promises        a base of Effects
-#   valuetypes.py     value types of expressions                    a base of Effects
-#   value_effects.py  what calling or referencing a value does      a base of Effects
-#   effects.py        Effects: units, the fixpoint over the call graph, the result
-#   walker.py         _Walker: one unit's own code
+# govex worker, inspection (govex_worker.inspection): the answer to `inspect`, the source
+# parsed and compiled, and the govex.inspection/v1 document.
+from govex_worker.frames import Failure, INSPECTION_VERSION, trace as _trace
+from govex_worker.inspection.effects import Effects
+from govex_worker.inspection.scopes import _module_binding_counts
+from govex_worker.inspection.signature import _Segments, _describe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+    from govex_worker.inspection.vocabulary import Json
 
 
-def inspect_source(source, digest, module, filename):
+def inspect_source(source: str, digest: str, module: str, filename: str) -> "Json":
     import ast
     try:
         tree = ast.parse(source, filename, "exec")

@@ -17,12 +17,26 @@
 # spread over its bases, one concept each, all over the state set up here: names.py
 # (binding sites, name resolution), annotations.py, valuetypes.py (value types),
 # value_effects.py (what calling or referencing a value does).
+from govex_worker.inspection.annotations import _Annotations
+from govex_worker.inspection.effects_table import (ALL_UNKNOWN, EFFECT_NAMES, PURE,
+                                                   _DYNAMIC_BUILTINS, _PURE_BUILTINS, _WORDS,
+                                                   _join, _parse_table)
+from govex_worker.inspection.names import _Names, _Scope
+from govex_worker.inspection.scopes import _own_nodes
+from govex_worker.inspection.value_effects import _ValueEffects
+from govex_worker.inspection.valuetypes import _Types
+from govex_worker.inspection.walker import _Walker
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+    from govex_worker.inspection.vocabulary import AstModule, Node, Site, Unit, Vec
 
 
 class Effects(_Names, _Annotations, _Types, _ValueEffects):
     """Per-function effects of a parsed module."""
 
-    def __init__(self, ast, tree):
+    def __init__(self, ast: "AstModule", tree: "Node") -> None:
         self.ast = ast
         self.tree = tree
         self.table = _parse_table()
@@ -42,7 +56,7 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
 
     # -- results --------------------------------------------------------------------
 
-    def function_effects(self):
+    def function_effects(self) -> "Dict[Node, Dict[str, str]]":
         ast = self.ast
         self._bind_scope(self.module, self.tree.body)
         for node in ast.walk(self.tree):
@@ -75,9 +89,9 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
         # the module's code, every top-level function and method; the walkers analyse
         # nested functions and lambdas where they meet them (they know their scopes)
         todo = [self.tree] + tops
-        for info in self.classes.values():
-            if info is not None:
-                for sub in info["node"].body:
+        for cinfo in self.classes.values():
+            if cinfo is not None:
+                for sub in cinfo["node"].body:
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         todo.append(sub)
         for node in todo:
@@ -96,7 +110,7 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
             out[node] = {k: _WORDS[v] for k, v in zip(EFFECT_NAMES, e)}
         return out
 
-    def _new_unit(self, node):
+    def _new_unit(self, node: "Node") -> int:
         uid = len(self.units)
         # direct effects; units it calls; units it lets escape (returns, stores: they may
         # run later, not now); units whose every effect it takes on (its decorators)
@@ -105,10 +119,10 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
         self.node_of_unit[uid] = node
         return uid
 
-    def _fixpoint(self):
+    def _fixpoint(self) -> "Tuple[Dict[int, Vec], Dict[int, Vec]]":
         """full: what running a unit and anything it lets escape may do; shallow: what
         running it does (its calls' shallow effects, its decorators' full ones)."""
-        def solve(step):
+        def solve(step: "Callable[[int, Unit, Dict[int, Vec]], Vec]") -> "Dict[int, Vec]":
             totals = {u: v[0] for u, v in self.units.items()}
             changed = True
             while changed:
@@ -120,7 +134,7 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
                         changed = True
             return totals
 
-        def full_step(u, rec, totals):
+        def full_step(u: int, rec: "Unit", totals: "Dict[int, Vec]") -> "Vec":
             e = totals[u]
             for group in rec[1:]:
                 for r in group:
@@ -129,7 +143,7 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
 
         full = solve(full_step)
 
-        def shallow_step(u, rec, totals):
+        def shallow_step(u: int, rec: "Unit", totals: "Dict[int, Vec]") -> "Vec":
             e = totals[u]
             for r in rec[1]:
                 e = _join(e, totals[r])
@@ -142,7 +156,7 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
 
     # -- walking code ---------------------------------------------------------------
 
-    def _analyse_unit(self, node, uid, parent=None):
+    def _analyse_unit(self, node: "Node", uid: int, parent: "Optional[_Scope]" = None) -> None:
         ast = self.ast
         if node is self.tree:
             w = _Walker(self, self.module, uid, module_level=True)
@@ -160,11 +174,12 @@ class Effects(_Names, _Annotations, _Types, _ValueEffects):
                 w.decorator(d, parent, w.rec[3])
         self.units[uid][0] = w.eff
 
-    def _function_scope(self, node, parent, cls=None):
+    def _function_scope(self, node: "Node", parent: _Scope,
+                        cls: "Optional[str]" = None) -> _Scope:
         ast = self.ast
         scope = _Scope("function", node, parent)
         a = node.args
-        params = []
+        params = []  # type: List[Site]
         positional = list(a.posonlyargs) + list(a.args)
         is_method = cls is not None and not any(
             isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")

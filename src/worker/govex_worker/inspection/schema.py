@@ -11,6 +11,11 @@
 #   Annotated[T, ...] -> T, a string annotation -> what it says,
 #   Any / object / absent / anything else -> {} (any value).
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
+    from govex_worker.inspection.vocabulary import AstModule, Json, Node
+
 _SCHEMA_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string",
                    "None": "null", "NoneType": "null"}
 _SCHEMA_ARRAYS = {"list", "List", "Sequence", "MutableSequence"}
@@ -19,7 +24,7 @@ _SCHEMA_OBJECTS = {"dict", "Dict", "Mapping", "MutableMapping"}
 _SCHEMA_DEPTH_MAX = 50
 
 
-def annotation_schema(ast, ann):
+def annotation_schema(ast: "AstModule", ann: "Node") -> "Json":
     """The JSON Schema (a dict) of annotation node ANN (None: no annotation)."""
     try:
         return _schema(ast, ann, 0)
@@ -27,16 +32,17 @@ def annotation_schema(ast, ann):
         return {}
 
 
-def _schema_name(ast, node):
+def _schema_name(ast: "AstModule", node: "Node") -> "Optional[str]":
     """typing.X, t.X, X -> "X"; None for anything else."""
+    name = None  # type: Optional[str]
     if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return node.attr
-    return None
+        name = node.id
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        name = node.attr
+    return name
 
 
-def _schema(ast, a, depth):
+def _schema(ast: "AstModule", a: "Node", depth: int) -> "Json":
     if a is None or depth > _SCHEMA_DEPTH_MAX:
         return {}
     if isinstance(a, ast.Constant):
@@ -74,7 +80,7 @@ def _schema(ast, a, depth):
     if base == "Annotated" and items:
         return _schema(ast, items[0], depth + 1)
     if base == "Literal":
-        values = []
+        values = []  # type: List[Any]
         for i in items:
             ok, v = _literal(ast, i)
             if not ok:
@@ -98,7 +104,7 @@ def _schema(ast, a, depth):
     return {}
 
 
-def _literal(ast, node):
+def _literal(ast: "AstModule", node: "Node") -> "Tuple[bool, Any]":
     """(True, value) for a Literal's member JSON can carry; (False, None) otherwise."""
     if isinstance(node, ast.Constant):
         v = node.value
@@ -114,9 +120,9 @@ def _literal(ast, node):
     return False, None
 
 
-def _any_of(schemas):
+def _any_of(schemas: "List[Json]") -> "Json":
     """anyOf of SCHEMAS, flattened; {} (any) when one of them admits anything."""
-    out = []
+    out = []  # type: List[Json]
     for s in schemas:
         if s == {}:
             return {}
@@ -126,7 +132,7 @@ def _any_of(schemas):
     return out[0] if len(out) == 1 else {"anyOf": out}
 
 
-def input_schema(params):
+def input_schema(params: "List[Dict[str, Any]]") -> "Json":
     """The object schema of a function's arguments (params: the inspection's parameter
     entries, each with its "schema")."""
     props = {}

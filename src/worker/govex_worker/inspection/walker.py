@@ -1,13 +1,22 @@
 # SPDX-License-Identifier: MIT
 # govex worker, inspection part: walking the code of one unit (effects.py) for its direct
 # effects and the units it calls or lets escape.
+from govex_worker.inspection.effects_table import ALL_UNKNOWN, PURE, _join
+from govex_worker.inspection.names import _Scope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional, Set
+    from govex_worker.inspection.vocabulary import AstModule, Node, Vec
+    from govex_worker.inspection.effects import Effects
 
 
 class _Walker:
     """Collects the direct effects and the edges of one unit's own code; nested functions,
     lambdas and methods of nested classes are units of their own, analysed here."""
 
-    def __init__(self, an, scope, uid, module_level=False):
+    def __init__(self, an: "Effects", scope: _Scope, uid: int,
+                 module_level: bool = False) -> None:
         self.an = an
         self.ast = an.ast
         self.scope = scope
@@ -17,14 +26,15 @@ class _Walker:
         self.module_level = module_level
         self.call_args = 0
 
-    def add(self, e):
+    def add(self, e: "Vec") -> None:
         self.eff = _join(self.eff, e)
 
-    def refs(self):
+    def refs(self) -> "Set[int]":
         """Where a referenced unit goes: an argument of a call may be called by it."""
-        return self.rec[1] if self.call_args else self.rec[2]
+        refs = self.rec[1] if self.call_args else self.rec[2]  # type: Set[int]
+        return refs
 
-    def function_body(self, node):
+    def function_body(self, node: "Node") -> None:
         ast = self.ast
         if isinstance(node, ast.Lambda):
             self.expr(node.body)
@@ -32,7 +42,7 @@ class _Walker:
             for st in node.body:
                 self.stmt(st)
 
-    def nested(self, node, scope):
+    def nested(self, node: "Node", scope: _Scope) -> int:
         """Analyses a nested function or lambda (its own unit) defined in scope."""
         uid = self.an.unit_of_node[node]
         try:
@@ -41,7 +51,7 @@ class _Walker:
             self.an.units[uid][0] = ALL_UNKNOWN
         return uid
 
-    def decorator(self, d, scope, refs):
+    def decorator(self, d: "Node", scope: _Scope, refs: "Set[int]") -> None:
         """Applying decorator d (evaluated in scope); unit edges go into refs."""
         saved = self.scope
         self.scope = scope
@@ -63,7 +73,7 @@ class _Walker:
 
     # statements
 
-    def stmt(self, s):
+    def stmt(self, s: "Node") -> None:
         ast = self.ast
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._def(s)
@@ -94,7 +104,7 @@ class _Walker:
             else:
                 self._other(child)
 
-    def _other(self, n):
+    def _other(self, n: "Node") -> None:
         ast = self.ast
         for child in ast.iter_child_nodes(n):
             if isinstance(child, ast.stmt):
@@ -104,7 +114,7 @@ class _Walker:
             else:
                 self._other(child)
 
-    def _def(self, s, scope=None):
+    def _def(self, s: "Node", scope: "Optional[_Scope]" = None) -> None:
         """A def statement: defaults and decorators run now (decorators are called with the
         function); the body is a unit of its own, analysed in the enclosing function's
         scope unless it is a top-level function or method (analysed on their own)."""
@@ -117,7 +127,7 @@ class _Walker:
             return
         self.nested(s, scope or self.scope)
 
-    def _class(self, s):
+    def _class(self, s: "Node") -> None:
         ast = self.ast
         for b in s.bases:
             self.expr(b)
@@ -140,7 +150,7 @@ class _Walker:
 
     # expressions
 
-    def expr(self, e):
+    def expr(self, e: "Node") -> None:
         ast = self.ast
         if isinstance(e, ast.Call):
             self._call(e)
@@ -160,7 +170,7 @@ class _Walker:
             else:
                 self._other(child)
 
-    def _reference(self, e):
+    def _reference(self, e: "Node") -> None:
         """A name or attribute chain that is read (not called)."""
         vals = self.an.value_of(e, self.scope)
         if vals is None:  # attribute of an expression: the expression is evaluated
@@ -168,7 +178,7 @@ class _Walker:
             return
         self.add(self.an.value_effect(vals, None, self.refs()))
 
-    def _call(self, c):
+    def _call(self, c: "Node") -> None:
         ast = self.ast
         f = c.func
         vals = self.an.value_of(f, self.scope) if isinstance(f, (ast.Name, ast.Attribute)) \
@@ -199,7 +209,7 @@ class _Walker:
             self.call_args -= 1
 
 
-def _is_main_guard(ast, test):
+def _is_main_guard(ast: "AstModule", test: "Node") -> bool:
     return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
             and test.left.id == "__name__" and len(test.ops) == 1
             and isinstance(test.ops[0], ast.Eq) and len(test.comparators) == 1

@@ -2,42 +2,52 @@
 # govex worker, inspection part: binding sites and name resolution for the effects
 # analysis.  _Names is one of Effects' bases (effects.py): its methods use Effects' state
 # (ast, tree, module, units, classes, ...).
+from govex_worker.inspection.effects_state import EffectsState
+from govex_worker.inspection.scopes import _Wrap, _bind_stmt, _own_nodes
+from govex_worker.inspection.valuetypes import DEEP
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Set
+    from govex_worker.inspection.vocabulary import Node, Site, TypeSet, Value
 
 
 class _Scope:
-    def __init__(self, kind, node, parent, cls=None):
+    def __init__(self, kind: str, node: "Node", parent: "Optional[_Scope]",
+                 cls: "Optional[str]" = None) -> None:
         self.kind = kind          # module, function, class
         self.node = node
         self.parent = parent      # enclosing scope for names (class scopes skipped)
         self.cls = cls            # for methods: the class info of `self`
-        self.sites = {}           # name -> list of binding sites
-        self.globals = set()
-        self.nonlocals = set()
-        self.busy = set()
-        self.cache = {}
+        self.sites = {}  # type: Dict[str, List[Site]]  # name -> its binding sites
+        self.globals = set()  # type: Set[str]
+        self.nonlocals = set()  # type: Set[str]
+        self.busy = set()  # type: Set[str]
+        self.cache = {}  # type: Dict[str, List[Value]]
 
 
-class _Names:
+class _Names(EffectsState):
     """Binding sites of a scope and the values a name or attribute chain may have."""
 
     # -- binding sites --------------------------------------------------------------
 
-    def _bind_scope(self, scope, body, params=None):
+    def _bind_scope(self, scope: _Scope, body: "List[Node]",
+                    params: "Optional[List[Site]]" = None) -> None:
         ast = self.ast
         sites = scope.sites
 
-        def add(name, site):
+        def add(name: str, site: "Site") -> None:
             sites.setdefault(name, []).append(site)
 
         if params is not None:
             for p, ann, kind in params:
                 add(p, ("param", ann, kind))
-        current = [None]
+        current = [None]  # type: List[Any]
 
-        def bind(name):
+        def bind(name: str) -> None:
             add(name, current[0])
 
-        def targets(t, site=None):
+        def targets(t: "Node", site: "Optional[Site]" = None) -> None:
             if isinstance(t, ast.Name):
                 add(t.id, site or ("var",))
             elif isinstance(t, (ast.Tuple, ast.List)):
@@ -48,7 +58,7 @@ class _Names:
 
         star = [False]
 
-        def walk(stmts):
+        def walk(stmts: "List[Node]") -> None:
             for s in stmts:
                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     add(s.name, ("def", s))
@@ -129,8 +139,8 @@ class _Names:
     #   ("var", types)     a variable holding data             ("builtin", name)
     #   ("unknown",)       anything
 
-    def resolve(self, name, scope):
-        s = scope
+    def resolve(self, name: str, scope: _Scope) -> "List[Value]":
+        s = scope  # type: Optional[_Scope]
         while s is not None:
             if name in s.globals:
                 s = self.module
@@ -144,9 +154,9 @@ class _Names:
             s = self.module
         return self._module_values(name)
 
-    def _module_values(self, name):
+    def _module_values(self, name: str) -> "List[Value]":
         sites = self.module.sites.get(name)
-        vals = []
+        vals = []  # type: List[Value]
         if sites:
             vals = list(self._site_values(name, self.module))
         if self.star or name in self.global_assigned:
@@ -158,14 +168,14 @@ class _Names:
                 vals.append(("unknown",))
         return vals
 
-    def _site_values(self, name, scope):
+    def _site_values(self, name: str, scope: _Scope) -> "List[Value]":
         if name in scope.cache:
             return scope.cache[name]
         if name in scope.busy:
             return [("unknown",)]
         scope.busy.add(name)
         try:
-            vals = []
+            vals = []  # type: List[Value]
             for site in scope.sites.get(name, ()):
                 vals.extend(self._site_value(site, scope))
             if not vals and scope.kind == "function":
@@ -175,7 +185,7 @@ class _Names:
         scope.cache[name] = vals
         return vals
 
-    def _site_value(self, site, scope):
+    def _site_value(self, site: "Site", scope: _Scope) -> "List[Value]":
         ast = self.ast
         k = site[0]
         if k == "qual":
@@ -217,7 +227,7 @@ class _Names:
             return [("var", None)]
         return [("unknown",)]
 
-    def value_of(self, expr, scope):
+    def value_of(self, expr: "Node", scope: _Scope) -> "Optional[List[Value]]":
         """Values of a name or attribute chain rooted at a name; None otherwise."""
         ast = self.ast
         attrs = []
@@ -231,7 +241,7 @@ class _Names:
         vals = self.resolve(e.id, scope)
         if not attrs:
             return vals
-        out = []
+        out = []  # type: List[Value]
         for v in vals:
             if v[0] == "qual":
                 out.append(("qual", ".".join([v[1]] + attrs)))

@@ -3,13 +3,24 @@
 # standard name (effects_table.py), a builtin, an open-like call and its mode, one of the
 # module's classes or functions, a method of a value of a known type.  One of Effects'
 # bases (effects.py).
+from govex_worker.inspection.effects_state import EffectsState
+from govex_worker.inspection.effects_table import (ALL_UNKNOWN, PURE, _DATA_BUILTIN_TYPES,
+                                                   _DYNAMIC_BUILTINS, _FILE_METHODS,
+                                                   _FILE_PURE, _OPENERS, _PATH_METHODS,
+                                                   _PATH_PURE, _PURE_BASES, _PURE_BUILTINS,
+                                                   _ev, _join)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import List, Optional, Set
+    from govex_worker.inspection.vocabulary import Node, TypeSet, Value, Vec
 
 
-class _ValueEffects:
+class _ValueEffects(EffectsState):
     """Effects of values (names.py) called or referenced; the units they reach go into
     the refs set given."""
 
-    def _qual_effect(self, q, called):
+    def _qual_effect(self, q: str, called: bool) -> "Vec":
         parts = q.split(".")
         if parts[0] == "builtins" and len(parts) >= 2:
             if len(parts) == 2:
@@ -24,7 +35,7 @@ class _ValueEffects:
             return PURE
         return ALL_UNKNOWN
 
-    def _builtin_effect(self, name, call):
+    def _builtin_effect(self, name: str, call: "Optional[Node]") -> "Vec":
         if name in _DYNAMIC_BUILTINS:
             if call is not None:
                 if name == "open":
@@ -41,7 +52,7 @@ class _ValueEffects:
             return PURE
         return ALL_UNKNOWN
 
-    def _open_effect(self, call, index, default):
+    def _open_effect(self, call: "Node", index: int, default: str) -> "Vec":
         ast = self.ast
         if any(isinstance(a, ast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
@@ -60,7 +71,8 @@ class _ValueEffects:
         read = "r" in mode or "+" in mode or not write
         return _ev(("R" if read else "") + ("W" if write else ""))
 
-    def _class_effect(self, name, refs, seen=None):
+    def _class_effect(self, name: str, refs: "Set[int]",
+                      seen: "Optional[Set[str]]" = None) -> "Vec":
         """Calling (or referencing) the module's class: every method it has may run."""
         ast = self.ast
         info = self.classes.get(name)
@@ -92,7 +104,8 @@ class _ValueEffects:
         refs.update(info["methods"].values())
         return eff
 
-    def _method_effect(self, types, attr, call, refs):
+    def _method_effect(self, types: "TypeSet", attr: str, call: "Optional[Node]",
+                       refs: "Set[int]") -> "Vec":
         """Calling attr on a value of the given types."""
         if types is None:
             return ALL_UNKNOWN
@@ -123,14 +136,15 @@ class _ValueEffects:
                 return ALL_UNKNOWN
         return eff
 
-    def _find_method(self, cname, attr, seen):
+    def _find_method(self, cname: str, attr: str, seen: "Set[str]") -> "Optional[int]":
         ast = self.ast
         info = self.classes.get(cname)
         if info is None or cname in seen:
             return None
         seen.add(cname)
         if attr in info["methods"]:
-            return info["methods"][attr]
+            found = info["methods"][attr]  # type: int
+            return found
         for b in info["bases"]:
             vals = self.value_of(b, self.module) if isinstance(b, ast.Name) else None
             for v in vals or ():
@@ -140,7 +154,8 @@ class _ValueEffects:
                         return uid
         return None
 
-    def value_effect(self, vals, call, refs):
+    def value_effect(self, vals: "List[Value]", call: "Optional[Node]",
+                     refs: "Set[int]") -> "Vec":
         """Effects of calling (call is the Call node) or referencing (call None) values."""
         eff = PURE
         for v in vals:

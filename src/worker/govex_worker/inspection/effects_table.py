@@ -6,21 +6,26 @@
 # Each effect is absent (0) < unknown (1) < present (2); vectors join element-wise with
 # max.
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Dict
+    from govex_worker.inspection.vocabulary import Vec
+
 EFFECT_NAMES = ("network", "filesystem_read", "filesystem_write", "subprocess",
                 "environment", "dynamic_code")
 _LETTERS = "NRWSVD"
 _WORDS = ("absent", "unknown", "present")
-PURE = (0, 0, 0, 0, 0, 0)
-ALL_UNKNOWN = (1, 1, 1, 1, 1, 1)
+PURE = (0, 0, 0, 0, 0, 0)  # type: Vec
+ALL_UNKNOWN = (1, 1, 1, 1, 1, 1)  # type: Vec
 
 
-def _ev(spec):
+def _ev(spec: str) -> "Vec":
     if spec == "*":
         return ALL_UNKNOWN
     return tuple(2 if L in spec else 1 if L.lower() in spec else 0 for L in _LETTERS)
 
 
-def _join(a, b):
+def _join(a: "Vec", b: "Vec") -> "Vec":
     return tuple(x if x > y else y for x, y in zip(a, b))
 
 
@@ -100,7 +105,7 @@ nrwsvD ctypes cffi
 """
 
 
-def _parse_table():
+def _parse_table() -> "Dict[str, Vec]":
     table = {}
     for line in _TABLE_TEXT.strip().splitlines():
         spec, names = line.split(None, 1)
