@@ -573,8 +573,13 @@ static char *resolve_needed(const char *name, const char *object, const struct g
 		if (canon_dir(cands[i], norm) < 0)
 			continue;
 		if (govex__elf_deps(norm, &cd) == 0) {
-			if (cd.machine == d->machine && path_ok(norm))
+			/* (and one the run could reach on the host: another user's venv's
+			 * DT_RUNPATH into a 0700 directory binds nothing from it) */
+			char *real =
+			    cd.machine == d->machine && path_ok(norm) ? realpath(norm, NULL) : NULL;
+			if (real && run_reachable(real))
 				found = strdup(norm);
+			free(real);
 			govex__elf_deps_free(&cd);
 		}
 	}

@@ -574,6 +574,46 @@ def test_venv_of_another_user_reaches_private_dir(t):
     e.denied_any(res, "pth", ("EACCES", "ENOENT"))
 
 
+
+def test_runpath_into_private_dir(t):
+    """(root) Another user's venv whose extension module's DT_RUNPATH leads into a 0700
+    directory of root's, holding a world-readable shared object of the needed name: the
+    run, which could not reach it on the host, must not see it bound (the library is
+    left unresolved; the module then fails to load, as it would for that uid)."""
+    need_python()
+    if os.geteuid() != 0:
+        e.skip("root", "needs root (a venv of another user, root's private directory)")
+    if not shutil.which("cc"):
+        e.skip("debian-packages", "no C compiler to build the module")
+    v = venv(t)
+    priv = t.path("private")
+    libdir = os.path.join(priv, "libs")
+    os.makedirs(libdir)
+    src = t.path("lib.c")
+    with open(src, "w") as f:
+        f.write("int gx_private(void) { return 7; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(libdir, "libgxpriv.so"), src],
+                   check=True)
+    mod = t.path("mod.c")
+    with open(mod, "w") as f:
+        f.write("int gx_private(void);\nint gx_use(void) { return gx_private(); }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(site_of(v), "gxuse.so"), mod,
+                    "-L", libdir, "-lgxpriv", "-Wl,--enable-new-dtags,-rpath," + libdir],
+                   check=True)
+    chmod_tree(priv)
+    os.chmod(priv, 0o700)
+    for root, dirs, files in os.walk(v):
+        os.lchown(root, e.NOBODY, e.NOBODY)
+        for n in dirs + files:
+            os.lchown(os.path.join(root, n), e.NOBODY, e.NOBODY)
+    pol = vpol(t, v)
+    pl = plan_of(t, pol)
+    g.check(not any(p.startswith(priv) for p in pl["packages"]["libraries"]),
+            "a library under the 0700 directory is bound: %r" % pl["packages"]["libraries"])
+    _, doc, res = e.run_proven(t, [["stat", os.path.join(libdir, "libgxpriv.so"),
+                                    {"as": "lib"}]], pol=pol)
+    e.denied_any(res, "lib", ("EACCES", "ENOENT"))
+
 # ---------------------------------------------------------------- the probe's cache
 
 DIGEST_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link")
@@ -901,6 +941,7 @@ if __name__ == "__main__":
         ("symlinks in a venv: the owner's file; not /etc, /proc, /dev", test_symlink_in_venv),
         ("another user's venv does not reach root's private directory",
          test_venv_of_another_user_reaches_private_dir),
+        ("a DT_RUNPATH into root's 0700 directory binds nothing", test_runpath_into_private_dir),
         ("cache: nothing cached, a planted entry changes nothing", test_poisoned_cache),
         ("preload: nothing outside the environment", test_preload_outside_environment),
         ("preload: a module's state, fds, thread stay in the template",
