@@ -219,11 +219,13 @@ def promises(docs):
          "the HPA scales %r, not the Deployment %r" % (ref, name))
     names = [m.get("pods", {}).get("metric", {}).get("name") for m in hpa["spec"]["metrics"]
              if m.get("type") == "Pods"]
-    need(names == ["govex_runs_in_flight"], "the HPA does not scale on govex_runs_in_flight")
+    need(names == ["govex_runs_in_flight", "govex_calls_queued"],
+         "the HPA does not scale on govex_runs_in_flight and govex_calls_queued")
     need(hpa["spec"].get("minReplicas", 1) >= 2, "the HPA may scale to one replica")
     adapter = [d for d in by_kind.get("ConfigMap", []) if "config.yaml" in d.get("data", {})]
-    need(adapter and "govex_runs_in_flight" in adapter[0]["data"]["config.yaml"],
-         "no Prometheus adapter rule serves govex_runs_in_flight")
+    for m in ("govex_runs_in_flight", "govex_calls_queued"):
+        need(adapter and '"^%s$"' % m in adapter[0]["data"]["config.yaml"],
+             "no Prometheus adapter rule serves %s" % m)
 
     conts = [c for c in pod["containers"] if c["name"] == "govex"]
     if len(conts) != 1:
@@ -322,6 +324,8 @@ PROMISE_MUTATIONS = [
     ("HorizontalPodAutoscaler", ("spec", "scaleTargetRef", "name"), "other", "the HPA scales"),
     ("HorizontalPodAutoscaler", ("spec", "metrics", 0, "pods", "metric", "name"), "cpu",
      "govex_runs_in_flight"),
+    ("HorizontalPodAutoscaler", ("spec", "metrics", 1, "pods", "metric", "name"), "cpu",
+     "govex_calls_queued"),
     ("PodDisruptionBudget", ("spec", "selector", "matchLabels", "app.kubernetes.io/name"), "x",
      "PodDisruptionBudget"),
 ]
