@@ -265,18 +265,17 @@ static bool module_in(const char *dir, const char *dotted)
 	return hit;
 }
 
-/* python.preload: each module is the environment's (the standard library's or a site
- * directory's), never a file of the run's or the caller's */
-static int plan_preload(struct planning *pl)
+/* The first of python.preload found in neither the standard library nor a site
+ * directory, or NULL. */
+static const char *preload_missing(const govex_runtime *rt)
 {
-	const govex_runtime *rt = pl->rt;
 	char *const *dirs[] = {rt->interp.paths, rt->pkgs.site};
 	/* the executable's own directory (/usr/bin) is among the interpreter's paths but on
 	 * no sys.path: /usr/bin/python3 is no module */
 	const char *slash = rt->interp.path ? strrchr(rt->interp.path, '/') : NULL;
 	size_t dlen = slash ? (size_t)(slash - rt->interp.path) : 0;
-	for (size_t i = 0; pl->p->preload && pl->p->preload[i]; i++) {
-		const char *m = pl->p->preload[i];
+	for (size_t i = 0; rt->policy->preload && rt->policy->preload[i]; i++) {
+		const char *m = rt->policy->preload[i];
 		bool found = false;
 		for (size_t k = 0; k < ARRAY_SIZE(dirs) && !found; k++)
 			for (size_t j = 0; dirs[k] && dirs[k][j] && !found; j++)
@@ -284,16 +283,36 @@ static int plan_preload(struct planning *pl)
 					  strncmp(dirs[k][j], rt->interp.path, dlen) == 0) &&
 					module_in(dirs[k][j], m);
 		if (!found)
-			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "preload_not_found",
-			       json_pack("{s:s}", "module", m),
-			       "python.preload '%.100s' is not a module of the interpreter's "
-			       "environment (its standard library%s): only installed modules "
-			       "are preloaded",
-			       m,
-			       rt->pkgs_resolved ? " or site directories"
-						 : "; python.site: true or a venv adds site "
-						   "directories");
+			return m;
 	}
+	return NULL;
+}
+
+/* python.preload: each module is the environment's (the standard library's or a site
+ * directory's), never a file of the run's or the caller's.  Looked up once per runtime
+ * (a dozen directories read: ~2 ms for three modules, every run otherwise): the
+ * standard library does not change under it, and a changed site directory is
+ * environment_changed (plan_packages) */
+static int plan_preload(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	pthread_mutex_lock(&rt->lock);
+	if (!rt->preload_checked) {
+		rt->preload_missing = preload_missing(rt);
+		rt->preload_checked = true;
+	}
+	const char *m = rt->preload_missing;
+	pthread_mutex_unlock(&rt->lock);
+	if (m)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "preload_not_found",
+		       json_pack("{s:s}", "module", m),
+		       "python.preload '%.100s' is not a module of the interpreter's "
+		       "environment (its standard library%s): only installed modules "
+		       "are preloaded",
+		       m,
+		       rt->pkgs_resolved ? " or site directories"
+					 : "; python.site: true or a venv adds site "
+					   "directories");
 	return 0;
 }
 

@@ -35,6 +35,9 @@ struct govex_runtime {
 	int pkgs_r;
 	struct govex_error pkgs_err;
 	struct govex__packages pkgs;
+	/* python.preload's first module not found (planning.c, plan_preload: once) */
+	bool preload_checked;
+	const char *preload_missing;
 	struct govex__report reports[8];
 	void *states[8];
 	bool prepared[8];
