@@ -295,6 +295,9 @@ enum govex__probe_mode { GOVEX_PROBE_SANDBOXED, GOVEX_PROBE_HOST };
  * cache_dir may be NULL.  The answer is validated (govex__interp_validate). */
 int govex__interp_probe(const char *interpreter, const char *cache_dir, enum govex__probe_mode mode,
 			struct govex__interp *ret, struct govex_error *err);
+/* A path an interpreter's or environment's files may be: absolute, normalized, not "/",
+ * not under /proc, /sys or /dev (kernel interfaces and devices); false for NULL. */
+bool govex__interp_path_ok(const char *p);
 /* Decodes and validates a probe answer (JSON text), as from the probe or the cache. */
 int govex__interp_answer(const char *text, struct govex__interp *ret, struct govex_error *err);
 /* The files an answer names: the executable a regular ELF file, libraries regular ELF
@@ -306,9 +309,6 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
  * 0 within timeout_ms. */
 int govex__probe_sandboxed(const char *exe, char *const argv[], char *const envp[], size_t out_max,
 			   uint64_t timeout_ms, char **ret_out, struct govex_error *err);
-/* Runs argv as a plain child on the host (GOVEX_PROBE_HOST only): stdout as above. */
-int govex__probe_host(const char *exe, char *const argv[], size_t out_max, uint64_t timeout_ms,
-		      char **ret_out, struct govex_error *err);
 
 /* ---- the cache directory (cache.c) -------------------------------------------------- */
 

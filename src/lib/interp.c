@@ -93,7 +93,7 @@ static bool is_elf(const char *path)
  * controlled backend (trusted code; it runs the same interpreter on the host anyway).
  * stdout collected (bounded), stderr discarded, hard timeout.
  */
-int govex__probe_host(const char *exe, char *const argv[], size_t out_max, uint64_t timeout_ms,
+static int probe_host(const char *exe, char *const argv[], size_t out_max, uint64_t timeout_ms,
 		      char **ret_out, struct govex_error *err)
 {
 	int out[2];
@@ -180,12 +180,11 @@ static int add_dir_of(char ***v, const char *file)
 	return govex__strv_push_take(v, d);
 }
 
-/* A path the answer may name: absolute, normalized, not "/", not under /proc, /sys or
- * /dev (kernel interfaces and devices: never the interpreter's files). */
-static bool answer_path_ok(const char *p)
+bool govex__interp_path_ok(const char *p)
 {
-	return govex__path_normalized(p) && strcmp(p, "/") != 0 && !govex__path_under(p, "/proc") &&
-	       !govex__path_under(p, "/sys") && !govex__path_under(p, "/dev");
+	return p && govex__path_normalized(p) && strcmp(p, "/") != 0 &&
+	       !govex__path_under(p, "/proc") && !govex__path_under(p, "/sys") &&
+	       !govex__path_under(p, "/dev");
 }
 
 /* "3.11.2": numbers only, matching major and minor. */
@@ -292,7 +291,7 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	const char *named[] = {exe, prefix, base, stdlib, plat};
 	const char *what[] = {"executable", "prefix", "base_prefix", "stdlib", "platstdlib"};
 	for (size_t k = 0; k < ARRAY_SIZE(named); k++)
-		if (named[k] && !answer_path_ok(named[k]))
+		if (named[k] && !govex__interp_path_ok(named[k]))
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: %s '%.100s' "
 					  "(an absolute normalized path, not /, not under /proc, "
@@ -319,7 +318,7 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 	json_array_foreach(dyn, i, e)
 	{
 		const char *d = json_string_value(e);
-		if (!d || !answer_path_ok(d))
+		if (!d || !govex__interp_path_ok(d))
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: dynload "
 					  "entry %zu",
@@ -338,7 +337,7 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 		const char *l = json_string_value(e);
 		if (l && l[0] != '/')
 			continue; /* a mapping with no file ("[vdso]", "/memfd:..." aside) */
-		if (!l || !answer_path_ok(l))
+		if (!l || !govex__interp_path_ok(l))
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: library "
 					  "'%.100s'",
@@ -393,7 +392,7 @@ static int decode(const char *text, struct govex__interp *in, struct govex_error
 int govex__interp_validate(const struct govex__interp *in, struct govex_error *err)
 {
 	const char *exe = in->path ? in->path : "?";
-	if (!in->path || !answer_path_ok(in->path) || !elf_file(in->path, 0))
+	if (!in->path || !govex__interp_path_ok(in->path) || !elf_file(in->path, 0))
 		return govex__err(
 		    err, GOVEX_EINTERP, 0,
 		    "interpreter '%.100s': invalid probe answer: the executable is not "
@@ -401,7 +400,7 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 		    exe);
 	const char *pre[] = {in->prefix, in->base_prefix};
 	for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
-		if (!pre[i] || !answer_path_ok(pre[i]) || !is_dir(pre[i]))
+		if (!pre[i] || !govex__interp_path_ok(pre[i]) || !is_dir(pre[i]))
 			return govex__err(
 			    err, GOVEX_EINTERP, 0,
 			    "interpreter '%.100s': invalid probe answer: prefix "
@@ -420,8 +419,8 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 		/* a venv's python: inside the venv, and the executable itself */
 		char *real = realpath(in->exec, NULL);
 		char *venv = venv_dir(in->exec);
-		bool ok = answer_path_ok(in->exec) && venv && strcmp(venv, in->prefix) == 0 &&
-			  real && strcmp(real, in->path) == 0;
+		bool ok = govex__interp_path_ok(in->exec) && venv &&
+			  strcmp(venv, in->prefix) == 0 && real && strcmp(real, in->path) == 0;
 		free(real);
 		free(venv);
 		if (!ok)
@@ -431,13 +430,13 @@ int govex__interp_validate(const struct govex__interp *in, struct govex_error *e
 					  exe, in->exec);
 	}
 	for (size_t i = 0; in->paths && in->paths[i]; i++)
-		if (!answer_path_ok(in->paths[i]))
+		if (!govex__interp_path_ok(in->paths[i]))
 			return govex__err(
 			    err, GOVEX_EINTERP, 0,
 			    "interpreter '%.100s': invalid probe answer: path '%.100s'", exe,
 			    in->paths[i]);
 	for (size_t i = 0; in->libs && in->libs[i]; i++)
-		if (!answer_path_ok(in->libs[i]) || !elf_file(in->libs[i], ET_DYN))
+		if (!govex__interp_path_ok(in->libs[i]) || !elf_file(in->libs[i], ET_DYN))
 			return govex__err(err, GOVEX_EINTERP, 0,
 					  "interpreter '%.100s': invalid probe answer: '%.100s' is "
 					  "not a regular ELF shared object",
@@ -451,7 +450,7 @@ static char *answer_executable(const char *script, const char *text, struct gove
 {
 	_cleanup_json_ json_t *j = json_loads(text, 0, NULL);
 	const char *named = json_string_value(json_object_get(j, "executable"));
-	if (!named || !answer_path_ok(named) || !is_elf(named)) {
+	if (!named || !govex__interp_path_ok(named) || !is_elf(named)) {
 		govex__err(err, GOVEX_EINTERP, 0,
 			   "interpreter '%.100s': the script names no ELF interpreter ('%.100s')",
 			   script, named ? named : "(none)");
@@ -609,8 +608,7 @@ static int run_probe(const char *exe, enum govex__probe_mode mode, char **ret_ou
 {
 	char *argv[] = {(char *)exe, "-I", "-S", "-c", (char *)probe_code, NULL};
 	if (mode == GOVEX_PROBE_HOST)
-		return govex__probe_host(exe, argv, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS, ret_out,
-					 err);
+		return probe_host(exe, argv, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS, ret_out, err);
 	/* The caller's environment and cwd: a shim (pyenv) reads PYENV_VERSION and
 	 * .python-version from the directories above the cwd. */
 	return govex__probe_sandboxed(exe, argv, environ, PROBE_OUTPUT_MAX, PROBE_TIMEOUT_MS,

@@ -11,7 +11,6 @@ struct govex__packages {
 	char **libs;	    /* shared libraries, as the loader opens them */
 	char **data;	    /* symlinks out of the site directories, the table's data files */
 	json_t *dists;	    /* [[name, version], ...] */
-	size_t unresolved;  /* DT_NEEDED names the probe did not find */
 	char digest[72];    /* the environment's when resolved ("sha256:...") */
 	char now[72], *ids; /* the quick check's (govex__packages_current) */
 };
