@@ -346,6 +346,11 @@ def test_shipped_unit(t):
     h.need_systemd_v2()
     if not h.ROOT:
         raise g.Skip("a system service: installed by root")
+    real = os.path.realpath(GOVEX)
+    if real.startswith(("/tmp/", "/var/tmp/")):
+        # (seen with a checkout in /var/tmp: the service did not start)
+        raise g.Skip("this build (%s) is under /tmp or /var/tmp, which the shipped "
+                     "unit's PrivateTmp=yes replaces: its service could not run it" % real)
     port = _free_port()
     name = h.unique("govex-mcp-shipped")
     unit = "/run/systemd/system/%s.service" % name
