@@ -301,11 +301,14 @@ def test_tiocsti_on_a_real_tty(t):
 
 
 def test_proc_of_the_shim(t):
-    """/proc/<pid> of the supervisor inside the sandbox (pid 1): its memory, root,
-    cwd, fds, environment and maps stay closed (EACCES)."""
+    """/proc/<pid> of the supervisor inside the sandbox (pid 1) is absent (proc's
+    hidepid): its memory, root, cwd, fds, environment, maps, and its stat, statm and
+    status (which a run could poll to watch what PID 1 does) are ENOENT, and /proc
+    lists no PID 1."""
     e.need_restricted("process_tree_kill")
     ops = [["pids", {"as": "pids"}], ["getpid", {"as": "me"}]]
-    for part in ("environ", "maps", "mem", "auxv", "syscall", "stack"):
+    for part in ("environ", "maps", "mem", "auxv", "syscall", "stack", "stat", "statm",
+                 "status"):
         ops.append(["read", "/proc/1/" + part, {"as": part}])
     for link in ("root", "cwd", "exe"):
         ops.append(["readlink", "/proc/1/" + link, {"as": link}])
@@ -317,9 +320,10 @@ def test_proc_of_the_shim(t):
     me = e.allowed(res, "me")
     if me == 1:
         e.skip("shim", "the program is pid 1 here: no supervisor to attack")
-    for label in ("environ", "maps", "mem", "auxv", "syscall", "stack", "root", "cwd",
-                  "exe", "fd", "map_files"):
-        e.denied(res, label, "EACCES")
+    for label in ("environ", "maps", "mem", "auxv", "syscall", "stack", "stat", "statm",
+                  "status", "root", "cwd", "exe", "fd", "map_files"):
+        e.denied(res, label, "ENOENT")
+    g.check(1 not in e.allowed(res, "pids"), "/proc lists PID 1: %r" % res["pids"])
 
 
 def test_pidfd_of_host_pids(t):

@@ -24,6 +24,7 @@ sandbox keep P off T's memory) drive a runtime in a helper process run as nobody
 (65534).  Anything dangerous stays inside the sandbox (test_redteam_warm's guard: the
 snippet exits 97 unless it finds itself in one).  Prints TAP."""
 import ctypes
+import errno
 import hashlib
 import inspect
 import json
@@ -460,11 +461,10 @@ else:
         _o._exit(r)
     _, st = _o.waitpid(pid, 0)
     out["child reads PID 1 (bits)"] = _o.waitstatus_to_exitcode(st) or "none"
-st = {}
-for line in open("/proc/1/status"):
-    k, _, v = line.partition(":")
-    st[k] = v.strip()
-emit({"out": out, "sigblk": st.get("SigBlk"), "cmdline": len(open("/proc/1/cmdline", "rb").read())})
+out["read /proc/1/status"] = tryit(lambda: open("/proc/1/status", "rb").read())
+out["read /proc/1/cmdline"] = tryit(lambda: open("/proc/1/cmdline", "rb").read())
+out["list /proc (PID 1 in it)"] = "OK" if "1" in _o.listdir("/proc") else "absent"
+emit({"out": out})
 '''
 
 SYSNR = {"x86_64": {"vm": (310, 311), "ptrace": 101, "pidfd": (434, 438)},
@@ -501,11 +501,41 @@ def reach_bad(doc, what):
     if o["out"].get("pidfd_getfd 1") != "none":
         bad.append("%s: pidfd_getfd took PID 1's descriptors: %r"
                    % (what, o["out"].get("pidfd_getfd 1")))
-    blk = int(o["sigblk"] or "0", 16)
-    missing = [signal.Signals(s).name for s in MUST_BLOCK if not blk >> (s - 1) & 1]
-    if missing:
-        bad.append("%s: PID 1 (the run's init) does not block %s (SigBlk %s)"
-                   % (what, missing, o["sigblk"]))
+    return bad
+
+
+def host_sigblk_bad(rt, what):
+    """As root, from the host (a run cannot read PID 1's status: proc's hidepid hides
+    it): the SigBlk of every run init (B) there is while a run lives -- the spares' and
+    the live run's -- holds every signal of MUST_BLOCK."""
+    if os.geteuid() != 0:
+        return []
+    live = {}
+
+    def sleeper():
+        live["doc"] = rt.run("import time\ntime.sleep(1.0)\nprint('slept')\n")
+
+    th = threading.Thread(target=sleeper, daemon=True)
+    th.start()
+    time.sleep(0.4)
+    blks = {}
+    for pid in sorted(p for v in templates().values() for p in v):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                st = dict(line.split(":", 1) for line in f if ":" in line)
+            blks[pid] = int(st["SigBlk"].strip(), 16)
+        except (OSError, KeyError, ValueError):
+            pass
+    th.join(30)
+    bad = []
+    if not blks:
+        bad.append("%s: no run init found from the host while a run lived" % what)
+    for pid, blk in sorted(blks.items()):
+        missing = [signal.Signals(s).name for s in MUST_BLOCK if not blk >> (s - 1) & 1]
+        if missing:
+            bad.append("%s: run init %d does not block %s (SigBlk %x)"
+                       % (what, pid, missing, blk))
+    print("# %s: SigBlk of %d run inits read from the host" % (what, len(blks)))
     return bad
 
 
@@ -526,7 +556,9 @@ def test_pid1_memory_unreachable(t):
     the template has mapped (id(None): the run is its fork) and at 0 (EFAULT there would
     mean the permission passed), process_vm_writev at 0; ptrace ATTACH and SEIZE;
     pidfd_getfd of PID 1's descriptors; a forked child of the run (where the policy lets
-    it fork) the same.  And PID 1 blocks every signal."""
+    it fork) the same; PID 1's status and cmdline read, PID 1 listed in /proc (absent:
+    proc's hidepid).  And PID 1 blocks every signal (its SigBlk read from the host, as
+    root)."""
     e.need_restricted()
     code = reach_code()
     bad = []
@@ -535,12 +567,14 @@ def test_pid1_memory_unreachable(t):
         for repl in (False, True):
             bad += reach_bad(rt.run(code, repl=repl), "root, %s run %d"
                              % ("REPL" if repl else "plain", i))
+    bad += host_sigblk_bad(rt, "root")
     print("# run inits share their template's memory (kcmp): %r" % shared_init_note())
     nb = maybe_nobody(t)
     if nb:
         for repl in (False, True):
             bad += reach_bad(nb.run(code, repl=repl), "as nobody, %s"
                              % ("REPL" if repl else "plain"))
+        bad += host_sigblk_bad(nb, "as nobody")
         nb.close()
     g.check(not bad, "PID 1's (the template's) memory within reach:\n  " + "\n  ".join(bad))
 
@@ -644,7 +678,12 @@ def scan_bad(doc, what, names):
     bad = []
     for k, addr, line in o["found"]:
         bad.append("%s found %s at %s in %s" % (what, names[k], addr, line))
-    if o.get("cmdline"):
+    if isinstance(o.get("cmdline"), int) and o["cmdline"] != errno.ENOENT:
+        bad.append("%s: /proc/1/cmdline neither hidden nor read: errno %d"
+                   % (what, o["cmdline"]))
+    elif isinstance(o.get("cmdline"), int):
+        pass    # PID 1 hidden (hidepid): nothing of it to search
+    elif o.get("cmdline"):
         bad.append("%s found %r in /proc/1/cmdline" % (what, [names[k] for k in o["cmdline"]]
                                                       if isinstance(o["cmdline"], list)
                                                       else o["cmdline"]))
@@ -945,12 +984,16 @@ for s in SIGS[:6]:
     res["sigqueue 1 %s" % s.name] = "sent" if r == 0 else errno.errorcode.get(ctypes.get_errno())
 time.sleep(0.3)
 st = {}
-for line in open("/proc/1/status"):
-    k, _, v = line.partition(":")
-    st[k] = v.strip()
+try:
+    for line in open("/proc/1/status"):
+        k, _, v = line.partition(":")
+        st[k] = v.strip()
+except OSError as x:    # PID 1 hidden (hidepid): the host reads it (host_signals)
+    st = {"hidden": errno.errorcode.get(x.errno, x.errno)}
 print("alive", flush=True)
 emit({"res": res, "ppid": pp, "pid1": {k: st.get(k) for k in ("SigBlk", "ShdPnd", "SigPnd",
-                                                              "SigCgt", "State")}})
+                                                              "SigCgt", "State", "hidden")
+                                       if k in st}})
 '''
 
 SIGNR = {"x86_64": (234, 129), "aarch64": (131, 138)}
@@ -1200,12 +1243,29 @@ try:
     ab = "connected"
 except OSError as x:
     ab = x.errno
+try:
+    comm1 = open("/proc/1/comm").read().strip()
+except OSError as x:    # PID 1 hidden (hidepid): the host checks its name
+    comm1 = _o.strerror(x.errno) if x.errno != 2 else "ENOENT"
 emit({"seen": sorted(set(seen)), "memfds": fds, "shm": shm, "abstract": ab,
-      "comm1": open("/proc/1/comm").read().strip()})
+      "comm1": comm1})
 '''
 
 # a forged shim report (struct govex__shim_report: exited 0, nothing killed)
 FORGED = b"\0" * 40
+
+
+def host_comm_bad(what, i):
+    """As root, from the host: every child of a template is a run init still named
+    govex-init (a comm the attack wrote would show here; the run cannot read it)."""
+    if os.geteuid() != 0:
+        return []
+    d = rw.descendants()
+    tps = templates()
+    odd = {p: c for p, (pp, c) in d.items() if pp in tps and c != "govex-init"
+           and not c.startswith("zombie:")}
+    return ["%s, run %d after the attack: a template's child renamed: %r" % (what, i, odd)] \
+        if odd else []
 
 
 def corrupt_case(rt, what):
@@ -1227,8 +1287,9 @@ def corrupt_case(rt, what):
         look = rt.run(rw.guarded("MARK = %r\n" % mark + LOOK), repl=repl)
         o = rw.emitted(look, "%s, look %d" % (what, i))
         if o["seen"] or o["memfds"] or o["shm"] >= 0 or o["abstract"] == "connected" or \
-                o["comm1"] != "govex-init":
+                o["comm1"] not in ("govex-init", "ENOENT"):
             bad.append("%s, run %d after the attack sees it: %r" % (what, i, o))
+        bad += host_comm_bad(what, i)
         bad += next_bad(rt.run(NEXT_REPL if repl else NEXT, repl=repl),
                         "%s, run %d after the attack" % (what, i), repl)
     return bad
@@ -1366,6 +1427,7 @@ def test_template_memory_bounded(t):
 
 CPU = r'''
 import ctypes
+import errno
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 res = []

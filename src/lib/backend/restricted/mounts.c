@@ -666,11 +666,17 @@ static int new_proc(bool *ret_subset)
 	/* Made while the host's /proc is still visible: a user namespace may mount proc only
 	 * where a proc is already fully visible.  Made by PID 1 of the new PID namespace,
 	 * so it shows that namespace.  subset=pid (Linux >= 5.8) leaves out everything that
-	 * is not a process: /proc/cmdline, /proc/sys, kallsyms, the host's mounts... */
+	 * is not a process: /proc/cmdline, /proc/sys, kallsyms, the host's mounts...
+	 * hidepid leaves out the processes the run may not ptrace-read: its PID 1 (the shim,
+	 * or a warm run's init, whose memory is the template's and changes with every other
+	 * run of it), so /proc/1 is absent rather than half readable (issue 23). */
 	_cleanup_close_ int fs = fsopen("proc", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
 	*ret_subset = fsconfig(fs, FSCONFIG_SET_STRING, "subset", "pid", 0) == 0;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "hidepid", "invisible", 0) < 0 &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "hidepid", "2", 0) < 0)
+		return -errno;
 	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return -errno;
 	int mnt =

@@ -142,12 +142,14 @@ static void output_dir(const struct spec *s, const char *wd, int watch, int fce)
 }
 
 /* proc for the run's PID namespace: subset=pid where the kernel has it, else the whole
- * of it with the host-wide files masked. */
+ * of it with the host-wide files masked; hidepid hides PID 1 (this init: its memory is
+ * the template's, and its size changes with every other run of the template) as a cold
+ * run's proc hides its shim (mounts.c, new_proc). */
 static void proc_mount(const struct spec *s, int fce)
 {
-	if (zyg_mnt("proc", "/proc", "proc", MNT_FL, "subset=pid") == 0)
+	if (zyg_mnt("proc", "/proc", "proc", MNT_FL, "subset=pid,hidepid=invisible") == 0)
 		return;
-	int e = zyg_mnt("proc", "/proc", "proc", MNT_FL, NULL);
+	int e = zyg_mnt("proc", "/proc", "proc", MNT_FL, "hidepid=2");
 	if (e < 0)
 		zyg_fail(fce, GOVEX_STEP_PROC, -e);
 	struct recd rc;
