@@ -81,6 +81,8 @@ int govex__find_in_path(const char *name, char **ret);
 
 /* Valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF) */
 bool govex__utf8_valid(const char *s, size_t len);
+/* How many of the first len bytes of s are ASCII (below 0x80). */
+size_t govex__ascii_run(const unsigned char *s, size_t len);
 /* Copies s into *ret with each invalid byte replaced by U+FFFD; when cut, an incomplete
  * character at the very end is dropped instead.  Returns (size_t)-1 on ENOMEM. */
 size_t govex__utf8_sanitize(const char *s, size_t len, bool cut, char **ret, size_t *ret_len,
@@ -109,6 +111,21 @@ void govex__sha256_digest(const void *data, size_t len, char out[72]);
  * name the position.  Returns -GOVEX_EJSON or -GOVEX_EUTF8. */
 int govex__json_parse(const char *data, size_t len, size_t flags, json_t **ret,
 		      struct govex_error *err);
+/* govex__json_parse's result and errors exactly, with long string values that need no
+ * decoding copied in place rather than lexed a byte at a time (jsonlong.c): for
+ * documents that carry files or output. */
+int govex__json_parse_long(const char *data, size_t len, size_t flags, json_t **ret,
+			   struct govex_error *err);
+/* The same with its bounds given: texts shorter than min_text are parsed whole, strings
+ * shorter than min_value are lexed (tests and the fuzz target make them small). */
+int govex__json_parse_long_at(const char *data, size_t len, size_t flags, size_t min_text,
+			      size_t min_value, json_t **ret, struct govex_error *err);
+/* The closing quote of the JSON string whose opening quote is q (before end), or NULL. */
+const char *govex__json_string_end(const char *q, const char *end);
+/* Whether [s, e) is the inside of a string jansson reads without JSON_ALLOW_NUL: no raw
+ * control character, known escapes, paired surrogates, no \u0000, valid UTF-8 (no
+ * overlong form, surrogate or code point past U+10FFFF). */
+bool govex__json_string_ok(const unsigned char *s, const unsigned char *e);
 /* Reads fd to its end: at most max bytes (-EFBIG past that), NUL-terminated; -errno. */
 int govex__read_fd(int fd, size_t max, char **ret_data, size_t *ret_len);
 /* Reads a whole file of at most max bytes. */

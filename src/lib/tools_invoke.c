@@ -212,7 +212,7 @@ static int arguments(const govex_toolset *ts, const struct govex__tool *t, const
 	_cleanup_json_ json_t *args = NULL;
 	if (js && len) {
 		struct govex_error ge = {0};
-		if (govex__json_parse(js, len, 0, &args, &ge) < 0) {
+		if (govex__json_parse_long(js, len, 0, &args, &ge) < 0) {
 			snprintf(err, errlen, "args: %s", ge.message);
 			return 1;
 		}

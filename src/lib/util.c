@@ -224,10 +224,26 @@ static bool utf8_prefix(const unsigned char *s, size_t len)
 	return true;
 }
 
+size_t govex__ascii_run(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+	for (uint64_t w; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		if (w & 0x8080808080808080ull)
+			break;
+	}
+	while (i < len && s[i] < 0x80)
+		i++;
+	return i;
+}
+
 bool govex__utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < len;) {
+		i += govex__ascii_run(u + i, len - i); /* 8 bytes at a time: files, output */
+		if (i == len)
+			break;
 		size_t n = utf8_seq(u + i, len - i);
 		if (!n)
 			return false;

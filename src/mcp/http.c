@@ -296,8 +296,10 @@ static void shape_of(const char *body, size_t len, struct shape *sh)
 	struct mcp_bignum big;
 	memset(sh, 0, sizeof(*sh));
 	/* its shape only: long strings need not be read (the dispatch checks them) */
-	char *brief = len > ((size_t)64 << 10) ? mcp_json_brief(body, len, 4096, false) : NULL;
-	sh->msg = mcp_json_loadb(brief ? brief : body, len, JSON_DECODE_ANY, &e, &big);
+	size_t blen = len;
+	char *brief =
+	    len > ((size_t)64 << 10) ? mcp_json_brief(body, len, 4096, false, &blen) : NULL;
+	sh->msg = mcp_json_loadb(brief ? brief : body, blen, JSON_DECODE_ANY, &e, &big);
 	free(brief);
 	if (!json_is_object(sh->msg))
 		return;

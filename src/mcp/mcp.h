@@ -118,11 +118,17 @@ struct mcp_bignum {
 json_t *mcp_json_loadb(const char *text, size_t len, size_t flags, json_error_t *e,
 		       struct mcp_bignum *big);
 
-/* A copy of text (same length) in which every string value longer than keep bytes is
- * written over by "" and spaces; check: only strings jansson would read (valid UTF-8 and
- * escapes, no \u0000), so that what jansson says of the copy it says of text.  NULL when
- * none was (or ENOMEM): use text. */
-char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check);
+/* A copy of text (*ret_len bytes) in which every string value longer than keep bytes is
+ * "" instead; check: only strings jansson would read (valid UTF-8 and escapes, no
+ * \u0000), so that whether jansson accepts the copy is whether it accepts text (its
+ * error's position is the copy's: parse text again for the message).  NULL when none was
+ * (or ENOMEM): use text. */
+char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check, size_t *ret_len);
+/* jansson's rules for a string, one implementation for the library's long-string parse
+ * and this brief reading.  Internal to libgovex (src/lib/jsonlong.c); the server links
+ * the library statically. */
+const char *govex__json_string_end(const char *q, const char *end);
+bool govex__json_string_ok(const unsigned char *s, const unsigned char *e);
 /* Where the value of member k1.k2 of the object text is, as written (keys without
  * escapes); false when not found. */
 bool mcp_json_member_span(const char *text, size_t len, const char *k1, const char *k2,

@@ -172,128 +172,50 @@ json_t *mcp_json_loadb(const char *text, size_t len, size_t flags, json_error_t 
 
 /* ---------------------------------------------------------------- brief reading */
 
-/* The closing quote of the string whose opening quote is q, or NULL. */
-static char *string_end(char *q, const char *end)
+char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check, size_t *ret_len)
 {
-	char *c = q + 1;
-	for (;;) {
-		c = memchr(c, '"', (size_t)(end - c));
-		if (!c)
-			return NULL;
-		size_t bs = 0;
-		while (c - bs > q + 1 && c[-1 - (ptrdiff_t)bs] == '\\')
-			bs++;
-		if (bs % 2 == 0)
-			return c;
-		c++;
-	}
-}
-
-static int hex4(const unsigned char *s)
-{
-	int v = 0;
-	for (int i = 0; i < 4; i++) {
-		int c = s[i], d = c >= '0' && c <= '9'	 ? c - '0'
-				  : c >= 'a' && c <= 'f' ? c - 'a' + 10
-				  : c >= 'A' && c <= 'F' ? c - 'A' + 10
-							 : -1;
-		if (d < 0)
-			return -1;
-		v = v * 16 + d;
-	}
-	return v;
-}
-
-/* Whether [s, e) is the inside of a string jansson reads without JSON_ALLOW_NUL: no raw
- * control character, known escapes, paired surrogates, no \u0000, valid UTF-8 (no
- * overlong form, surrogate or code point past U+10FFFF). */
-static bool string_ok(const unsigned char *s, const unsigned char *e)
-{
-	while (s < e) {
-		unsigned c = *s;
-		if (c >= 0x20 && c < 0x80 && c != '\\') {
-			s++;
-		} else if (c < 0x20) {
-			return false;
-		} else if (c == '\\') {
-			if (e - s < 2)
-				return false;
-			unsigned k = s[1];
-			if (k != 'u') {
-				if (!strchr("\"\\/bfnrt", (int)k) || !k)
-					return false;
-				s += 2;
-				continue;
-			}
-			int v = e - s >= 6 ? hex4(s + 2) : -1;
-			if (v <= 0 || (v >= 0xdc00 && v <= 0xdfff))
-				return false;
-			s += 6;
-			if (v >= 0xd800 && v <= 0xdbff) {
-				int w =
-				    e - s >= 6 && s[0] == '\\' && s[1] == 'u' ? hex4(s + 2) : -1;
-				if (w < 0xdc00 || w > 0xdfff)
-					return false;
-				s += 6;
-			}
-		} else {
-			size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-			if (c < 0xc2 || c > 0xf4 || (size_t)(e - s) < n)
-				return false;
-			unsigned cp = c & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
-			for (size_t i = 1; i < n; i++) {
-				if ((s[i] & 0xc0) != 0x80)
-					return false;
-				cp = cp << 6 | (s[i] & 0x3f);
-			}
-			if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-			    (cp >= 0xd800 && cp <= 0xdfff))
-				return false;
-			s += n;
-		}
-	}
-	return true;
-}
-
-char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check)
-{
-	char *copy = malloc(len ? len : 1);
+	char *copy = malloc(len ? len : 1), *o = copy;
 	if (!copy)
 		return NULL;
-	memcpy(copy, text, len);
 	unsigned blanked = 0;
-	for (char *p = copy, *end = copy + len; p < end;) {
-		char *q = memchr(p, '"', (size_t)(end - p));
-		char *c = q ? string_end(q, end) : NULL;
+	const char *p = text, *last = text, *end = text + len;
+	while (p < end) {
+		const char *q = memchr(p, '"', (size_t)(end - p));
+		const char *c = q ? govex__json_string_end(q, end) : NULL;
 		if (!c)
 			break; /* no more strings, or one unterminated: jansson says so */
 		p = c + 1;
 		if ((size_t)(c - q - 1) <= keep)
 			continue;
-		char *after = c + 1;
+		const char *after = c + 1;
 		while (after < end && strchr(" \t\r\n", *after) && *after)
 			after++;
 		if (after < end && *after == ':')
 			continue; /* a key: kept (duplicates are found among them) */
-		if (check && !string_ok((unsigned char *)q + 1, (unsigned char *)c))
+		if (check && !govex__json_string_ok((unsigned char *)q + 1, (unsigned char *)c))
 			continue; /* jansson reports it, as it would have */
-		/* "" and spaces: the same length, valid JSON where the string was */
-		q[1] = '"';
-		memset(q + 2, ' ', (size_t)(c - q - 1));
+		/* "" where the string was (not spaces: jansson reads each one) */
+		memcpy(o, last, (size_t)(q + 1 - last));
+		o += q + 1 - last;
+		last = c;
 		blanked++;
 	}
 	if (!blanked) {
 		free(copy);
 		return NULL;
 	}
+	memcpy(o, last, (size_t)(end - last));
+	o += end - last;
+	*ret_len = (size_t)(o - copy);
 	return copy;
 }
 
 json_t *mcp_json_load_brief(const char *text, size_t len, size_t flags, size_t keep,
 			    json_error_t *e)
 {
-	char *copy = len > keep ? mcp_json_brief(text, len, keep, false) : NULL;
-	json_t *doc = json_loadb(copy ? copy : text, len, flags, e);
+	size_t n = len;
+	char *copy = len > keep ? mcp_json_brief(text, len, keep, false, &n) : NULL;
+	json_t *doc = json_loadb(copy ? copy : text, n, flags, e);
 	free(copy);
 	return doc;
 }
@@ -302,7 +224,7 @@ json_t *mcp_json_load_brief(const char *text, size_t len, size_t flags, size_t k
 static const char *value_end(const char *v, const char *end)
 {
 	if (*v == '"') {
-		const char *c = string_end((char *)v, end);
+		const char *c = govex__json_string_end(v, end);
 		return c ? c + 1 : NULL;
 	}
 	if (*v != '{' && *v != '[') {
@@ -313,7 +235,7 @@ static const char *value_end(const char *v, const char *end)
 	size_t depth = 0;
 	for (const char *p = v; p < end; p++) {
 		if (*p == '"') {
-			p = string_end((char *)p, end);
+			p = govex__json_string_end(p, end);
 			if (!p)
 				return NULL;
 		} else if (*p == '{' || *p == '[') {
@@ -344,7 +266,7 @@ static const char *member(const char *o, const char *end, const char *key)
 		p = skip_ws(p, end);
 		if (p >= end || *p != '"')
 			return NULL;
-		const char *k = p + 1, *ke = string_end((char *)p, end);
+		const char *k = p + 1, *ke = govex__json_string_end(p, end);
 		if (!ke)
 			return NULL;
 		p = skip_ws(ke + 1, end);

@@ -554,11 +554,16 @@ void mcp_dispatch(struct mcp_server *srv, struct mcp_msg *m, const char *line, s
 	/* a long message (files, code) is parsed without its long strings, each checked as
 	 * jansson would: parsing 16 MiB of base64 into a tree that is dumped again for the
 	 * library, which parses it again, was most of what MCP added to a run (issue 23) */
-	char *brief = len > BRIEF_MIN ? mcp_json_brief(line, len, BRIEF_KEEP, true) : NULL;
-	json_t *msg = mcp_json_loadb(brief ? brief : line, len,
+	size_t blen = len;
+	char *brief = len > BRIEF_MIN ? mcp_json_brief(line, len, BRIEF_KEEP, true, &blen) : NULL;
+	json_t *msg = mcp_json_loadb(brief ? brief : line, blen,
 				     JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
 	bool briefed = brief != NULL;
 	free(brief);
+	if (!msg && briefed) { /* the error as it is in the message sent (its column) */
+		msg = mcp_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e, &big);
+		briefed = false;
+	}
 	if (!msg) {
 		/* jansson's text, unless it quotes invalid UTF-8 (then NULL) */
 		json_t *text = strstr(e.text, "JSON_ALLOW_NUL")

@@ -92,6 +92,132 @@ START_TEST(test_utf8_valid)
 }
 END_TEST
 
+/* The same sequences after 0 to 17 ASCII bytes: the 8-byte fast part of the check must
+ * stop at them wherever they fall in a word. */
+START_TEST(test_utf8_valid_after_ascii)
+{
+	char buf[64];
+	for (size_t k = 0; k < 18; k++) {
+		memset(buf, 'a', k);
+		memcpy(buf + k, utf8_cases[_i].s, utf8_cases[_i].len);
+		ck_assert_msg(govex__utf8_valid(buf, k + utf8_cases[_i].len) ==
+				  utf8_cases[_i].valid,
+			      "%s after %zu ASCII bytes: want %s", utf8_cases[_i].what, k,
+			      utf8_cases[_i].valid ? "valid" : "invalid");
+	}
+}
+END_TEST
+
+/* ---- JSON with long strings (jsonlong.c) --------------------------------------------------- */
+
+/* Documents whose long strings take every path: put in place, lexed (escapes), refused
+ * (controls, invalid UTF-8), keys, duplicates, \u0000 anywhere, numbers, broken ones.
+ * "L" stands for 40 plain bytes. */
+static const char *const long_cases[] = {
+    "{\"a\":\"L\"}",
+    "{\"a\":\"LL\",\"b\":[\"L\",\"x\",{\"c\":\"L\"}],\"d\":\"L\"}",
+    "[\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\",\"L\"]",
+    "{\"a\":\"L\\n\"}",
+    "{\"a\":\"L\\\"L\"}",
+    "{\"a\":\"L\\u00e9\"}",
+    "{\"a\":\"L\\\\\"}",
+    "{\"a\":\"L\\\\\",\"b\":\"L\"}",
+    "{\"a\":\"L\x01\"}",
+    "{\"a\":\"L\t\"}",
+    "{\"a\":\"L\xc3\xa9\xf0\x9f\x98\x80\"}",
+    "{\"a\":\"L\xc3\"}",
+    "{\"a\":\"L\xed\xa0\x80\"}",
+    "{\"L\":1}",
+    "{\"L\":\"L\",\"L\":\"L\"}",
+    "{\"a\":\"L\",\"a\":\"L\"}",
+    "{\"a\":\"L\",\"b\":\"\\u0000\"}",
+    "{\"a\":\"\\u00001\",\"b\":\"L\"}",
+    "{\"a\":\"L\",\"n\":123456789012345678901234567890}",
+    "{\"a\":\"L\",\"n\":1e999}",
+    "{\"a\":\"L\",\"n\":-0.5e-3,\"t\":true,\"f\":false,\"z\":null}",
+    "{\"a\":\"L\"",
+    "{\"a\":\"L",
+    "{\"a\":\"L\"}}",
+    "{\"a\":\"L\"} x",
+    "{\"a\" : \"L\" , \"b\"\n:\n\"L\"\n}",
+    "{\"a\":\"L\" :1}",
+    "[\"L\":1]",
+    "\"L\"",
+    "{\"a\":[[[[[[[[\"L\"]]]]]]]]}",
+    "{\"a\":\"L\xef\xbf\xbf\x7f\"}",
+    "{\"a\":\"L/\",\"b\":\"\\/L\"}",
+    "{\"a\":\"L\",\"b\":\"\\uD83D\\uDE00L\"}",
+    "{\"a\":\"L\\uD83D\"}",
+};
+
+static char *expand_long(const char *c, size_t *ret_len)
+{
+	size_t n = 0;
+	for (const char *p = c; *p; p++)
+		n += *p == 'L' ? 40 : 1;
+	char *s = malloc(n + 1), *o = s;
+	ck_assert_ptr_nonnull(s);
+	for (const char *p = c; *p; p++) {
+		if (*p != 'L') {
+			*o++ = *p;
+			continue;
+		}
+		for (int i = 0; i < 40; i++)
+			*o++ = (char)('A' + i % 26);
+	}
+	*o = 0;
+	*ret_len = n;
+	return s;
+}
+
+/* Both parsers give the same document or the same error, whatever the bounds. */
+START_TEST(test_json_parse_long_same)
+{
+	size_t len;
+	char *s = expand_long(long_cases[_i], &len);
+	for (size_t flags = 0; flags <= JSON_ALLOW_NUL; flags += JSON_ALLOW_NUL) {
+		json_t *a = NULL, *b = NULL;
+		struct govex_error ea = {0}, eb = {0};
+		int ra = govex__json_parse(s, len, flags, &a, &ea);
+		for (size_t mv = 0; mv <= 64; mv += 16) {
+			b = NULL;
+			int rb = govex__json_parse_long_at(s, len, flags, 0, mv, &b, &eb);
+			ck_assert_msg(ra == rb, "case %d (min %zu): %d vs %d (%s / %s)", _i, mv, ra,
+				      rb, ea.message, eb.message);
+			if (ra < 0)
+				ck_assert_str_eq(ea.message, eb.message);
+			else
+				ck_assert_msg(json_equal(a, b),
+					      "case %d (min %zu): documents differ", _i, mv);
+			json_decref(b);
+		}
+		json_decref(a);
+	}
+	free(s);
+}
+END_TEST
+
+/* A long document's strings are put in place: the same values, at copying speed. */
+START_TEST(test_json_parse_long_big)
+{
+	size_t n = 3u << 20;
+	char *s = malloc(n + 64);
+	ck_assert_ptr_nonnull(s);
+	int k = snprintf(s, 64, "{\"files\":[{\"name\":\"f\",\"base64\":\"");
+	memset(s + k, 'Q', n);
+	snprintf(s + k + n, 64 - (size_t)k, "\"}],\"code\":\"1\"}");
+	json_t *j = NULL;
+	struct govex_error e = {0};
+	ck_assert_int_eq(govex__json_parse_long(s, strlen(s), 0, &j, &e), 0);
+	json_t *b64 = json_object_get(json_array_get(json_object_get(j, "files"), 0), "base64");
+	ck_assert_uint_eq(json_string_length(b64), n);
+	ck_assert(memcmp(json_string_value(b64), s + k, n) == 0);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "code")), "1");
+	json_decref(j);
+	free(s);
+}
+END_TEST
+
 /* ---- UTF-8 sanitizing ---------------------------------------------------------------------- */
 
 static void sanitize_is(const char *in, size_t len, bool cut, const char *want, size_t want_len,
@@ -942,6 +1068,9 @@ static Suite *util_suite(void)
 	tcase_add_test(tc, test_text_clean_controls);
 	tcase_add_test(tc, test_text_clean_bound);
 	tcase_add_test(tc, test_json_escape_controls);
+	tcase_add_loop_test(tc, test_utf8_valid_after_ascii, 0, ARRAY_SIZE(utf8_cases));
+	tcase_add_loop_test(tc, test_json_parse_long_same, 0, ARRAY_SIZE(long_cases));
+	tcase_add_test(tc, test_json_parse_long_big);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("paths");
 	tcase_add_loop_test(tc, test_path_normalized, 0, ARRAY_SIZE(norm_cases));
