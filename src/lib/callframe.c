@@ -268,13 +268,18 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 		}
 	}
 	/* an inspection's output never reaches its result; a call's stdout and stderr are
-	 * its result's (the function's output is the caller's to read) */
-	if (inspect) {
+	 * its result's (the function's output is the caller's to read), unless the policy's
+	 * disclosure is sanitized: then they are discarded, and its exception is its type
+	 * name only (below) */
+	bool sanitized = !inspect && j->rt->policy->sanitized;
+	if (inspect || sanitized) {
 		free(o->out.data);
 		free(o->err.data);
 		o->out.data = o->err.data = NULL;
 		o->out.len = o->err.len = 0;
 		o->out_truncated = o->err_truncated = false;
+		if (sanitized) /* how much it printed is not disclosed either */
+			o->out_bytes = o->err_bytes = 0;
 	}
 
 	enum govex_termination term = o->term;
@@ -309,10 +314,27 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 			code = "worker_error";
 		/* an exception of the user's code: its type, message, traceback (repl.c) */
 		json_t *exc =
-		    (strcmp(code, "exception") == 0 || strcmp(code, "module_error") == 0) &&
+		    !sanitized &&
+			    (strcmp(code, "exception") == 0 || strcmp(code, "module_error") == 0) &&
 			    st == GOVEX_STATUS_EXECUTION_FAILED
 			? json_object_get(resp, "exception")
 			: NULL;
+		/* sanitized: govex's words for the code and the type name, never a message
+		 * the module could have shaped */
+		if (sanitized) {
+			const char *tn = et && govex__call_identifier(et, strlen(et)) ? et : NULL;
+			char words[200];
+			if (strcmp(code, "exception") == 0 && tn)
+				snprintf(words, sizeof(words), "the function raised %.120s", tn);
+			else if (strcmp(code, "module_error") == 0 && tn)
+				snprintf(words, sizeof(words),
+					 "the module raised %.120s while loading", tn);
+			else
+				snprintf(words, sizeof(words), "the call failed (%.60s)", code);
+			free(msg);
+			msg = strdup(words);
+			cut = false;
+		}
 		int er = exc ? govex__exception_diag(res, code, exc) : 1;
 		if (er <= 0) {
 			free(msg);
@@ -344,6 +366,12 @@ int govex__worker_result(struct govex__job *j, bool inspect, struct govex__outco
 		json_decref(resp);
 		resp = NULL;
 	}
+	/* said on every call, printed or not (whether it printed is not disclosed either),
+	 * after what decided its status */
+	if (sanitized)
+		govex__result_diag(res, "output_withheld", NULL,
+				   "the call's stdout and stderr are not disclosed (the policy's "
+				   "results.disclosure is sanitized)");
 	*ret_response = resp;
 	*ret_result = res;
 	return 0;

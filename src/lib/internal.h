@@ -270,6 +270,9 @@ struct govex_policy {
 	unsigned approval;    /* enum govex__perm bits */
 	char **require_known; /* effect names, sorted */
 	char *backend;	      /* NULL = registry chooses */
+	/* results.disclosure: sanitized (a call's stdout and stderr never reach its result,
+	 * its exception by type name only), else full */
+	bool sanitized;
 };
 
 /* Normalizes path: absolute, no "." or ".." components, no "//", no trailing "/"

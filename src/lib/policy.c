@@ -109,6 +109,12 @@ static json_t *policy_json(const govex_policy *p)
 		json_decref(doc);
 		return NULL;
 	}
+	if (doc && p->sanitized &&
+	    json_object_set_new(doc, "results", json_pack("{s:s}", "disclosure", "sanitized")) <
+		0) {
+		json_decref(doc);
+		return NULL;
+	}
 	return doc;
 }
 

@@ -502,6 +502,27 @@ static int parse_backend(const json_t *v, govex_policy *p, struct govex_error *e
 	return (p->backend = strdup(bs)) ? 0 : -ENOMEM;
 }
 
+/* results: what of a call's run reaches its result (disclosure). */
+static int parse_results(const json_t *v, govex_policy *p, struct govex_error *err)
+{
+	static const char *const rk[] = {"disclosure", NULL};
+	int r;
+	if ((r = want_type(v, JSON_OBJECT, "results", "an object", err)) < 0 ||
+	    (r = check_keys(v, "results", rk, err)) < 0)
+		return r;
+	json_t *d = json_object_get(v, "disclosure");
+	if (!d)
+		return 0;
+	const char *s = NULL;
+	if ((r = get_string(d, "results.disclosure", &s, err)) < 0)
+		return r;
+	if (strcmp(s, "full") == 0 || strcmp(s, "sanitized") == 0) {
+		p->sanitized = s[0] == 's';
+		return 0;
+	}
+	return fail(err, "results.disclosure", "must be \"full\" or \"sanitized\", not '%.60s'", s);
+}
+
 /* The sections of a policy document, parsed in this order (a workdir is checked
  * against the write roots, so after filesystem).  A NULL key: the parser is given the
  * whole document. */
@@ -518,6 +539,7 @@ static const struct {
     {"environment", parse_environment_section},
     {"approval", parse_approval},
     {"effects", parse_effects},
+    {"results", parse_results},
     {"backend", parse_backend},
 };
 
@@ -557,7 +579,7 @@ int govex__policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 	static const char *const keys[] = {"version", "languages",   "python",	 "workdir",
 					   "limits",  "filesystem",  "network",	 "subprocess",
 					   "shell",   "environment", "approval", "effects",
-					   "backend", NULL};
+					   "results", "backend",     NULL};
 	int r;
 
 	if (!json_is_object(doc))

@@ -115,6 +115,7 @@ static int facts_load(govex_runtime *rt, struct govex__tool_facts *f)
 	if (!doc)
 		return -ENOMEM;
 	facts_from(f, doc, is_plan);
+	f->sanitized = govex_runtime_policy(rt)->sanitized;
 	return 0;
 }
 
@@ -275,11 +276,19 @@ static char *function_description(const struct govex__tool_facts *f, json_t *fn,
 		fprintf(o, "%.*s%s\n\n", (int)(dn > DOC_MAX ? DOC_MAX : dn), doc,
 			dn > DOC_MAX ? " [...]" : "");
 	}
-	fprintf(o,
-		"Calls %s%s() from %s in a fresh worker; its return value is the result's "
-		"`value`, what it prints is the result's stdout and stderr, and an exception "
-		"comes back with isError, its type, message and traceback. ",
-		is_async ? "async " : "", name, modname);
+	if (f->sanitized)
+		fprintf(o,
+			"Calls %s%s() from %s in a fresh worker; its return value is the "
+			"result's `value`. What it prints is discarded and an exception comes "
+			"back with isError and its type name only, no message or traceback (the "
+			"policy's results.disclosure is sanitized). ",
+			is_async ? "async " : "", name, modname);
+	else
+		fprintf(o,
+			"Calls %s%s() from %s in a fresh worker; its return value is the "
+			"result's `value`, what it prints is the result's stdout and stderr, and "
+			"an exception comes back with isError, its type, message and traceback. ",
+			is_async ? "async " : "", name, modname);
 	put_policy(o, f);
 	fputs("Optional `files` ({name, text} or {name, base64}) are placed read-only in the "
 	      "working directory.",

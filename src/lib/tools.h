@@ -27,6 +27,7 @@ struct govex__tool_facts {
 	json_t *dists;	      /* the plan's packages.distributions ("name==version"), or NULL */
 	json_t *preload;      /* python.preload (array), or NULL */
 	bool venv;
+	bool sanitized;	 /* results.disclosure: a call's output withheld */
 	char python[96]; /* "Python 3.11.7 (python3.11)", or "Python 3" when unknown */
 	char backend[32];
 };
