@@ -22,7 +22,34 @@ struct call_job {
 	json_t *fn;   /* the function's entry in the inspection (borrowed from in.doc) */
 	json_t *args; /* the arguments, parsed (check) */
 	char *frame;  /* the request frame (program) */
+	char interface_digest[72];
 };
+
+/* The function's interface: what a caller relies on (name, sync or async, parameters
+ * with their kinds, annotations and schemas, return annotation, input and output
+ * schemas), not its docstring, line or effects.  Its digest is the plan's
+ * interface_digest: a host can pin the interface a module keeps across edits. */
+static int interface_digest(const json_t *fn, char out[72])
+{
+	static const char *const keys[] = {"name",	   "async",	    "parameters", "returns",
+					   "input_schema", "output_schema", NULL};
+	_cleanup_json_ json_t *o = json_object();
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; keys[i]; i++) {
+		json_t *v = json_object_get(fn, keys[i]);
+		if (v && json_object_set(o, keys[i], v) < 0)
+			return -ENOMEM;
+	}
+	char *canon = NULL;
+	size_t n = 0;
+	int r = govex__canon(o, &canon, &n);
+	if (r < 0)
+		return r;
+	govex__sha256_digest(canon, n, out);
+	free(canon);
+	return 0;
+}
 
 static int call_prepare(struct govex__job *j, govex_result **ret_refusal)
 {
@@ -151,6 +178,9 @@ static int call_fill(const struct govex__job *j, struct govex__plan_fields *f)
 	f->source.module = cj->s.module;
 	f->function = cj->fn;
 	f->inspection_digest = cj->in.digest;
+	if (interface_digest(cj->fn, ((struct call_job *)j->state)->interface_digest) < 0)
+		return -ENOMEM;
+	f->interface_digest = cj->interface_digest;
 	f->require_known = j->rt->policy->require_known;
 	f->observed = json_object_get(cj->fn, "effects");
 	return 0;

@@ -136,13 +136,15 @@ static int source_members(json_t *doc, const struct govex__plan_fields *f)
 					  f->source.path, "notebook_digest",
 					  f->source.notebook_digest, "module", f->source.module));
 	if (f->kind == GOVEX_JOB_CALL)
-		r |= json_object_set(doc, "function", f->function) |
-		     json_object_set_new(doc, "inspection_digest",
-					 json_string(f->inspection_digest)) |
-		     json_object_set_new(doc, "effects",
-					 json_pack("{s:o, s:O}", "require_known",
-						   govex__strv_json(f->require_known), "observed",
-						   f->observed));
+		r |=
+		    json_object_set(doc, "function", f->function) |
+		    json_object_set_new(doc, "inspection_digest",
+					json_string(f->inspection_digest)) |
+		    json_object_set_new(doc, "interface_digest", json_string(f->interface_digest)) |
+		    json_object_set_new(doc, "effects",
+					json_pack("{s:o, s:O}", "require_known",
+						  govex__strv_json(f->require_known), "observed",
+						  f->observed));
 	return r;
 }
 
@@ -276,6 +278,7 @@ static const struct plan_field pf_call[] = {PF_COMMON,
 					    {"source", pf_source},
 					    {"function", NULL},
 					    {"inspection_digest", NULL},
+					    {"interface_digest", NULL},
 					    {"effects", pf_effects},
 					    {"files", NULL},
 					    {"outputs", pf_outputs},

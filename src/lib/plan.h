@@ -110,6 +110,7 @@ struct govex__plan_fields {
 	/* call */
 	json_t *function; /* the inspection's entry (borrowed) */
 	const char *inspection_digest;
+	const char *interface_digest; /* call: the function's interface (call.c) */
 	char *const *require_known;
 	json_t *observed; /* the function's effects (borrowed) */
 

@@ -87,9 +87,39 @@ def _plan_doc(t):
     eq(C.function_entry(ins, "f"), fn, "the plan's function is the inspection's entry")
     eq(doc["inspection_digest"], C.gt.sha256_digest(C.gt.canonical_bytes(ins)),
        "inspection_digest is the digest of the canonical inspection")
+    iface = {k: fn[k] for k in ("name", "async", "parameters", "returns", "input_schema",
+                                "output_schema") if k in fn}
+    eq(doc["interface_digest"], C.gt.sha256_digest(C.gt.canonical_bytes(iface)),
+       "interface_digest is the digest of the function's canonical interface")
     r2, p2 = C.plan(t, m + ":f", opts)
     eq(open(p2, "rb").read(), raw, "a second plan is byte-identical")
     nothing_ran(marker, "plan")
+
+
+@S.test("interface_digest: the same across a docstring or body edit, another for a "
+        "changed signature or annotation")
+def test_interface_digest(t):
+    m, marker, opts, p = setup(t)
+    d0 = json.load(open(p))["interface_digest"]
+    src = open(m).read()
+
+    def digest_of(text):
+        with open(m, "w") as fh:
+            fh.write(text)
+        r, p2 = C.plan(t, m + ":f", opts)
+        r.expect_rc(0)
+        return json.load(open(p2))["interface_digest"]
+    eq(digest_of(src.replace('"""Adds."""', '"""Adds two numbers."""')), d0,
+       "a docstring edit changes interface_digest")
+    eq(digest_of(src.replace("return a + b", "return b + a")), d0,
+       "a body edit changes interface_digest")
+    for what, new in (("a parameter added", "def f(a: int, b: int = 2, c: int = 0)"),
+                      ("an annotation", "def f(a: str, b: int = 2)"),
+                      ("positional-only", "def f(a: int, /, b: int = 2)"),
+                      ("a return annotation", "def f(a: int, b: int = 2) -> int")):
+        d = digest_of(src.replace("def f(a: int, b: int = 2)", new))
+        check(d != d0, "%s leaves interface_digest as it was" % what)
+    nothing_ran(marker, "plans")
 
 
 @both("call --plan runs exactly the plan; the result carries its digest")

@@ -361,12 +361,14 @@ static void check_call(const char *name, const char *policy, const char *preset,
 	ck_assert(json_equal(want, json_object_get(doc, "function")));
 
 	/* the inspection's own plan (audited before the call's): the call plan without the
-	 * function, the inspection digest and the effects, of kind "inspect" */
+	 * function, the inspection and interface digests and the effects, of kind
+	 * "inspect" */
 	ck_assert_uint_eq(log.n, 2);
 	ck_assert_str_eq(log.planned[1], govex_plan_digest(plan));
 	json_t *ip = json_deep_copy(doc);
 	json_object_del(ip, "function");
 	json_object_del(ip, "inspection_digest");
+	json_object_del(ip, "interface_digest");
 	json_object_del(ip, "effects");
 	json_object_set_new(ip, "kind", json_string("inspect"));
 	char *ic = canon_of(ip);
