@@ -15,6 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WORKER_ROOT = os.path.join(ROOT, "src", "worker")
 WORKER_PATH = os.path.join(WORKER_ROOT, "worker.py")
 PACKAGE_DIR = os.path.join(WORKER_ROOT, "govex_worker")
+COVERAGE_PYTHON = "/usr/bin/python3"
 INSPECTION_DIR = os.path.join(PACKAGE_DIR, "inspection")
 FRAME_VERSION = "govex.frame/v1"
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
@@ -151,6 +152,13 @@ def run_worker(python, request_bytes, timeout=120, text=None, env=None, cwd=None
         # bash puts the pipe on fd 3 (multi-digit descriptors work in bash, not in dash)
         argv = ["bash", "-c", 'exec "$@" 3>&%d %d>&-' % (w, w), "bash",
                 python, "-I", "-S", "-c", text]
+        cov = os.environ.get("GOVEX_WORKER_COVERAGE")
+        if cov and os.path.realpath(python) == os.path.realpath(COVERAGE_PYTHON):
+            # .ci/coverage: the package's files themselves, under Debian's coverage (the
+            # embedded text has no file for it to map lines to)
+            argv[4:] = [python, "-m", "coverage", "run", "--branch", "--parallel-mode",
+                        "--data-file", os.path.join(cov, ".coverage"),
+                        "--source", PACKAGE_DIR, WORKER_PATH]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, pass_fds=(w,), cwd=cwd,
                                 env=env if env is not None else {"PATH": "/usr/bin:/bin"})
