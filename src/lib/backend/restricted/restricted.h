@@ -309,7 +309,7 @@ struct rcg_setup {
  * cannot be made). */
 void rcg_discover(struct rcg_setup *ret, bool test, const char *mode);
 /* A small cgroup file into buf (NUL-terminated): its length or -errno; val into dir/file:
- * 0 or -errno.  For cgroup.c and cghost.c. */
+ * 0 or -errno (cghost.c).  For cgroup.c and cghost.c. */
 int rcg_read_small(const char *path, char *buf, size_t cap);
 int rcg_write_str(const char *dir, const char *file, const char *val);
 void rcg_setup_free(struct rcg_setup *s);
