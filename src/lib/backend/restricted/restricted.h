@@ -511,9 +511,10 @@ int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__
  * bytes as a JSON string of hex digits. */
 int rwarm_spec_memfd(const struct rwarm_run *r);
 /* A spare's spec (every step of the run taken ahead, up to the allowlist: no record of
- * a run's own), and a go's (the run's own records: environment, argv, code, files;
- * remount, may be NULL: the workdir's tmpfs options with the files in). */
-int rwarm_spare_spec_memfd(const struct rwarm_run *r);
+ * a run's own; prewarm as zyg_spec.h's, template_spare.c decides it), and a go's (the run's own
+ * records: environment, argv, code, files; remount, may be NULL: the workdir's tmpfs options with
+ * the files in). */
+int rwarm_spare_spec_memfd(const struct rwarm_run *r, int prewarm);
 int rwarm_go_spec_memfd(const struct rwarm_run *r, const char *remount);
 json_t *rwarm_hex(const void *data, size_t len);
 
