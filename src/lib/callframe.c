@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Call mode's worker and its frames (govex.frame/v1): the worker's program, the request
- * frame's encoding, and the parent's decision on the response frame and the termination
- * (DESIGN.md "Trust boundaries": the worker is untrusted).
+ * frame's encoding, the `exception` diagnostic and the value fixes a response frame
+ * names (both shared with REPL runs, repl.c), and the parent's decision on the response
+ * frame and the termination (DESIGN.md "Trust boundaries": the worker is untrusted).
  *
  * The worker (src/worker/worker.py, embedded) is started as `python -I [-S] -c WORKER`
  * under the policy like any run.  One request frame on its stdin, one response frame on
@@ -69,6 +70,80 @@ int govex__worker_argv(govex_runtime *rt, bool inspect, char *argv[8])
 	}
 	govex__interp_argv(rt, text, argv);
 	return 0;
+}
+
+/* The tail of s (at most max bytes, starting at a character), cleaned. */
+static char *tail_clean(const char *s, size_t n, size_t max, bool *ret_cut)
+{
+	size_t start = 0;
+	*ret_cut = false;
+	if (n > max) {
+		start = n - max;
+		while (start < n && ((unsigned char)s[start] & 0xc0) == 0x80)
+			start++;
+		*ret_cut = true;
+	}
+	bool cut2 = false;
+	char *t = govex__text_clean(s + start, n - start, max + 64, &cut2);
+	*ret_cut = *ret_cut || cut2;
+	return t;
+}
+
+int govex__exception_diag(govex_result *res, const char *code, json_t *exc)
+{
+	const char *type = json_string_value(json_object_get(exc, "type"));
+	json_t *jm = json_object_get(exc, "message");
+	json_t *jt = json_object_get(exc, "traceback");
+	if (!json_is_object(exc) || !type || !json_is_string(jm) || !json_is_string(jt))
+		return 1;
+	/* a type name only: an identifier, as call mode's exception_type */
+	if (!govex__identifier(type, strlen(type), EXC_TYPE_MAX))
+		type = "Exception";
+	bool mcut = false, tcut = false;
+	_cleanup_free_ char *msg = govex__text_clean(json_string_value(jm), json_string_length(jm),
+						     EXC_MESSAGE_MAX, &mcut);
+	_cleanup_free_ char *tb =
+	    tail_clean(json_string_value(jt), json_string_length(jt), EXC_TRACEBACK_MAX, &tcut);
+	if (!msg || !tb)
+		return -ENOMEM;
+	json_t *extra = json_pack("{s:{s:s, s:s, s:s}, s:s}", "exception", "type", type, "message",
+				  msg, "traceback", tb, "exception_type", type);
+	if (!extra)
+		return -ENOMEM;
+	if (tcut)
+		json_object_set_new(json_object_get(extra, "exception"), "traceback_truncated",
+				    json_true());
+	if (mcut)
+		json_object_set_new(json_object_get(extra, "exception"), "message_truncated",
+				    json_true());
+	if (msg[0])
+		govex__result_diag(res, code, extra, "%s: %s", type, msg);
+	else
+		govex__result_diag(res, code, extra, "%s", type);
+	return 0;
+}
+
+const char *govex__value_fix(const char *name)
+{
+	static const struct {
+		const char *name, *text;
+	} fixes[] = {
+	    {"finite", "NaN and infinities are not JSON: replace them (e.g. by None)"},
+	    {"float", "convert it: float(x), int(x) or bool(x)"},
+	    {"tolist", "convert it: x.tolist()"},
+	    {"to_dict", "convert it: df.to_dict() (by column), df.to_dict('records') (by row)"},
+	    {"series", "convert it: s.tolist() (the values) or s.to_dict() (index to value)"},
+	    {"str", "convert it: str(x) (or x.isoformat())"},
+	    {"list", "convert it: list(x)"},
+	    {"complex", "convert it: [x.real, x.imag] (an array's: .tolist() of each)"},
+	    {"keys", "object keys must be strings: {str(k): v for k, v in d.items()}"},
+	    {"int_range", "integers are kept to 64 bits: str(x) keeps it exact"},
+	    {"none", "a missing value: use None"},
+	};
+	for (size_t i = 0; name && i < ARRAY_SIZE(fixes); i++)
+		if (strcmp(name, fixes[i].name) == 0)
+			return fixes[i].text;
+	return NULL;
 }
 
 static const char *frame_problem(const struct govex__outcome *o)

@@ -409,20 +409,6 @@ void govex__files_collect(int wdfd, int out, uint64_t max_count, uint64_t max_by
 
 /* ---- parsing (host) ---------------------------------------------------------------- */
 
-struct govex__outfiles *govex__outfiles_free(struct govex__outfiles *o)
-{
-	if (!o)
-		return NULL;
-	for (size_t i = 0; i < o->n; i++) {
-		free(o->f[i].name);
-		free(o->f[i].data);
-	}
-	free(o->f);
-	json_decref(o->diags);
-	free(o);
-	return NULL;
-}
-
 static int read_at(int fd, void *p, size_t n, off_t at)
 {
 	size_t done = 0;

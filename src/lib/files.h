@@ -82,6 +82,7 @@ struct govex__outfiles {
 
 /* Parses the records in fd (from offset 0).  *ret is allocated; NULL on ENOMEM. */
 struct govex__outfiles *govex__files_parse(int fd);
+/* Frees them (result.c, as the result owns them once taken). */
 struct govex__outfiles *govex__outfiles_free(struct govex__outfiles *o);
 
 /* MIME type from content sniffing (png, jpeg, gif, webp, pdf), else the extension. */

@@ -408,9 +408,11 @@ struct govex__launch {
 	struct govex__sweep *sweep;
 };
 
-/* The file a launch executes: argv[0], but for a venv's python (interp->exec, argv[0]
- * as job.c names it) the planned real file (interp->path), run under the venv's name
- * (Python finds pyvenv.cfg from argv[0]): the venv's bin/python is a symlink its owner
+/* The argv of the policy's interpreter running the text given with -c (interp.c). */
+void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8]);
+/* The file a launch executes (interp.c): argv[0], but for a venv's python (interp->exec,
+ * argv[0] as govex__interp_argv names it) the planned real file (interp->path), run under the
+ * venv's name (Python finds pyvenv.cfg from argv[0]): the venv's bin/python is a symlink its owner
  * may retarget after planning, and the program a run executes is the plan's. */
 const char *govex__launch_exe(const struct govex__launch *l);
 

@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 
 #include "internal.h"
+#include "runtime.h"
 
 extern char **environ;
 
@@ -702,4 +703,29 @@ int govex__interp_probe(const char *interpreter, const char *cache_dir, enum gov
 		govex__cache_prune(dfd, "probe-v1-", PROBE_CACHE_KEEP);
 	}
 	return 0;
+}
+
+/* ---- how a run names the interpreter ---------------------------------------------- */
+
+void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8])
+{
+	size_t ac = 0;
+	/* a venv's python as named (its pyvenv.cfg makes it the venv), with site: a venv's
+	 * packages are what naming it asks for */
+	argv[ac++] = rt->interp.exec ? rt->interp.exec : rt->interp.path;
+	argv[ac++] = "-I";
+	if (!rt->policy->site && !rt->interp.exec)
+		argv[ac++] = "-S";
+	argv[ac++] = "-c";
+	argv[ac++] = (char *)text;
+	argv[ac] = NULL;
+}
+
+const char *govex__launch_exe(const struct govex__launch *l)
+{
+	const struct govex__interp *in = l->interp;
+	if (in && in->exec && in->path && l->argv && l->argv[0] &&
+	    strcmp(l->argv[0], in->exec) == 0)
+		return in->path;
+	return l->argv ? l->argv[0] : NULL;
 }

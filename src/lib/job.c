@@ -23,29 +23,6 @@ govex_result *govex__job_refuse(govex_runtime *rt, enum govex_status st, const c
 	return r;
 }
 
-const char *govex__launch_exe(const struct govex__launch *l)
-{
-	const struct govex__interp *in = l->interp;
-	if (in && in->exec && in->path && l->argv && l->argv[0] &&
-	    strcmp(l->argv[0], in->exec) == 0)
-		return in->path;
-	return l->argv ? l->argv[0] : NULL;
-}
-
-void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8])
-{
-	size_t ac = 0;
-	/* a venv's python as named (its pyvenv.cfg makes it the venv), with site: a venv's
-	 * packages are what naming it asks for */
-	argv[ac++] = rt->interp.exec ? rt->interp.exec : rt->interp.path;
-	argv[ac++] = "-I";
-	if (!rt->policy->site && !rt->interp.exec)
-		argv[ac++] = "-S";
-	argv[ac++] = "-c";
-	argv[ac++] = (char *)text;
-	argv[ac] = NULL;
-}
-
 /* Launches the job's program; *ret_result is set when it could not be started (a
  * launch_failed result) or was refused before (the program's own refusal). */
 static int job_launch(struct govex__job *j, struct govex__outcome *o, govex_result **ret_result,

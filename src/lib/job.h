@@ -96,7 +96,4 @@ int govex__job_execute(struct govex__job *j, govex_plan **ret_plan, govex_result
 govex_result *govex__job_refuse(govex_runtime *rt, enum govex_status st, const char *code,
 				const char *msg);
 
-/* The argv of the policy's interpreter running the text given with -c. */
-void govex__interp_argv(govex_runtime *rt, const char *text, char *argv[8]);
-
 #endif

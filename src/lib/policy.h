@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The policy's pieces shared by policy.c (the object, canonical form, presets) and
- * policyparse.c (the fields parsed). */
+/* The policy's pieces shared by policy.c (the object, its tables, canonical form) and
+ * policyparse.c (a document, a file or a preset parsed into it). */
 #ifndef GOVEX_POLICY_H
 #define GOVEX_POLICY_H
 
 #include "internal.h"
+
+/* The largest policy document, and canonical form, accepted. */
+#define POLICY_FILE_MAX (1u << 20)
 
 /* A limit: its name, where it is in struct govex__limits, whether null (0) is allowed,
  * its bounds and default. */

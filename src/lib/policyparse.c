@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "policy.h"
@@ -605,4 +606,161 @@ int govex__policy_from_json(const json_t *doc, govex_policy **ret, struct govex_
 out:
 	govex_policy_free(p);
 	return r;
+}
+
+/* ---- the entry points: a document, a file, a preset (govex.h) ---------------------- */
+
+/* The JSON path of the first string (value or member name) holding mark, into path. */
+static bool find_mark(const json_t *j, const char *mark, char *path, size_t cap)
+{
+	size_t n = strlen(path);
+	const char *k;
+	json_t *v;
+	size_t i;
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		return strstr(json_string_value(j), mark) != NULL;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)j, k, v)
+		{
+			snprintf(path + n, cap - n, "%s%s", n ? "." : "", k);
+			if (strstr(k, mark) || find_mark(v, mark, path, cap))
+				return true;
+			path[n] = '\0';
+		}
+		return false;
+	case JSON_ARRAY:
+		json_array_foreach(j, i, v)
+		{
+			snprintf(path + n, cap - n, "[%zu]", i);
+			if (find_mark(v, mark, path, cap))
+				return true;
+			path[n] = '\0';
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Invalid UTF-8 refused naming the field: the invalid bytes are replaced by a
+ * noncharacter (U+10FFFF) that cannot otherwise stand in a policy's names and paths, the
+ * copy is parsed, and the first string holding it is the field.
+ */
+static int utf8_error(const char *json, size_t len, struct govex_error *err)
+{
+	static const char mark[] = "\xf4\x8f\xbf\xbf";
+	char path[200] = "";
+	char *copy = malloc(len * 4 + 1);
+	size_t o = 0;
+	if (copy) {
+		for (size_t i = 0; i < len;) {
+			size_t k = 1;
+			while (k <= 4 && i + k <= len && !govex__utf8_valid(json + i, k))
+				k++;
+			if (k <= 4 && i + k <= len) {
+				memcpy(copy + o, json + i, k);
+				o += k;
+				i += k;
+			} else {
+				memcpy(copy + o, mark, 4);
+				o += 4;
+				i++;
+			}
+		}
+		json_t *doc = json_loadb(copy, o, JSON_ALLOW_NUL, NULL);
+		if (!doc || !find_mark(doc, mark, path, sizeof(path)))
+			path[0] = '\0';
+		json_decref(doc);
+		free(copy);
+	}
+	/* the path may itself hold the mark (in a member name): show it as U+FFFD */
+	for (char *p = strstr(path, mark); p; p = strstr(p, mark)) {
+		memcpy(p, "\xef\xbf\xbd", 3);
+		memmove(p + 3, p + 4, strlen(p + 4) + 1);
+	}
+	return govex__err(err, GOVEX_EPOLICY, 0, "%s: invalid UTF-8", path[0] ? path : "document");
+}
+
+GOVEX_API int govex_policy_parse(const char *json, size_t len, govex_policy **ret_policy,
+				 struct govex_error *ret_err)
+{
+	if (!json || !ret_policy)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "policy: missing argument");
+	if (len > POLICY_FILE_MAX)
+		return govex__err(ret_err, GOVEX_ETOOBIG, 0, "policy: larger than %u bytes",
+				  POLICY_FILE_MAX);
+	_cleanup_json_ json_t *doc = NULL;
+	if (!govex__utf8_valid(json, len))
+		return utf8_error(json, len, ret_err);
+	/* NUL is let through the parser so that get_string() refuses it naming the field */
+	int r = govex__json_parse(json, len, JSON_ALLOW_NUL, &doc, ret_err);
+	if (r < 0) {
+		/* keep the parser's message, but report it as a policy error */
+		if (ret_err)
+			ret_err->code = GOVEX_EPOLICY;
+		return -GOVEX_EPOLICY;
+	}
+	return govex__policy_from_json(doc, ret_policy, ret_err);
+}
+
+GOVEX_API int govex_policy_load(const char *path, govex_policy **ret_policy,
+				struct govex_error *ret_err)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	if (!path)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "policy: missing path");
+	int r = govex__read_file(path, POLICY_FILE_MAX, &data, &len, ret_err);
+	if (r < 0)
+		return r;
+	return govex_policy_parse(data, len, ret_policy, ret_err);
+}
+
+GOVEX_API int govex_policy_preset(const char *name, govex_policy **ret_policy,
+				  struct govex_error *ret_err)
+{
+	/* strict: a fresh workdir and nothing else.  Memory, CPU, processes, open files and
+	 * file size are bounded. */
+	static const char strict[] =
+	    "{\"version\":\"govex.policy/v1\","
+	    "\"limits\":{\"cpu_ms\":10000,\"memory_bytes\":536870912,\"processes\":64,"
+	    "\"open_files\":256,\"file_size_bytes\":67108864},"
+	    "\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\",\"PATH\":\"/usr/bin:/bin\"}}}";
+	static const char trusted[] =
+	    "{\"version\":\"govex.policy/v1\","
+	    "\"filesystem\":{\"read\":[\"/\"],\"write\":[\"/\"]},"
+	    "\"network\":\"allow\",\"subprocess\":\"allow\",\"shell\":\"allow\","
+	    "\"environment\":{\"set\":{\"LANG\":\"C.UTF-8\","
+	    "\"PATH\":\"/usr/local/bin:/usr/bin:/bin\"}}}";
+	if (!name || !ret_policy)
+		return govex__err(ret_err, GOVEX_EINVAL, 0, "preset: missing argument");
+	if (strcmp(name, "strict") == 0)
+		return govex_policy_parse(strict, sizeof(strict) - 1, ret_policy, ret_err);
+	if (strcmp(name, "trusted") == 0)
+		return govex_policy_parse(trusted, sizeof(trusted) - 1, ret_policy, ret_err);
+	if (strcmp(name, "workspace") == 0) {
+		/* strict plus read of the current directory, resolved now */
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (!cwd)
+			return govex__err(ret_err, errno, errno,
+					  "preset 'workspace': cannot resolve the current "
+					  "directory: %s",
+					  strerror(errno));
+		_cleanup_json_ json_t *doc = NULL;
+		int r = govex__json_parse(strict, sizeof(strict) - 1, 0, &doc, ret_err);
+		if (r < 0)
+			return r;
+		json_object_set_new(doc, "filesystem", json_pack("{s:[s]}", "read", cwd));
+		r = govex__policy_from_json(doc, ret_policy, ret_err);
+		if (r < 0)
+			return govex__err(ret_err, r, 0,
+					  "preset 'workspace': the current directory '%.100s' "
+					  "is not usable as a read root",
+					  cwd);
+		return r;
+	}
+	return govex__err(ret_err, GOVEX_EPRESET, 0,
+			  "preset '%.60s': unknown (strict, workspace, trusted)", name);
 }

@@ -12,8 +12,6 @@
  * worker_failed; a non-zero exit is execution_failed, with the exception's type, message
  * and traceback from the frame when there is one; a frame never changes a status that
  * the termination gave.
- *
- * Also here, shared with call mode (callframe.c): the `exception` diagnostic.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,12 +21,8 @@
 
 #include "repl.h"
 
-/* Bounds of an exception's text taken from a frame (the worker bounds them too). */
-#define EXC_TYPE_MAX	  128
-#define EXC_MESSAGE_MAX	  2048
-#define EXC_TRACEBACK_MAX 8192
-
-/* govex__frame_encode and govex__worker_argv are call mode's (callframe.c) */
+/* govex__frame_encode, govex__worker_argv, govex__exception_diag and govex__value_fix are
+ * the worker's, shared with call mode (callframe.c) */
 
 static int refuse(govex_runtime *rt, govex_result **ret, const char *code, const char *msg)
 {
@@ -124,80 +118,6 @@ int govex__repl_program(govex_runtime *rt, const struct govex_request *req, char
 	*ret_stdin = in;
 	*ret_stdin_len = frame_len + req->stdin_len;
 	return 0;
-}
-
-/* The tail of s (at most max bytes, starting at a character), cleaned. */
-static char *tail_clean(const char *s, size_t n, size_t max, bool *ret_cut)
-{
-	size_t start = 0;
-	*ret_cut = false;
-	if (n > max) {
-		start = n - max;
-		while (start < n && ((unsigned char)s[start] & 0xc0) == 0x80)
-			start++;
-		*ret_cut = true;
-	}
-	bool cut2 = false;
-	char *t = govex__text_clean(s + start, n - start, max + 64, &cut2);
-	*ret_cut = *ret_cut || cut2;
-	return t;
-}
-
-int govex__exception_diag(govex_result *res, const char *code, json_t *exc)
-{
-	const char *type = json_string_value(json_object_get(exc, "type"));
-	json_t *jm = json_object_get(exc, "message");
-	json_t *jt = json_object_get(exc, "traceback");
-	if (!json_is_object(exc) || !type || !json_is_string(jm) || !json_is_string(jt))
-		return 1;
-	/* a type name only: an identifier, as call mode's exception_type */
-	if (!govex__identifier(type, strlen(type), EXC_TYPE_MAX))
-		type = "Exception";
-	bool mcut = false, tcut = false;
-	_cleanup_free_ char *msg = govex__text_clean(json_string_value(jm), json_string_length(jm),
-						     EXC_MESSAGE_MAX, &mcut);
-	_cleanup_free_ char *tb =
-	    tail_clean(json_string_value(jt), json_string_length(jt), EXC_TRACEBACK_MAX, &tcut);
-	if (!msg || !tb)
-		return -ENOMEM;
-	json_t *extra = json_pack("{s:{s:s, s:s, s:s}, s:s}", "exception", "type", type, "message",
-				  msg, "traceback", tb, "exception_type", type);
-	if (!extra)
-		return -ENOMEM;
-	if (tcut)
-		json_object_set_new(json_object_get(extra, "exception"), "traceback_truncated",
-				    json_true());
-	if (mcut)
-		json_object_set_new(json_object_get(extra, "exception"), "message_truncated",
-				    json_true());
-	if (msg[0])
-		govex__result_diag(res, code, extra, "%s: %s", type, msg);
-	else
-		govex__result_diag(res, code, extra, "%s", type);
-	return 0;
-}
-
-const char *govex__value_fix(const char *name)
-{
-	static const struct {
-		const char *name, *text;
-	} fixes[] = {
-	    {"finite", "NaN and infinities are not JSON: replace them (e.g. by None)"},
-	    {"float", "convert it: float(x), int(x) or bool(x)"},
-	    {"tolist", "convert it: x.tolist()"},
-	    {"to_dict", "convert it: df.to_dict() (by column), df.to_dict('records') (by row)"},
-	    {"series", "convert it: s.tolist() (the values) or s.to_dict() (index to value)"},
-	    {"str", "convert it: str(x) (or x.isoformat())"},
-	    {"list", "convert it: list(x)"},
-	    {"complex", "convert it: [x.real, x.imag] (an array's: .tolist() of each)"},
-	    {"keys", "object keys must be strings: {str(k): v for k, v in d.items()}"},
-	    {"int_range", "integers are kept to 64 bits: str(x) keeps it exact"},
-	    {"none", "a missing value: use None"},
-	};
-	for (size_t i = 0; name && i < ARRAY_SIZE(fixes); i++)
-		if (strcmp(name, fixes[i].name) == 0)
-			return fixes[i].text;
-	return NULL;
 }
 
 /* The value_omitted diagnostic: the value exists but is not in the result.  The frame

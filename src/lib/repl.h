@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* REPL runs (repl.c) and what the call-mode worker and a REPL run share: the worker's
- * argv, govex.frame/v1 encoding, the `exception` diagnostic. */
+/* REPL runs (repl.c) and what the call-mode worker and a REPL run share (callframe.c):
+ * the worker's argv, govex.frame/v1 encoding, the `exception` diagnostic, value fixes. */
 #ifndef GOVEX_REPL_H
 #define GOVEX_REPL_H
 
@@ -9,6 +9,11 @@
 /* Room in a response frame beyond a value of limits.call_output_bytes (the envelope, an
  * exception's bounded type, message and traceback, JSON escapes). */
 #define GOVEX__FRAME_SLACK (128ULL << 10)
+
+/* Bounds of an exception's text taken from a frame (the worker bounds them too). */
+#define EXC_TYPE_MAX	  128
+#define EXC_MESSAGE_MAX	  2048
+#define EXC_TRACEBACK_MAX 8192
 
 /* govex.frame/v1: an 8-byte big-endian length, then compact JSON with sorted keys. */
 int govex__frame_encode(json_t *payload, char **ret, size_t *ret_len);

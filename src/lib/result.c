@@ -9,6 +9,7 @@
 
 #include "files.h"
 #include "internal.h"
+#include "runtime.h"
 #include "values.h"
 
 struct govex_result {
@@ -199,6 +200,21 @@ static void denials_succeeded(govex_result *r)
 }
 
 /* ---- files out (files.h) ---- */
+
+/* The files out are the result's once taken (result_take_files); files.c parses them. */
+struct govex__outfiles *govex__outfiles_free(struct govex__outfiles *o)
+{
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < o->n; i++) {
+		free(o->f[i].name);
+		free(o->f[i].data);
+	}
+	free(o->f);
+	json_decref(o->diags);
+	free(o);
+	return NULL;
+}
 
 /* Takes the outcome's output files and their diagnostics. */
 static void result_take_files(govex_result *r, struct govex__outcome *o)
@@ -460,4 +476,12 @@ GOVEX_API govex_result *govex_result_free(govex_result *r)
 	govex__outfiles_free(r->outfiles);
 	free(r);
 	return NULL;
+}
+
+govex_result *govex__refusal(govex_runtime *rt, enum govex_status status)
+{
+	govex_result *r = govex__result_new(status, GOVEX_TERM_REFUSED);
+	if (r)
+		govex__result_set_digests(r, rt->policy->digest, NULL);
+	return r;
 }

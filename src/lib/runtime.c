@@ -271,11 +271,3 @@ void govex__run_id_new(char out[33])
 	}
 	out[32] = '\0';
 }
-
-govex_result *govex__refusal(govex_runtime *rt, enum govex_status status)
-{
-	govex_result *r = govex__result_new(status, GOVEX_TERM_REFUSED);
-	if (r)
-		govex__result_set_digests(r, rt->policy->digest, NULL);
-	return r;
-}

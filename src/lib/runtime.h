@@ -66,7 +66,7 @@ int govex__runtime_warm_lazy(govex_runtime *rt, struct govex_error *err);
 govex__ctlset govex__run_controls(const struct govex__report *rep, const struct govex_policy *p,
 				  const struct decision *d);
 void govex__run_id_new(char out[33]);
-/* A refusal result carrying the policy digest. */
+/* A refusal result carrying the policy digest (result.c). */
 govex_result *govex__refusal(govex_runtime *rt, enum govex_status status);
 
 #endif

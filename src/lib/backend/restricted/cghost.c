@@ -57,6 +57,30 @@ const char *rcg_source_name(enum rcg_source s)
 	return (unsigned)s < ARRAY_SIZE(source_names) ? source_names[s] : "none";
 }
 
+/* The cgroupfs files this one and cgroup.c read and write (restricted.h). */
+int rcg_read_small(const char *path, char *buf, size_t cap)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, cap - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+int rcg_write_str(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+		return -ENAMETOOLONG;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return govex__neg_errno(write(fd, val, strlen(val)));
+}
+
 static int read_at(const char *dir, const char *file, char *buf, size_t cap)
 {
 	char path[PATH_MAX];

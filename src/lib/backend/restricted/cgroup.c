@@ -142,29 +142,6 @@ static bool join_cg(const struct mnt *m, const char *own, char *ret, size_t cap)
 	return (size_t)snprintf(ret, cap, "%s%s", m->point, rel) < cap;
 }
 
-int rcg_read_small(const char *path, char *buf, size_t cap)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, cap - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return (int)n;
-}
-
-int rcg_write_str(const char *dir, const char *file, const char *val)
-{
-	char path[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
-		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return govex__neg_errno(write(fd, val, strlen(val)));
-}
-
 /* Removes per-run cgroups left by a govex process that died, named by an earlier
  * version of govex after its pid (today's carry the slot, reclaimed by the next run of
  * that slot). */

@@ -309,7 +309,7 @@ struct rcg_setup {
  * cannot be made). */
 void rcg_discover(struct rcg_setup *ret, bool test, const char *mode);
 /* A small cgroup file into buf (NUL-terminated): its length or -errno; val into dir/file:
- * 0 or -errno.  For cgroup.c and cghost.c. */
+ * 0 or -errno (cghost.c).  For cgroup.c and cghost.c. */
 int rcg_read_small(const char *path, char *buf, size_t cap);
 int rcg_write_str(const char *dir, const char *file, const char *val);
 void rcg_setup_free(struct rcg_setup *s);
@@ -511,9 +511,10 @@ int rwarm_relay_run(int ctl, int spec, const struct rwarm_run *r, struct govex__
  * bytes as a JSON string of hex digits. */
 int rwarm_spec_memfd(const struct rwarm_run *r);
 /* A spare's spec (every step of the run taken ahead, up to the allowlist: no record of
- * a run's own), and a go's (the run's own records: environment, argv, code, files;
- * remount, may be NULL: the workdir's tmpfs options with the files in). */
-int rwarm_spare_spec_memfd(const struct rwarm_run *r);
+ * a run's own; prewarm as zyg_spec.h's, template_spare.c decides it), and a go's (the run's own
+ * records: environment, argv, code, files; remount, may be NULL: the workdir's tmpfs options with
+ * the files in). */
+int rwarm_spare_spec_memfd(const struct rwarm_run *r, int prewarm);
 int rwarm_go_spec_memfd(const struct rwarm_run *r, const char *remount);
 json_t *rwarm_hex(const void *data, size_t len);
 

@@ -126,7 +126,7 @@ static int worker_text(const char *code)
 enum spec_kind { SPEC_RUN, SPEC_SPARE, SPEC_GO };
 
 static char *spec_build(const struct rwarm_run *r, enum spec_kind kind, const char *remount,
-			size_t *ret_len)
+			int prewarm, size_t *ret_len)
 {
 	const struct rstate *st = r->st;
 	const struct govex__launch *l = r->l;
@@ -154,7 +154,7 @@ static char *spec_build(const struct rwarm_run *r, enum spec_kind kind, const ch
 		goto own;
 	}
 	h->deferred = kind == SPEC_SPARE;
-	h->prewarm = kind == SPEC_SPARE ? rwarm_prewarm(l) : 0;
+	h->prewarm = kind == SPEC_SPARE ? prewarm : 0;
 	for (int i = 0; i < RCG_N; i++)
 		h->nprocs += r->cg->procs_fd[i] >= 0;
 	h->has_cpu = r->cg->cpu_fd >= 0;
@@ -222,10 +222,11 @@ done:
 	return b.p;
 }
 
-static int spec_memfd(const struct rwarm_run *r, enum spec_kind kind, const char *remount)
+static int spec_memfd(const struct rwarm_run *r, enum spec_kind kind, const char *remount,
+		      int prewarm)
 {
 	size_t len = 0, off = 0;
-	char *s = spec_build(r, kind, remount, &len);
+	char *s = spec_build(r, kind, remount, prewarm, &len);
 	if (!s)
 		return -ENOMEM;
 	int fd = memfd_create("govex-warm-spec", MFD_CLOEXEC);
@@ -247,15 +248,15 @@ static int spec_memfd(const struct rwarm_run *r, enum spec_kind kind, const char
 
 int rwarm_spec_memfd(const struct rwarm_run *r)
 {
-	return spec_memfd(r, SPEC_RUN, NULL);
+	return spec_memfd(r, SPEC_RUN, NULL, 0);
 }
 
-int rwarm_spare_spec_memfd(const struct rwarm_run *r)
+int rwarm_spare_spec_memfd(const struct rwarm_run *r, int prewarm)
 {
-	return spec_memfd(r, SPEC_SPARE, NULL);
+	return spec_memfd(r, SPEC_SPARE, NULL, prewarm);
 }
 
 int rwarm_go_spec_memfd(const struct rwarm_run *r, const char *remount)
 {
-	return spec_memfd(r, SPEC_GO, remount);
+	return spec_memfd(r, SPEC_GO, remount, 0);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Warm runs: what template.c and template_spare.c share (private to the restricted
- * backend's warm runs).
+ * Warm runs: what template.c, template_start.c and template_spare.c share (private to the
+ * restricted backend's warm runs).
  */
 #ifndef GOVEX_TEMPLATE_INT_H
 #define GOVEX_TEMPLATE_INT_H
@@ -70,10 +70,6 @@ struct rtemplate *rwarm_template_get(struct rwarm *w, const struct rstate *st,
 				     const char **why);
 void rwarm_reap_retired(struct rwarm *w);
 void rwarm_count_cold_locked(struct rwarm *w, const char *why);
-/* Starts a template (*ret) for runs like l; 0 or -errno (why says why).  No lock
- * needed. */
-int rwarm_template_start(char why[256], const struct rstate *st, const struct govex__launch *l,
-			 bool no_site, int kind, struct rtemplate **ret);
 unsigned rwarm_recycle_runs(void);
 /* Stops a template (its processes killed) and releases its spares. */
 void rwarm_template_stop(struct rtemplate *t);
@@ -83,8 +79,14 @@ void rwarm_log(const char *what, const char *why);
  * before its go (zygote.py, _zyg_prewarm), so that the escape suite attacks those;
  * GOVEX_WARM_SPARE=bare: a spare never warms up (tests and measurements). */
 bool rwarm_spare_wait(void);
-/* A spare's prewarm (zyg_spec.h), set when the host readies it for runs shaped like l. */
-int rwarm_prewarm(const struct govex__launch *l);
+
+/* template_start.c */
+/* Starts a template (*ret) for runs like l; 0 or -errno (why says why).  No lock
+ * needed. */
+int rwarm_template_start(char why[256], const struct rstate *st, const struct govex__launch *l,
+			 bool no_site, int kind, struct rtemplate **ret);
+/* The run environment's entries that decide the interpreter's startup locale (a
+ * template's key: runs whose key differs go to another template or cold). */
 char *rwarm_locale_key(char *const *envp);
 
 /* template_spare.c */

@@ -160,6 +160,26 @@ static bool shapes_equal(const struct rshape *a, const struct rshape *b)
 	return true;
 }
 
+/* How long a spare waits for its request before it warms up (zygote.py, _zyg_prewarm):
+ * under load the request comes first, and warming up then would take the CPU the runs
+ * need (measured: ~3 ms of CPU a spare, ~10% of the runs per second with 16 MCP calls in
+ * flight); idle, a request finds its spare warm (~1 ms less of its latency). */
+#define PREWARM_IDLE_MS 15
+/* The pages a spare's warm-up copies are charged to its run's memory cgroup, like a cold
+ * run's interpreter start (measured: ~0.75 MiB for a worker spare): a spare whose run's
+ * memory limit is below this never warms up, so that no limit a run could come near
+ * depends on whether its spare was idle. */
+#define PREWARM_MEMORY_MIN (64ULL << 20)
+
+static int rwarm_prewarm(const struct govex__launch *l)
+{
+	const char *e = secure_getenv("GOVEX_WARM_SPARE");
+	uint64_t mem = l->limits ? l->limits->memory_bytes : 0;
+	if ((e && strcmp(e, "bare") == 0) || (mem && mem < PREWARM_MEMORY_MIN))
+		return -2;
+	return rwarm_spare_wait() ? -1 : PREWARM_IDLE_MS;
+}
+
 /* ---- one spare --------------------------------------------------------------------- */
 
 static void spare_free(struct rspare *s, bool dead)
@@ -287,7 +307,7 @@ static struct rspare *spare_make(const struct rstate *st, struct rtemplate *t, s
 	step = "spec";
 	const struct rwarm_run wr = {
 	    .st = st, .l = &l, .plan = &s->plan, .cg = &s->cg, .uid = s->uid, .gid = s->gid};
-	if ((r = spec = rwarm_spare_spec_memfd(&wr)) < 0)
+	if ((r = spec = rwarm_spare_spec_memfd(&wr, rwarm_prewarm(&l))) < 0)
 		goto fail;
 	step = "socketpair";
 	if ((r = govex__neg_errno(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, bp))) < 0)
@@ -527,26 +547,6 @@ bool rwarm_spare_wait(void)
 {
 	const char *e = secure_getenv("GOVEX_WARM_SPARE");
 	return e && (strcmp(e, "1") == 0 || strcmp(e, "bare") == 0);
-}
-
-/* How long a spare waits for its request before it warms up (zygote.py, _zyg_prewarm):
- * under load the request comes first, and warming up then would take the CPU the runs
- * need (measured: ~3 ms of CPU a spare, ~10% of the runs per second with 16 MCP calls in
- * flight); idle, a request finds its spare warm (~1 ms less of its latency). */
-#define PREWARM_IDLE_MS 15
-/* The pages a spare's warm-up copies are charged to its run's memory cgroup, like a cold
- * run's interpreter start (measured: ~0.75 MiB for a worker spare): a spare whose run's
- * memory limit is below this never warms up, so that no limit a run could come near
- * depends on whether its spare was idle. */
-#define PREWARM_MEMORY_MIN (64ULL << 20)
-
-int rwarm_prewarm(const struct govex__launch *l)
-{
-	const char *e = secure_getenv("GOVEX_WARM_SPARE");
-	uint64_t mem = l->limits ? l->limits->memory_bytes : 0;
-	if ((e && strcmp(e, "bare") == 0) || (mem && mem < PREWARM_MEMORY_MIN))
-		return -2;
-	return rwarm_spare_wait() ? -1 : PREWARM_IDLE_MS;
 }
 
 /* The workdir's tmpfs options for a spare's run with files in: its size with them. */
