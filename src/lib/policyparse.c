@@ -517,11 +517,12 @@ static int parse_results(const json_t *v, govex_policy *p, struct govex_error *e
 	const char *s = NULL;
 	if ((r = get_string(d, "results.disclosure", &s, err)) < 0)
 		return r;
-	if (strcmp(s, "full") == 0 || strcmp(s, "sanitized") == 0) {
+	if (s && (strcmp(s, "full") == 0 || strcmp(s, "sanitized") == 0)) {
 		p->sanitized = s[0] == 's';
 		return 0;
 	}
-	return fail(err, "results.disclosure", "must be \"full\" or \"sanitized\", not '%.60s'", s);
+	return fail(err, "results.disclosure", "must be \"full\" or \"sanitized\", not '%.60s'",
+		    s ? s : "");
 }
 
 /* The sections of a policy document, parsed in this order (a workdir is checked
