@@ -122,6 +122,11 @@ int govex__json_parse_long_at(const char *data, size_t len, size_t flags, size_t
 			      size_t min_value, json_t **ret, struct govex_error *err);
 /* The closing quote of the JSON string whose opening quote is q (before end), or NULL. */
 const char *govex__json_string_end(const char *q, const char *end);
+/* The next string value (not a key) of at least min bytes inside, from *p on: its
+ * quotes in *ret_q and *ret_c, *p past it; false when none is left (or one is
+ * unterminated: jansson says so). */
+bool govex__json_next_long_value(const char **p, const char *end, size_t min, const char **ret_q,
+				 const char **ret_c);
 /* Whether [s, e) is the inside of a string jansson reads without JSON_ALLOW_NUL: no raw
  * control character, known escapes, paired surrogates, no \u0000, valid UTF-8 (no
  * overlong form, surrogate or code point past U+10FFFF). */

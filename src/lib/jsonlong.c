@@ -56,6 +56,30 @@ const char *govex__json_string_end(const char *q, const char *end)
 	}
 }
 
+bool govex__json_next_long_value(const char **p, const char *end, size_t min, const char **ret_q,
+				 const char **ret_c)
+{
+	while (*p < end) {
+		const char *q = memchr(*p, '"', (size_t)(end - *p));
+		const char *c = q ? govex__json_string_end(q, end) : NULL;
+		if (!c)
+			return false; /* no more strings, or one unterminated: jansson says so */
+		*p = c + 1;
+		if ((size_t)(c - q - 1) < min)
+			continue;
+		const char *after = c + 1;
+		while (after < end &&
+		       (*after == ' ' || *after == '\t' || *after == '\r' || *after == '\n'))
+			after++;
+		if (after < end && *after == ':')
+			continue; /* a key: jansson reads it (and finds duplicates) */
+		*ret_q = q;
+		*ret_c = c;
+		return true;
+	}
+	return false;
+}
+
 static int hex4(const unsigned char *s)
 {
 	int v = 0;
@@ -159,23 +183,10 @@ static int spans_add(struct spans *s, size_t off, size_t len)
 static int mark(const char *text, size_t len, size_t min_value, char *out, size_t *ret_len,
 		struct spans *s)
 {
-	const char *p = text, *last = text, *end = text + len;
+	const char *p = text, *last = text, *end = text + len, *q, *c;
 	char *o = out;
-	while (p < end) {
-		const char *q = memchr(p, '"', (size_t)(end - p));
-		const char *c = q ? govex__json_string_end(q, end) : NULL;
-		if (!c)
-			break; /* no more strings, or one unterminated: jansson says so */
-		p = c + 1;
+	while (govex__json_next_long_value(&p, end, min_value, &q, &c)) {
 		size_t n = (size_t)(c - q - 1);
-		if (n < min_value)
-			continue;
-		const char *after = c + 1;
-		while (after < end &&
-		       (*after == ' ' || *after == '\t' || *after == '\r' || *after == '\n'))
-			after++;
-		if (after < end && *after == ':')
-			continue; /* a key: jansson reads it (and finds duplicates) */
 		if (memchr(q + 1, '\\', n) ||
 		    !govex__json_string_ok((const unsigned char *)q + 1, (const unsigned char *)c))
 			continue; /* decoding needed, or an error jansson reports */

@@ -128,6 +128,11 @@ char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check, size
  * and this brief reading.  Internal to libgovex (src/lib/jsonlong.c); the server links
  * the library statically. */
 const char *govex__json_string_end(const char *q, const char *end);
+/* The next string value (not a key) of at least min bytes inside, from *p on: its
+ * quotes in *ret_q and *ret_c, *p past it; false when none is left (or one is
+ * unterminated: jansson says so). */
+bool govex__json_next_long_value(const char **p, const char *end, size_t min, const char **ret_q,
+				 const char **ret_c);
 bool govex__json_string_ok(const unsigned char *s, const unsigned char *e);
 /* Where the value of member k1.k2 of the object text is, as written (keys without
  * escapes); false when not found. */

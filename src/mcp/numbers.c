@@ -178,20 +178,8 @@ char *mcp_json_brief(const char *text, size_t len, size_t keep, bool check, size
 	if (!copy)
 		return NULL;
 	unsigned blanked = 0;
-	const char *p = text, *last = text, *end = text + len;
-	while (p < end) {
-		const char *q = memchr(p, '"', (size_t)(end - p));
-		const char *c = q ? govex__json_string_end(q, end) : NULL;
-		if (!c)
-			break; /* no more strings, or one unterminated: jansson says so */
-		p = c + 1;
-		if ((size_t)(c - q - 1) <= keep)
-			continue;
-		const char *after = c + 1;
-		while (after < end && strchr(" \t\r\n", *after) && *after)
-			after++;
-		if (after < end && *after == ':')
-			continue; /* a key: kept (duplicates are found among them) */
+	const char *p = text, *last = text, *end = text + len, *q, *c;
+	while (govex__json_next_long_value(&p, end, keep + 1, &q, &c)) {
 		if (check && !govex__json_string_ok((unsigned char *)q + 1, (unsigned char *)c))
 			continue; /* jansson reports it, as it would have */
 		/* "" where the string was (not spaces: jansson reads each one) */
