@@ -77,6 +77,14 @@ class Suite:
     def add(self, name, fn, seconds=TEST_TIMEOUT):
         self.tests.append((name, with_timeout(fn, seconds)))
 
+    def both(self, name):
+        """A test fn(t, preset) added once for each of BACKENDS, as "NAME [preset]"."""
+        def deco(fn):
+            for b in BACKENDS:
+                self.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
+            return fn
+        return deco
+
     def main(self):
         return gt.main(self.tests)
 

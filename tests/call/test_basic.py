@@ -13,15 +13,7 @@ from calltest import check, eq
 S = C.Suite()
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
-@both("sync function")
+@S.both("sync function")
 def _sync(t, b):
     m = C.module(t, "m.py", """
         def greet(name: str, times: int = 1) -> str:
@@ -33,7 +25,7 @@ def _sync(t, b):
        "hello ada, hello ada", "value")
 
 
-@both("async function: awaited in a fresh event loop")
+@S.both("async function: awaited in a fresh event loop")
 def _async(t, b):
     m = C.module(t, "m.py", """
         import asyncio
@@ -47,7 +39,7 @@ def _async(t, b):
        [0, 1, 4, 9, 16], "value")
 
 
-@both("positional-only / keyword-only: def f(a, /, b, *, c) with {a, b, c}")
+@S.both("positional-only / keyword-only: def f(a, /, b, *, c) with {a, b, c}")
 def _kinds(t, b):
     m = C.module(t, "m.py", """
         import inspect
@@ -62,7 +54,7 @@ def _kinds(t, b):
        {"a": 10, "b": 20, "c": 30}, "value (reordered keys)")
 
 
-@both("omitted defaults stay omitted (the default object itself, not a copy or None)")
+@S.both("omitted defaults stay omitted (the default object itself, not a copy or None)")
 def _defaults(t, b):
     m = C.module(t, "m.py", """
         MISSING = object()
@@ -85,7 +77,7 @@ def _defaults(t, b):
        {"a": True, "b": True, "c": True, "d": False, "e": None}, "explicit null")
 
 
-@both("no state survives a call: a module counter is 1 on each of two calls")
+@S.both("no state survives a call: a module counter is 1 on each of two calls")
 def _counter(t, b):
     m = C.module(t, "m.py", """
         COUNT = 0
@@ -98,7 +90,7 @@ def _counter(t, b):
         eq(C.value_of(t, C.call(t, m + ":bump", opts=["--preset", b])), 1, "call %d" % i)
 
 
-@both("noisy stdout/stderr does not touch the value; counted, the result's stdout/stderr")
+@S.both("noisy stdout/stderr does not touch the value; counted, the result's stdout/stderr")
 def _noisy(t, b):
     m = C.module(t, "m.py", """
         import os, sys
@@ -126,7 +118,7 @@ def _noisy(t, b):
     eq(doc["stderr"], "to stderr\n" * 100 + "raw fd 2", "stderr")
 
 
-@both("without --json: the value as JSON on stdout, exit 0")
+@S.both("without --json: the value as JSON on stdout, exit 0")
 def _plain(t, b):
     m = C.module(t, "m.py", """
         def f(x):
@@ -141,7 +133,7 @@ def _plain(t, b):
     check("noise" not in r.out, "the function's output reached stdout")
 
 
-@both("an exception's type, message and the user's traceback reach the result (contract "
+@S.both("an exception's type, message and the user's traceback reach the result (contract "
       "2); govex's frames do not")
 def _exception(t, b):
     m = C.module(t, "m.py", """
@@ -195,7 +187,7 @@ def _type_name(t):
     check("/home/secret" not in d["message"].split(":")[0], "message %r" % d["message"])
 
 
-@both("an exception while the module loads: execution_failed, the exception's text and "
+@S.both("an exception while the module loads: execution_failed, the exception's text and "
       "the user's traceback (contract 2)")
 def _module_error(t, b):
     m = C.module(t, "m.py", """
@@ -212,7 +204,7 @@ def _module_error(t, b):
     check('File "m.py", line 3, in <module>' in d["exception"]["traceback"], "traceback %r" % d)
 
 
-@both("arguments from --args-file and from stdin (--args-file -)")
+@S.both("arguments from --args-file and from stdin (--args-file -)")
 def _args_file(t, b):
     m = C.module(t, "m.py", """
         def f(xs: list, k: dict):

@@ -42,14 +42,6 @@ def f() -> int:
 '''
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 def sanitized(t, preset):
     return ["--policy", C.policy(t, base=preset, results={"disclosure": "sanitized"})]
 
@@ -67,7 +59,7 @@ def withheld_last(doc):
     eq(codes.count("output_withheld"), 1, "output_withheld diagnostics")
 
 
-@both("sanitized: a call that prints gives its value, no output, no count")
+@S.both("sanitized: a call that prints gives its value, no output, no count")
 def test_sanitized_success(t, preset):
     m = C.module(t, "m.py", MOD)
     r = C.call(t, m + ":f", {"x": 21}, opts=sanitized(t, preset))
@@ -79,7 +71,7 @@ def test_sanitized_success(t, preset):
     no_secret(t, r, "a success")
 
 
-@both("sanitized: an exception by its type name only")
+@S.both("sanitized: an exception by its type name only")
 def test_sanitized_exception(t, preset):
     m = C.module(t, "m.py", MOD)
     r = C.call(t, m + ":f", {"x": -1}, opts=sanitized(t, preset))
@@ -96,7 +88,7 @@ def test_sanitized_exception(t, preset):
     no_secret(t, r2, "the text form")
 
 
-@both("sanitized: a module that raises while loading")
+@S.both("sanitized: a module that raises while loading")
 def test_sanitized_module_error(t, preset):
     m = C.module(t, "b.py", BROKEN)
     r = C.call(t, m + ":f", {}, opts=sanitized(t, preset))
@@ -106,7 +98,7 @@ def test_sanitized_module_error(t, preset):
     eq((doc["stdout"], doc["stdout_bytes"]), ("", 0), "stdout of a module error")
 
 
-@both("full (the default): output, message and traceback reach the result")
+@S.both("full (the default): output, message and traceback reach the result")
 def test_full_default(t, preset):
     m = C.module(t, "m.py", MOD)
     for opts in (["--preset", preset],

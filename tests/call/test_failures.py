@@ -20,14 +20,6 @@ DEADLINE_MS = 500
 DEADLINE_WALL_MAX = 4.0
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 def expect_deadline(t, r):
     doc = C.check_result(t, r, "timeout", rc=124)
     eq(doc["termination"], "timeout", "termination")
@@ -66,7 +58,7 @@ TIMEOUT_SRC = """
     """
 
 
-@both("timeout: busy loop, sleep, non-cooperative async loop, async sleep, "
+@S.both("timeout: busy loop, sleep, non-cooperative async loop, async sleep, "
       "ignored signals (--timeout-ms 500, wall time bounded)")
 def _timeouts(t, b):
     m = C.module(t, "m.py", TIMEOUT_SRC)
@@ -96,7 +88,7 @@ def _timeout_above_policy(t):
     eq(doc["termination"], "refused", "termination")
 
 
-@both("cancelled: SIGTERM during a call ends it promptly; the worker is gone")
+@S.both("cancelled: SIGTERM during a call ends it promptly; the worker is gone")
 def _cancel(t, b):
     d = C.shared_dir(t)
     marker = os.path.join(d, "pid")
@@ -215,7 +207,7 @@ def found():
 """
 
 
-@both("worker_failed: os._exit(0) / os._exit(3) / segfault / SIGKILL inside the function")
+@S.both("worker_failed: os._exit(0) / os._exit(3) / segfault / SIGKILL inside the function")
 def _deaths(t, b):
     m = C.module(t, "m.py", DEATH_SRC)
     cases = (("exit0", "exited", None), ("exit3", "exited", None),
@@ -235,7 +227,7 @@ def _deaths(t, b):
             raise C.Failure("%s: %s" % (fn, e))
 
 
-@both("SystemExit raised by the function is an exception of the function, not a dead "
+@S.both("SystemExit raised by the function is an exception of the function, not a dead "
       "worker")
 def _system_exit(t, b):
     m = C.module(t, "m.py", DEATH_SRC)
@@ -244,7 +236,7 @@ def _system_exit(t, b):
     eq(C.diag(doc, "exception").get("exception_type"), "SystemExit", "exception_type")
 
 
-@both("worker_failed without a hang: the function corrupts the response descriptor")
+@S.both("worker_failed without a hang: the function corrupts the response descriptor")
 def _frames(t, b):
     m = C.module(t, "m.py", DEATH_SRC)
     eq(C.value_of(t, C.call(t, m + ":found", opts=["--preset", b])), 1,
@@ -322,7 +314,7 @@ def f_wraps_ok(a):
 """
 
 
-@both("binding_failed: decorators make the live object differ from the inspected def")
+@S.both("binding_failed: decorators make the live object differ from the inspected def")
 def _bindings(t, b):
     m = C.module(t, "m.py", BINDING_SRC)
     cases = (("f_widen", "signature_mismatch"), ("f_partial", "not_a_function"),

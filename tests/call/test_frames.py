@@ -22,14 +22,6 @@ S = C.Suite()
 MESSAGE_MAX = 4096
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 FORGE_SRC = C.FIND_RESPONSE_FD + """
 import os, signal, json
 
@@ -100,7 +92,7 @@ def _no_control(s, what):
     check(not bad, "%s has control characters %r: %r" % (what, bad[:10], s[:200]))
 
 
-@both("a forged success frame, then os._exit(3): worker_failed, exit code 3 kept")
+@S.both("a forged success frame, then os._exit(3): worker_failed, exit code 3 kept")
 def _success_then_exit3(t, b):
     m = _module(t)
     r = C.call(t, m + ":success_exit", {"code": 3}, opts=["--preset", b])
@@ -113,7 +105,7 @@ def _success_then_exit3(t, b):
     check("exited with status 3" in d["message"], "diagnostic names the exit: %r" % d)
 
 
-@both("a forged success frame, then SIGKILL / segfault / SIGTERM: worker_failed, signal kept")
+@S.both("a forged success frame, then SIGKILL / segfault / SIGTERM: worker_failed, signal kept")
 def _success_then_signal(t, b):
     m = _module(t)
     for fn, sig in (("success_sigkill", signal.SIGKILL), ("success_segv", signal.SIGSEGV),
@@ -131,7 +123,7 @@ def _success_then_signal(t, b):
             raise C.Failure("%s: %s" % (fn, e))
 
 
-@both("a forged success frame, then exit 0: the frame's outcome, value checked by the parent")
+@S.both("a forged success frame, then exit 0: the frame's outcome, value checked by the parent")
 def _success_then_exit0(t, b):
     m = _module(t)
     doc = C.check_result(t, C.call(t, m + ":success_exit", {"code": 0}, opts=["--preset", b]),
@@ -139,7 +131,7 @@ def _success_then_exit0(t, b):
     eq(doc["value"], 42, "value of the frame")
 
 
-@both("a frame claiming source_mismatch / invalid_input / policy_refused / timeout: "
+@S.both("a frame claiming source_mismatch / invalid_input / policy_refused / timeout: "
       "worker_failed, not exit 125")
 def _claims(t, b):
     m = _module(t)
@@ -163,7 +155,7 @@ def _claims(t, b):
             raise C.Failure("%s: %s" % (status, e))
 
 
-@both("a frame claiming a parent-only status, then exit 3: worker_failed, exit 3 kept")
+@S.both("a frame claiming a parent-only status, then exit 3: worker_failed, exit 3 kept")
 def _claim_then_exit(t, b):
     m = _module(t)
     r = C.call(t, m + ":claim", {"status": "source_mismatch", "exit_code": 3},
@@ -172,7 +164,7 @@ def _claim_then_exit(t, b):
     eq(doc["exit_code"], 3, "exit_code")
 
 
-@both("a forged 900 KB failure text with ESC[2J: bounded, says truncated, no control "
+@S.both("a forged 900 KB failure text with ESC[2J: bounded, says truncated, no control "
       "characters in the result or on the terminal")
 def _noisy(t, b):
     m = _module(t)
@@ -202,7 +194,7 @@ def _noisy(t, b):
     check("[2J" not in err, "escape residue on the terminal: %r" % err[:200])
 
 
-@both("frame text: C0 (but \\n \\t), DEL, C1 and ESC/CSI/OSC sequences removed exactly")
+@S.both("frame text: C0 (but \\n \\t), DEL, C1 and ESC/CSI/OSC sequences removed exactly")
 def _clean_exact(t, b):
     m = _module(t)
     doc = C.check_result(t, C.call(t, m + ":clean_me", opts=["--preset", b]),
@@ -210,7 +202,7 @@ def _clean_exact(t, b):
     eq(C.diag(doc, "exception")["message"], "abcdef\ng\thij", "cleaned message")
 
 
-@both("a frame's code and exception_type are names or nothing")
+@S.both("a frame's code and exception_type are names or nothing")
 def _bad_fields(t, b):
     m = _module(t)
     doc = C.check_result(t, C.call(t, m + ":bad_fields", opts=["--preset", b]),
@@ -220,7 +212,7 @@ def _bad_fields(t, b):
     check("passwd" not in json.dumps(doc), "a path from the frame reached the result")
 
 
-@both("a frame's code is one the worker uses, never one of govex's own")
+@S.both("a frame's code is one the worker uses, never one of govex's own")
 def _govex_code(t, b):
     m = _module(t)
     doc = C.check_result(t, C.call(t, m + ":govex_code", opts=["--preset", b]),
@@ -248,7 +240,7 @@ def _codes_match(t):
     eq(set(re.findall(r'"([a-z_0-9]+)"', table)), keys, "callframe.c's codes and MESSAGES")
 
 
-@both("a returned value with DEL and C1 characters: the same value, escaped in the output")
+@S.both("a returned value with DEL and C1 characters: the same value, escaped in the output")
 def _value_controls(t, b):
     m = _module(t)
     r = C.call(t, m + ":controls_in_value", opts=["--preset", b])
@@ -263,7 +255,7 @@ def _value_controls(t, b):
         check(raw not in r2.stdout, "raw %r in the printed value" % raw)
 
 
-@both("an error only the compiler finds ('return' outside a function): invalid_input from "
+@S.both("an error only the compiler finds ('return' outside a function): invalid_input from "
       "the inspection, decided by govex before any worker ran the module")
 def _compile_error(t, b):
     for i, src in enumerate(("def f():\n    return 1\nreturn 2\n",

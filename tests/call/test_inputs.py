@@ -96,15 +96,7 @@ def refused(t, m, marker, opts, fn, args, code, status="invalid_input"):
     return doc
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
-@both("the markers work: a valid call creates both")
+@S.both("the markers work: a valid call creates both")
 def _control(t, b):
     m, marker, opts = setup(t, b)
     eq(C.value_of(t, C.call(t, m + ":f", {"n": 1}, opts=opts)), [1, "d", False], "value")
@@ -112,7 +104,7 @@ def _control(t, b):
           "markers missing after a successful call")
 
 
-@both("missing required / unknown / explicit null for int: invalid_input, nothing ran")
+@S.both("missing required / unknown / explicit null for int: invalid_input, nothing ran")
 def _arguments(t, b):
     m, marker, opts = setup(t, b)
     refused(t, m, marker, opts, "f", {}, "missing_argument")
@@ -130,7 +122,7 @@ def _null_ok(t):
        [None, None, None], "value")
 
 
-@both("malformed arguments: not JSON, an array, duplicate keys, invalid UTF-8")
+@S.both("malformed arguments: not JSON, an array, duplicate keys, invalid UTF-8")
 def _malformed(t, b):
     m, marker, opts = setup(t, b)
     for args in ("nope", "[1]", "1", '"s"', "null", '{"n": 1, "n": 2}', '{"n": 1',
@@ -143,7 +135,7 @@ def _malformed(t, b):
     nothing_ran(marker, "invalid UTF-8")
 
 
-@both("arguments over limits.call_input_bytes 1024 (a 2 KiB string): invalid_input")
+@S.both("arguments over limits.call_input_bytes 1024 (a 2 KiB string): invalid_input")
 def _too_large(t, b):
     d = C.shared_dir(t)
     marker = os.path.join(d, "m")
@@ -159,7 +151,7 @@ def _too_large(t, b):
     refused(t, m, marker, opts, "text", {"s": "x" * (k + 1)}, "input_too_large")
 
 
-@both("generator, async generator, *args, **kwargs: function_not_eligible")
+@S.both("generator, async generator, *args, **kwargs: function_not_eligible")
 def _ineligible(t, b):
     m, marker, opts = setup(t, b)
     for fn, why in (("gen", "generator"), ("agen", "async_generator"),

@@ -25,15 +25,7 @@ CELLS = [
 ]
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
-@both("a function of the second code cell, using the first cell's names")
+@S.both("a function of the second code cell, using the first cell's names")
 def _call(t, b):
     nb = C.notebook(t, "geo.ipynb", CELLS)
     eq(C.value_of(t, C.call(t, nb + ":area", {"r": 2}, opts=["--preset", b])),
@@ -62,7 +54,7 @@ def _inspect(t):
        "source_digest: the digest of the joined code cells")
 
 
-@both("a cell with %magic / !shell / %%cell magic: invalid_input naming the cell")
+@S.both("a cell with %magic / !shell / %%cell magic: invalid_input naming the cell")
 def _magics(t, b):
     d = C.shared_dir(t)
     marker = os.path.join(d, "loaded")

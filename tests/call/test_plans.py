@@ -55,14 +55,6 @@ def nothing_ran(marker, what):
               "%s: user code ran (%s exists)" % (what, os.path.basename(marker + suffix)))
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 @S.test("govex plan: canonical govex.plan/v1, kind call, binds source, function, "
         "inspection; deterministic; runs nothing")
 def _plan_doc(t):
@@ -122,7 +114,7 @@ def test_interface_digest(t):
     nothing_ran(marker, "plans")
 
 
-@both("call --plan runs exactly the plan; the result carries its digest")
+@S.both("call --plan runs exactly the plan; the result carries its digest")
 def _plan_call(t, b):
     m, marker, opts, p = setup(t, b)
     raw = open(p, "rb").read()
@@ -147,7 +139,7 @@ def mismatch(t, m, marker, opts, p, what, status="source_mismatch", code="source
     return doc
 
 
-@both("a one-byte source change after planning: source_mismatch, the marker is absent")
+@S.both("a one-byte source change after planning: source_mismatch, the marker is absent")
 def _one_byte(t, b):
     m, marker, opts, p = setup(t, b)
     src = open(m, "rb").read()

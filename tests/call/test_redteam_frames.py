@@ -37,20 +37,12 @@ def success_from_thread_then_crash():
 ''' % {"bidi": BIDI}
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 def _bidi_in(data):
     text = data.decode("utf-8", "replace")
     return sorted({"%04x" % ord(c) for c in text if c in BIDI})
 
 
-@both("a forged message's Unicode bidi controls never reach the terminal or the result")
+@S.both("a forged message's Unicode bidi controls never reach the terminal or the result")
 def _bidi(t, b):
     m = C.module(t, "m.py", SRC)
     r = C.call(t, m + ":bidi_message", opts=C.backend_args(t, b), json_out=False)
@@ -64,14 +56,14 @@ def _bidi(t, b):
     check(not bad, "the result's diagnostic carries bidi controls %s: %r" % (bad, msgs))
 
 
-@both("a status outside the vocabulary is worker_failed")
+@S.both("a status outside the vocabulary is worker_failed")
 def _unknown(t, b):
     m = C.module(t, "m.py", SRC)
     r = C.call(t, m + ":claim_unknown", opts=C.backend_args(t, b))
     C.check_result(t, r, "worker_failed", "worker_failed", rc=1)
 
 
-@both("a success frame from a thread, then abort(): worker_failed")
+@S.both("a success frame from a thread, then abort(): worker_failed")
 def _thread(t, b):
     m = C.module(t, "m.py", SRC)
     r = C.call(t, m + ":success_from_thread_then_crash", opts=C.backend_args(t, b))

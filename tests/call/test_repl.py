@@ -43,20 +43,12 @@ def repl(t, code, *, preset="strict", policy=None, inputs=None, stdin=None, plan
     return json.loads(out)
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 def status(doc, want):
     check(doc["status"] == want, "status %r, expected %r: %s"
           % (doc["status"], want, json.dumps(doc)[:3000]))
 
 
-@both("snippet: the trailing expression's value; stdout and stderr are the run's")
+@S.both("snippet: the trailing expression's value; stdout and stderr are the run's")
 def _value(t, b):
     doc = repl(t, "import sys\nprint('out')\nsys.stderr.write('err\\n')\n"
                   "x = {'a': [1, 2.5, None, True], 'é': 'ü'}\nx\n", preset=b)
@@ -98,7 +90,7 @@ def _inputs(t):
         C.diag(doc, "invalid_inputs")
 
 
-@both("snippet: stdin after the request frame is the program's, byte for byte")
+@S.both("snippet: stdin after the request frame is the program's, byte for byte")
 def _stdin(t, b):
     data = b"line 1\n" + (8).to_bytes(8, "big") + b'{"op":1}' + bytes(range(256))
     doc = repl(t, "import sys\ndata = sys.stdin.buffer.read()\n[len(data), list(data[:7])]\n",
@@ -150,7 +142,7 @@ def _await(t):
         eq(d["message"], "ZeroDivisionError: division by zero", "3.%d" % minor)
 
 
-@both("snippet: an exception is the exception diagnostic (type, message, the user's "
+@S.both("snippet: an exception is the exception diagnostic (type, message, the user's "
       "traceback with its lines, govex's frames stripped); exit 1")
 def _exception(t, b):
     code = "x = 1\ndef f(n):\n    return n / 0\nprint('before')\nf(x)\n"
@@ -195,7 +187,7 @@ def _exception(t, b):
     check('File "<snippet>", line 2' in d["exception"]["traceback"], "tb %r" % d)
 
 
-@both("snippet: SystemExit(n) ends the run with status n, no exception diagnostic")
+@S.both("snippet: SystemExit(n) ends the run with status n, no exception diagnostic")
 def _exit(t, b):
     doc = repl(t, "print('bye')\nraise SystemExit(3)\n", preset=b)
     status(doc, "execution_failed")
@@ -209,7 +201,7 @@ def _exit(t, b):
     eq((doc["exit_code"], doc["stdout"], doc["value"]), (0, "done\n", None), "sys.exit(0)")
 
 
-@both("a shared-reference value is refused in well under 2 s: snippet and call")
+@S.both("a shared-reference value is refused in well under 2 s: snippet and call")
 def _shared(t, b):
     bomb = "a = [1]\nfor _ in range(60):\n    a = [a, a]\n"
     start = time.monotonic()
@@ -229,7 +221,7 @@ def _shared(t, b):
     check(took < 2.0, "call took %.2f s" % took)
 
 
-@both("snippet: values over the output bound or not JSON are omitted, with a diagnostic")
+@S.both("snippet: values over the output bound or not JSON are omitted, with a diagnostic")
 def _omitted(t, b):
     pol = C.policy(t, b, name="small.json", limits={"call_output_bytes": 128})
     doc = repl(t, "'x' * 200\n", policy=pol)
@@ -282,7 +274,7 @@ def _plans(t):
     eq(repl(t, code)["plan_digest"], d1, "plan_digest of a second run")
 
 
-@both("call: the function's stdout and stderr are in the result (contract 2)")
+@S.both("call: the function's stdout and stderr are in the result (contract 2)")
 def _call_output(t, b):
     m = C.module(t, "m.py", """
         import sys
@@ -298,7 +290,7 @@ def _call_output(t, b):
     eq(doc["stderr"], "warn\n", "stderr")
 
 
-@both("call: a raising function gives the exception diagnostic with its output")
+@S.both("call: a raising function gives the exception diagnostic with its output")
 def _call_exception(t, b):
     m = C.module(t, "m.py", """
         def f(x: int):

@@ -11,14 +11,6 @@ from calltest import check, eq
 S = C.Suite()
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 INVALID_SRC = """
 import enum, math
 class Obj:
@@ -107,7 +99,7 @@ def _invalid_trusted(t):
         expect_invalid(t, m, fn, ["--preset", "trusted"])
 
 
-@both("output_limit: a 2 MiB result (default call_output_bytes 1 MiB), value null")
+@S.both("output_limit: a 2 MiB result (default call_output_bytes 1 MiB), value null")
 def _output_limit(t, b):
     m = C.module(t, "m.py", """
         def big():
@@ -182,7 +174,7 @@ def floats_that_look_like_ints():
 """
 
 
-@both("JSON values round-trip exactly (types kept: 1.0 stays a float, -0.0 its sign)")
+@S.both("JSON values round-trip exactly (types kept: 1.0 stays a float, -0.0 its sign)")
 def _values(t, b):
     m = C.module(t, "m.py", VALUES_SRC)
     expect = {

@@ -64,19 +64,11 @@ def huge_text_worker_failed():
 ''' % {"evil": EVIL}
 
 
-def both(name):
-    def deco(fn):
-        for b in C.BACKENDS:
-            S.add("%s [%s]" % (name, b), (lambda b: lambda t: fn(t, b))(b))
-        return fn
-    return deco
-
-
 def _opts(t, b):
     return C.backend_args(t, b)
 
 
-@both("a forged success frame, then exit 3 / SIGKILL / SIGSEGV: worker_failed")
+@S.both("a forged success frame, then exit 3 / SIGKILL / SIGSEGV: worker_failed")
 def _forged_success(t, b):
     m = C.module(t, "m.py", FORGE_SRC)
     cases = (("success_exit3", "exited", None), ("success_sigkill", "signaled", signal.SIGKILL),
@@ -95,7 +87,7 @@ def _forged_success(t, b):
             raise C.Failure("%s: %s" % (fn, ex))
 
 
-@both("a frame claiming source_mismatch/invalid_input/policy_refused: worker_failed, not 125")
+@S.both("a frame claiming source_mismatch/invalid_input/policy_refused: worker_failed, not 125")
 def _forged_parent_statuses(t, b):
     m = C.module(t, "m.py", FORGE_SRC)
     for fn in ("claim_source_mismatch", "claim_invalid_input", "claim_policy_refused"):
@@ -145,7 +137,7 @@ def _clean_terminal(r):
               % (name, len(data)))
 
 
-@both("a forged 900 KB failure text with ESC[2J and C0/C1: bounded, stripped (JSON and terminal)")
+@S.both("a forged 900 KB failure text with ESC[2J and C0/C1: bounded, stripped (JSON and terminal)")
 def _forged_text(t, b):
     m = C.module(t, "m.py", FORGE_SRC)
     for fn in ("huge_text", "huge_text_worker_failed"):
