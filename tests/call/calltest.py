@@ -13,7 +13,9 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import sys
+import tempfile
 import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,6 +61,47 @@ def with_timeout(fn, seconds=TEST_TIMEOUT):
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
     return wrapped
+
+
+# ---------------------------------------------------------------- Hypothesis
+
+SYSTEM_PYTHON = "/usr/bin/python3"   # Debian's python3-hypothesis is importable by it only
+
+
+def have_hypothesis():
+    # Hypothesis keeps a cache directory (even with database=None): never in the tree
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                          os.path.join(tempfile.gettempdir(), "govex-call-hypothesis"))
+    try:
+        import hypothesis  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def hypothesis_or_reexec(script):
+    """When this interpreter lacks Hypothesis and SYSTEM_PYTHON has it, run SCRIPT (a
+    property suite's __file__) again under SYSTEM_PYTHON, once (GOVEX_CALL_HYPOTHESIS_REEXEC);
+    otherwise return, and the suite's tests skip saying why (need_hypothesis)."""
+    flag = "GOVEX_CALL_HYPOTHESIS_REEXEC"
+    if have_hypothesis() or os.environ.get(flag):
+        return
+    if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON)
+            and os.access(SYSTEM_PYTHON, os.X_OK)
+            and subprocess.call([SYSTEM_PYTHON, "-c", "import hypothesis"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0):
+        sys.stdout.flush()
+        env = dict(os.environ)
+        env[flag] = "1"
+        os.execve(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(script)] + sys.argv[1:],
+                  env)
+
+
+def need_hypothesis():
+    """Skips the test when Hypothesis is not importable here."""
+    if not have_hypothesis():
+        raise Skip("hypothesis is not importable by %s nor by %s (apt-get install "
+                   "python3-hypothesis)" % (sys.executable, SYSTEM_PYTHON))
 
 
 class Suite:

@@ -18,41 +18,15 @@
   stdout keeps min(size, bound) bytes and stdout_truncated says whether it cut;
 - environment allowlist: a run sees exactly the allowed names it was given.
 
-Uses Hypothesis as test_property.py does (re-run under /usr/bin/python3 when this
-interpreter lacks it, else a skip saying why).  Prints TAP."""
+Uses Hypothesis as test_property.py does (calltest.hypothesis_or_reexec: re-run under
+/usr/bin/python3 when this interpreter lacks it, else a skip saying why).  Prints TAP."""
 import json
 import os
 import random
-import subprocess
-import sys
-import tempfile
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-REEXEC_FLAG = "GOVEX_CALL_PROPERTIES_REEXEC"
+import calltest as C
 
-
-def _have_hypothesis():
-    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
-                          os.path.join(tempfile.gettempdir(), "govex-call-hypothesis"))
-    try:
-        import hypothesis  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-if not _have_hypothesis() and not os.environ.get(REEXEC_FLAG):
-    if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON)
-            and os.access(SYSTEM_PYTHON, os.X_OK)
-            and subprocess.call([SYSTEM_PYTHON, "-c", "import hypothesis"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0):
-        sys.stdout.flush()
-        env = dict(os.environ)
-        env[REEXEC_FLAG] = "1"
-        os.execve(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] + sys.argv[1:],
-                  env)
-
-import calltest as C  # noqa: E402
+C.hypothesis_or_reexec(__file__)
 from calltest import check, eq  # noqa: E402
 
 S = C.Suite()
@@ -61,9 +35,7 @@ OLDEST, NEWEST = 8, 13
 
 
 def need_hypothesis():
-    if not _have_hypothesis():
-        raise C.Skip("hypothesis is not importable by %s nor by %s (apt-get install "
-                     "python3-hypothesis)" % (sys.executable, SYSTEM_PYTHON))
+    C.need_hypothesis()
     import hypothesis
     from hypothesis import strategies as st
     return hypothesis, st

@@ -9,39 +9,11 @@ own (test_results.py, test_inputs.py): integers outside 64 bits, and strings hol
 U+0000.
 """
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import time
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-REEXEC_FLAG = "GOVEX_CALL_PROPERTY_REEXEC"
+import calltest as C
 
-
-def _have_hypothesis():
-    # Hypothesis keeps a cache directory (even with database=None): never in the tree
-    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
-                          os.path.join(tempfile.gettempdir(), "govex-call-hypothesis"))
-    try:
-        import hypothesis  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-if not _have_hypothesis() and not os.environ.get(REEXEC_FLAG):
-    if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON)
-            and os.access(SYSTEM_PYTHON, os.X_OK)
-            and subprocess.call([SYSTEM_PYTHON, "-c", "import hypothesis"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0):
-        sys.stdout.flush()
-        env = dict(os.environ)
-        env[REEXEC_FLAG] = "1"
-        os.execve(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] + sys.argv[1:],
-                  env)
-
-import calltest as C  # noqa: E402
+C.hypothesis_or_reexec(__file__)
 from calltest import check  # noqa: E402
 
 S = C.Suite()
@@ -52,9 +24,7 @@ INT64 = (-(2 ** 63), 2 ** 63 - 1)
 @S.test("identity round-trip of arbitrary finite JSON (%d examples) [trusted]" % EXAMPLES,
         seconds=170)
 def _roundtrip(t):
-    if not _have_hypothesis():
-        raise C.Skip("hypothesis is not importable by %s nor by %s (apt-get install "
-                     "python3-hypothesis)" % (sys.executable, SYSTEM_PYTHON))
+    C.need_hypothesis()
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
