@@ -75,6 +75,12 @@ json_t *govex__strv_json(char *const *v); /* a JSON array of the strings */
 /* An ASCII identifier ([A-Za-z_][A-Za-z0-9_]*) of 1..max bytes: environment variable
  * names, Python module, function and type names. */
 bool govex__identifier(const char *s, size_t n, size_t max);
+/* For an "unknown field" error's hint: the name in names (NULL-terminated) nearest to name
+ * by optimal-string-alignment distance (edits: insert, delete, substitute, swap two
+ * neighbours; ASCII case ignored), when that distance is at most 2, or at most 1 for a
+ * name of 4 bytes or fewer; the first in names on a tie; NULL when none is that close.
+ * Borrows both; the answer points into names. */
+const char *govex__nearest_name(const char *name, const char *const *names);
 /* The first regular executable file NAME in the caller's PATH (absolute entries only;
  * default /usr/local/bin:/usr/bin:/bin).  -ENOENT when there is none. */
 int govex__find_in_path(const char *name, char **ret);

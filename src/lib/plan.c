@@ -301,6 +301,31 @@ static bool name_in(const char *name, const char *const *names)
 	return false;
 }
 
+/* A plan's top-level field names, for the nearest one (the tables hold fewer than 32). */
+static void field_names(const struct plan_field *f, const char *names[32])
+{
+	size_t n = 0;
+	for (; f[n].name && n < 31; n++)
+		names[n] = f[n].name;
+	names[n] = NULL;
+}
+
+static int unknown_field(struct govex_error *err, const char *parent, const char *k,
+			 const char *near, const char *kind)
+{
+	char path[200];
+	snprintf(path, sizeof(path), "%s%s%.80s", parent ? parent : "", parent ? "." : "", k);
+	if (near)
+		return govex__err(err, GOVEX_EPLAN, 0,
+				  "plan: %s: unknown field \"%.80s\" (did you mean \"%s\"?)", path,
+				  k, near);
+	if (!parent)
+		return govex__err(err, GOVEX_EPLAN, 0,
+				  "plan: %s: unknown field \"%.80s\" (a %s plan has no such field)",
+				  path, k, kind);
+	return govex__err(err, GOVEX_EPLAN, 0, "plan: %s: unknown field \"%.80s\"", path, k);
+}
+
 static int plan_check_fields(json_t *doc, struct govex_error *err)
 {
 	const char *kind = json_string_value(json_object_get(doc, "kind"));
@@ -320,16 +345,17 @@ static int plan_check_fields(json_t *doc, struct govex_error *err)
 		for (size_t i = 0; f[i].name && !hit; i++)
 			if (strcmp(k, f[i].name) == 0)
 				hit = &f[i];
-		if (!hit)
-			return govex__err(
-			    err, GOVEX_EPLAN, 0,
-			    "plan: %.80s: unknown field (a %s plan has no such field)", k, kind);
+		if (!hit) {
+			const char *names[32];
+			field_names(f, names);
+			return unknown_field(err, NULL, k, govex__nearest_name(k, names), kind);
+		}
 		if (!hit->sub || !json_is_object(v))
 			continue;
 		const char *k2;
 		json_t *v2;
-		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub)) return govex__err(
-		    err, GOVEX_EPLAN, 0, "plan: %s.%.80s: unknown field", k, k2);
+		json_object_foreach(v, k2, v2) if (!name_in(k2, hit->sub)) return unknown_field(
+		    err, k, k2, govex__nearest_name(k2, hit->sub), kind);
 	}
 	return 0;
 }

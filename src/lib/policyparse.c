@@ -56,7 +56,7 @@ static const char *type_name(const json_t *v)
 	}
 }
 
-/* Refuses members of obj not in allowed (NULL-terminated). */
+/* Refuses members of obj not in allowed (NULL-terminated), naming the nearest allowed one. */
 static int check_keys(const json_t *obj, const char *prefix, const char *const *allowed,
 		      struct govex_error *err)
 {
@@ -71,7 +71,12 @@ static int check_keys(const json_t *obj, const char *prefix, const char *const *
 		if (!ok) {
 			char path[200];
 			snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", k);
-			return fail(err, path, "unknown field");
+			const char *near = govex__nearest_name(k, allowed);
+			if (near)
+				return fail(err, path,
+					    "unknown field \"%.80s\" (did you mean \"%s\"?)", k,
+					    near);
+			return fail(err, path, "unknown field \"%.80s\"", k);
 		}
 	}
 	return 0;

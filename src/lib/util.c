@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Small shared pieces: errors, string vectors, UTF-8, canonical JSON, digests, paths. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -533,6 +534,64 @@ bool govex__identifier(const char *s, size_t n, size_t max)
 		if (!ident_char(s[i], i == 0))
 			return false;
 	return true;
+}
+
+/* ---- a "did you mean" hint --------------------------------------------------------- */
+
+/* Field names are short; a longer name is no typo of one, and the bound keeps the table
+ * on the stack. */
+#define NEAREST_MAX 64
+
+static unsigned min3(unsigned a, unsigned b, unsigned c)
+{
+	unsigned m = a < b ? a : b;
+	return m < c ? m : c;
+}
+
+/* The optimal-string-alignment distance between a and b (each at most NEAREST_MAX bytes),
+ * ASCII case ignored. */
+static unsigned osa_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	unsigned char d[NEAREST_MAX + 1][NEAREST_MAX + 1];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (unsigned char)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (unsigned char)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int ai = tolower((unsigned char)a[i - 1]);
+			int bj = tolower((unsigned char)b[j - 1]);
+			unsigned v = min3(d[i - 1][j] + 1u, d[i][j - 1] + 1u,
+					  d[i - 1][j - 1] + (ai != bj ? 1u : 0u));
+			/* two neighbours swapped */
+			if (i > 1 && j > 1 && ai == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == bj && d[i - 2][j - 2] + 1u < v)
+				v = d[i - 2][j - 2] + 1u;
+			d[i][j] = (unsigned char)v;
+		}
+	return d[la][lb];
+}
+
+const char *govex__nearest_name(const char *name, const char *const *names)
+{
+	size_t ln = strlen(name);
+	if (ln > NEAREST_MAX)
+		return NULL;
+	const unsigned limit = ln <= 4 ? 1 : 2;
+	const char *best = NULL;
+	unsigned best_d = 0;
+	for (size_t i = 0; names[i]; i++) {
+		size_t lc = strlen(names[i]);
+		/* the distance is at least the difference in length */
+		if (lc > NEAREST_MAX || (lc > ln ? lc - ln : ln - lc) > limit)
+			continue;
+		unsigned dist = osa_distance(name, ln, names[i], lc);
+		if (dist <= limit && (!best || dist < best_d)) {
+			best = names[i];
+			best_d = dist;
+		}
+	}
+	return best;
 }
 
 /* ---- text from an untrusted process --------------------------------------------------- */

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """run --plan PLAN FILE runs exactly what was planned, or nothing."""
+import json
 import os
 import sys
 
@@ -76,6 +77,19 @@ def test_plan_tampered(t):
     g.check(not os.path.exists(marker), "a tampered plan ran")
 
 
+def test_plan_misspelt_field(t):
+    """A plan with a misspelt field is refused, naming the field it is nearest to."""
+    marker, src, pol, plan, plan_bytes = _setup(t)
+    doc = json.loads(plan_bytes)
+    doc["netwrok"] = doc.pop("network")
+    t.write("plan.json", json.dumps(doc))
+    r = t.run(["run", "--policy", pol, "--plan", plan, src])
+    r.expect_rc(g.EXIT_REFUSED)
+    want = 'plan: netwrok: unknown field "netwrok" (did you mean "network"?)'
+    g.check(want in r.err, "stderr does not say %r: %r" % (want, r.err))
+    g.check(not os.path.exists(marker), "a misspelt plan ran")
+
+
 TESTS = [
     ("run --plan PLAN FILE runs the planned source", test_run_plan),
     ("source changed by one byte: source_mismatch, exit 125, nothing runs", test_source_changed),
@@ -83,6 +97,7 @@ TESTS = [
      test_source_one_byte_appended),
     ("policy changed after planning: policy_refused, nothing runs", test_policy_changed),
     ("plan with a wrong version string is refused", test_plan_tampered),
+    ("plan with a misspelt field: refused, did you mean the nearest", test_plan_misspelt_field),
 ]
 
 if __name__ == "__main__":

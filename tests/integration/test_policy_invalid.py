@@ -65,6 +65,26 @@ def test_unknown_nested_field(t):
     _reject(t, _trusted_text(limits={"wall_seconds": 3}), ["limits.wall_seconds"])
 
 
+def test_did_you_mean(t):
+    """A misspelt field is named with the field of the same object it is nearest to."""
+    cases = [
+        ('{"version": "govex.policy/v1", "netwrok": "deny"}',
+         'netwrok: unknown field "netwrok" (did you mean "network"?)'),
+        ('{"version": "govex.policy/v1", "filesystem": {"raed": []}}',
+         'filesystem.raed: unknown field "raed" (did you mean "read"?)'),
+        ('{"version": "govex.policy/v1", "limits": {"wall_msx": 10}}',
+         'limits.wall_msx: unknown field "wall_msx" (did you mean "wall_ms"?)'),
+    ]
+    for text, want in cases:
+        _reject(t, text, [want])
+    # nothing close: no hint
+    path = t.write("far.json", _trusted_text(frobnicate_level=3))
+    r = t.run(["policy", "check", path])
+    r.expect_rc(2)
+    g.check('unknown field "frobnicate_level"' in r.err and "did you mean" not in r.err,
+            "policy check stderr: %r" % r.err)
+
+
 def test_wall_zero(t):
     _reject(t, _trusted_text(limits={"wall_ms": 0}), ["limits.wall_ms"])
 
@@ -123,6 +143,7 @@ TESTS = [
     ("valid policies pass policy check (exit 0)", test_valid_policy_checks),
     ("unknown top-level field named", test_unknown_field),
     ("unknown nested field named limits.wall_seconds", test_unknown_nested_field),
+    ("a misspelt field: did you mean the nearest field of its object", test_did_you_mean),
     ("limits.wall_ms 0 rejected, field named", test_wall_zero),
     ("limits.wall_ms 3600001 rejected, field named", test_wall_too_big),
     ("limits.wall_ms as a string rejected, field named", test_wall_wrong_type),

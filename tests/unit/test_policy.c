@@ -83,6 +83,39 @@ START_TEST(test_unknown_nested)
 }
 END_TEST
 
+/* An unknown field's message names it, and the known field of the same object it is
+ * nearest to when one is close; none when nothing is. */
+static const char *const did_you_mean[][2] = {
+    {"{" V ",\"netwrok\":\"deny\"}",
+     "netwrok: unknown field \"netwrok\" (did you mean \"network\"?)"},
+    {"{" V ",\"Network\":\"deny\"}",
+     "Network: unknown field \"Network\" (did you mean \"network\"?)"},
+    {"{" V ",\"filesystem\":{\"raed\":[]}}",
+     "filesystem.raed: unknown field \"raed\" (did you mean \"read\"?)"},
+    {"{" V ",\"limits\":{\"wall_msx\":10}}",
+     "limits.wall_msx: unknown field \"wall_msx\" (did you mean \"wall_ms\"?)"},
+    {"{" V ",\"limits\":{\"WALL_MS\":10}}",
+     "limits.WALL_MS: unknown field \"WALL_MS\" (did you mean \"wall_ms\"?)"},
+    {"{" V ",\"environment\":{\"alow\":[]}}",
+     "environment.alow: unknown field \"alow\" (did you mean \"allow\"?)"},
+    /* the hint is the same object's field: "read" is no field of limits */
+    {"{" V ",\"limits\":{\"read\":1}}", "limits.read: unknown field \"read\""},
+    {"{" V ",\"frob\":1}", "frob: unknown field \"frob\""},
+    {"{" V ",\"\":1}", ": unknown field \"\""},
+};
+
+START_TEST(test_unknown_did_you_mean)
+{
+	govex_policy *p = NULL;
+	struct govex_error err;
+	memset(&err, 0, sizeof(err));
+	const char *doc = did_you_mean[_i][0];
+	ck_assert_int_eq(govex_policy_parse(doc, strlen(doc), &p, &err), -GOVEX_EPOLICY);
+	ck_assert_ptr_null(p);
+	ck_assert_str_eq(err.message, did_you_mean[_i][1]);
+}
+END_TEST
+
 START_TEST(test_duplicate_key)
 {
 	govex_policy *p = NULL;
@@ -755,6 +788,7 @@ static Suite *policy_suite(void)
 	TCase *tc = tcase_create("document");
 	tcase_add_test(tc, test_unknown_top_level);
 	tcase_add_loop_test(tc, test_unknown_nested, 0, ARRAY_SIZE(unknown_nested));
+	tcase_add_loop_test(tc, test_unknown_did_you_mean, 0, ARRAY_SIZE(did_you_mean));
 	tcase_add_test(tc, test_duplicate_key);
 	tcase_add_test(tc, test_invalid_utf8);
 	tcase_add_test(tc, test_nul_escape_in_path);

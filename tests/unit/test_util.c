@@ -851,6 +851,72 @@ END_TEST
 /* ---- errors
  * -------------------------------------------------------------------------------------- */
 
+/* ---- the "did you mean" hint ------------------------------------------------------------ */
+
+static const char *const near_names[] = {"network",	 "read",  "write", "wall_ms", "cpu_ms",
+					 "memory_bytes", "shell", "ab",	   NULL};
+
+static const struct {
+	const char *name, *want;
+} near_cases[] = {
+    {"netwrok", "network"},   /* two neighbours swapped: one edit */
+    {"ntwrk", "network"},     /* two deletions */
+    {"networkxy", "network"}, /* two insertions */
+    {"NETWORK", "network"},   /* case is ignored */
+    {"raed", "read"},	      /* short: one swap */
+    {"rd", NULL},	      /* short: two deletions are too many */
+    {"wall_msx", "wall_ms"},
+    {"cpu_ns", "cpu_ms"},
+    {"wall_cpu", NULL},
+    {"networkxyz", NULL}, /* three edits */
+    {"shel", "shell"},
+    {"ba", "ab"},
+    {"", NULL},
+    {"frobnicate", NULL},
+    {"wrte", "write"},
+};
+
+START_TEST(test_nearest_name)
+{
+	const char *got = govex__nearest_name(near_cases[_i].name, near_names);
+	if (!near_cases[_i].want)
+		ck_assert_msg(got == NULL, "%s: got %s", near_cases[_i].name, got);
+	else
+		ck_assert_msg(got && strcmp(got, near_cases[_i].want) == 0, "%s: got %s, want %s",
+			      near_cases[_i].name, got ? got : "(none)", near_cases[_i].want);
+}
+END_TEST
+
+START_TEST(test_nearest_name_closest_and_bounded)
+{
+	/* distance 2 to the first, 1 to the second: the second */
+	static const char *const names[] = {"alpha_x", "alphax", NULL};
+	ck_assert_str_eq(govex__nearest_name("alphay", names), "alphax");
+	/* a tie: the first */
+	static const char *const tie[] = {"abcdx", "abcdy", NULL};
+	ck_assert_str_eq(govex__nearest_name("abcdz", tie), "abcdx");
+	/* no names at all */
+	static const char *const none[] = {NULL};
+	ck_assert_ptr_null(govex__nearest_name("network", none));
+	/* a name longer than any field is never compared (and never overflows) */
+	char big[4096];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	static const char *const as[] = {"aaaa", NULL};
+	ck_assert_ptr_null(govex__nearest_name(big, as));
+	const char *const bigs[] = {big, NULL};
+	ck_assert_ptr_null(govex__nearest_name("aaaa", bigs));
+	/* at the bound, 64 bytes, a name is still compared */
+	char a64[65], b64[65];
+	memset(a64, 'a', 64);
+	a64[64] = '\0';
+	memcpy(b64, a64, sizeof(b64));
+	b64[63] = 'b';
+	const char *const b64s[] = {"x", b64, NULL};
+	ck_assert_ptr_eq(govex__nearest_name(a64, b64s), b64);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct govex_error e;
@@ -1079,6 +1145,8 @@ static Suite *util_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("launch");
 	tcase_add_test(tc, test_launch_steps);
+	tcase_add_loop_test(tc, test_nearest_name, 0, ARRAY_SIZE(near_cases));
+	tcase_add_test(tc, test_nearest_name_closest_and_bounded);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strv");
 	tcase_add_test(tc, test_strv);
