@@ -15,8 +15,10 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 sys.dont_write_bytecode = True     # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -106,8 +108,7 @@ def c_array(path, name):
 
 def x_macro(path, name, pattern):
     """The PATTERN group of each X(...) line of the X-macro NAME in PATH."""
-    m = re.search(r"#define %s\(X\)(.*?)(?:\n\s*\n|\n(?!.*\\\n)[^\n]*\n)" % re.escape(name),
-                  src(path), re.S)
+    m = re.search(r"#define %s\(X\)(?:[^\n]*\\\n)*[^\n]*" % re.escape(name), src(path))
     g.check(m, "%s: no X-macro %s" % (path, name))
     return re.findall(pattern, m.group(0))
 
@@ -438,7 +439,8 @@ def policy_corpus():
             ("backend restricted", dict(base, backend="restricted")),
             ("backend unknown", dict(base, backend="docker")),
             ("backend not a string", dict(base, backend=1))]
-    for name, (nullable, lo, hi) in ((n, _limit_bounds(n)) for n in code_limits()):
+    for name in schema("policy")["properties"]["limits"]["properties"]:
+        _, lo, hi = _limit_bounds(name)
         docs.append(("limits.%s min" % name, dict(base, limits={name: lo})))
         docs.append(("limits.%s max" % name, dict(base, limits={name: hi})))
         docs.append(("limits.%s min-1" % name, dict(base, limits={name: lo - 1})))
@@ -561,6 +563,33 @@ def test_run_results_validate(t):
                   "output truncation")
     g.eq((d["status"], d["stdout_truncated"]), ("output_limit", True), "status, truncated")
     g.diag(d, "stdout_truncated")
+
+
+def test_more_statuses_validate(t):
+    """source_mismatch, cancelled and, in the sandbox, resource_limit."""
+    g.need_python()
+    script = t.write("s.py", "print(1)\n")
+    plan = ok_doc(t.run(["plan", "--preset", "trusted", script]))
+    path = t.write_json("plan.json", plan)
+    t.write("s.py", "print(2)\n")
+    d = result_of(t, ["run", "--json", "--preset", "trusted", "--plan", path, script], (125,),
+                  "a plan whose source changed")
+    g.eq(d["status"], "source_mismatch", "status")
+
+    def cancel(p):
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+    for preset in presets():
+        d = result_of(t, ["run", "--json", "--preset", preset, "-c",
+                          "import time; time.sleep(20)"], (143,), "a cancelled run [%s]" % preset,
+                      during=cancel)
+        g.eq(d["status"], "cancelled", "status")
+    if restricted():
+        pol = t.policy("cpu.json", base="strict", limits={"cpu_ms": 300})
+        d = result_of(t, ["run", "--json", "--policy", pol, "-c", "while True: pass"], (137, 152),
+                      "a CPU-time limit")
+        g.eq((d["status"], d["termination"]), ("resource_limit", "cpu_limit"),
+             "status, termination")
 
 
 def test_refusals_validate(t):
@@ -732,6 +761,8 @@ TESTS = [
      test_plan_schema_refuses_what_the_parser_refuses),
     ("run results validate: success, exception, exit, timeout, signal, not UTF-8, truncation",
      test_run_results_validate),
+    ("source_mismatch, cancelled, resource_limit results validate",
+     test_more_statuses_validate),
     ("refusals validate: policy_refused, invalid policy, limit, shell", test_refusals_validate),
     ("a denied_by_policy result validates", test_denied_by_policy_validates),
     ("call results validate: value, exception, result_invalid, binding, timeout, sanitized",
