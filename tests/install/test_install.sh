@@ -5,7 +5,8 @@
 #
 # Builds a fresh, non-sanitized copy of the tree with --prefix=/usr, installs it into a
 # temporary DESTDIR and checks what a distribution package would ship: the shared
-# library (soname, exported symbols), the header, the pkg-config file, the man pages,
+# library (soname, exported symbols), the header, the pkg-config file, the man pages and
+# the JSON Schemas,
 # a program compiled against the installed header and library (tests/install/smoke.c),
 # and the installed command line.  $GOVEX (the harness's sanitized binary) is ignored.
 #
@@ -28,7 +29,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=34
+PLAN=36
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -208,6 +209,26 @@ for page in man1/govex.1 man5/govex-policy.5 man3/libgovex.3; do
 	fi
 done
 
+# ---- the JSON Schemas --------------------------------------------------------------
+
+schemadir=$dest$prefix/share/govex/schema
+problems=()
+for s in policy plan result backend; do
+	f=$schemadir/$s.schema.json
+	if [ ! -f "$f" ]; then
+		problems+=("no $prefix/share/govex/schema/$s.schema.json")
+	elif ! cmp -s "$f" "$ROOT/docs/schema/$s.schema.json"; then
+		problems+=("$s.schema.json differs from docs/schema/$s.schema.json")
+	fi
+done
+extra=$(cd "$schemadir" 2>/dev/null && ls | grep -v -x -E '(policy|plan|result|backend)\.schema\.json')
+[ -z "$extra" ] || problems+=("unexpected files: $extra")
+if [ ${#problems[@]} -eq 0 ]; then
+	ok "the four JSON Schemas installed in $prefix/share/govex/schema, as in docs/schema"
+else
+	not_ok "the four JSON Schemas installed in $prefix/share/govex/schema" "${problems[@]}"
+fi
+
 # libgovex(3)'s EXAMPLE is smoke.c, tabs expanded to 4 and roff-escaped.
 src_page=$ROOT/docs/libgovex.3
 if [ -f "$src_page" ]; then
@@ -339,6 +360,27 @@ else
 	restricted=no
 	not_ok "govex backends --json prints govex.backend/v1 reports" "exit $rc" \
 		"$(cat "$tmp/backends.err" "$tmp/backends.py.err" 2>/dev/null)"
+fi
+
+# the installed govex's reports against the installed schema (Debian's python3-jsonschema)
+if [ -z "$backends" ]; then
+	not_ok "govex backends --json validates against the installed backend.schema.json" \
+		"no reports"
+elif ! /usr/bin/python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null; then
+	skip "govex backends --json validates against the installed backend.schema.json" \
+		"/usr/bin/python3 has no jsonschema (apt-get install python3-jsonschema)"
+elif out=$(/usr/bin/python3 -c '
+import json, sys
+from jsonschema import Draft202012Validator
+with open(sys.argv[1]) as f:
+    v = Draft202012Validator(json.load(f))
+errs = [e.message for e in v.iter_errors(json.loads(sys.stdin.read()))]
+print("\n".join(errs[:5]))
+sys.exit(1 if errs else 0)
+' "$schemadir/backend.schema.json" <<<"$backends" 2>&1); then
+	ok "govex backends --json validates against the installed backend.schema.json"
+else
+	not_ok "govex backends --json validates against the installed backend.schema.json" "$out"
 fi
 
 if [ "$restricted" = yes ] && [ -x "$smoke" ]; then
