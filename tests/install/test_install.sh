@@ -31,7 +31,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=45
+PLAN=49
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -585,6 +585,71 @@ for step in initialize tools/list tools/call exit; do
 	*) not_ok "$what" "${line#*	}" ;;
 	esac
 done
+
+# ---- the system service (deploy/systemd/govex-mcp.service.in) ----------------------
+
+# in systemd's unit directory under the prefix (meson.build: pkg-config's systemd, its
+# root prefix ours, or $prefix/lib/systemd/system without it)
+unit=$(find_one lib/systemd/system/govex-mcp.service)
+if [ -n "$unit" ] && [ -f "$unit" ]; then
+	ok "govex-mcp.service installed (${unit#"$dest"})"
+else
+	not_ok "govex-mcp.service installed in $prefix/lib/systemd/system" \
+		"$(cd "$dest" 2>/dev/null && find . -name '*.service')"
+fi
+problems=()
+if [ -f "${unit:-}" ]; then
+	grep -qxF "ExecStart=$prefix/bin/govex mcp --http \${GOVEX_MCP_HTTP} \$GOVEX_MCP_ARGS" "$unit" ||
+		problems+=("ExecStart: $(grep '^ExecStart=' "$unit")")
+	grep -qxF "EnvironmentFile=-/etc/default/govex-mcp" "$unit" ||
+		problems+=("EnvironmentFile: $(grep '^EnvironmentFile=' "$unit")")
+	grep -qxF "Environment=GOVEX_MCP_HTTP=127.0.0.1:8080" "$unit" ||
+		problems+=("no loopback default address")
+	grep -qxF "Delegate=yes" "$unit" || problems+=("no Delegate=yes")
+	grep -qxF "KillMode=mixed" "$unit" || problems+=("no KillMode=mixed (the drain)")
+	! grep -n '@[a-z_]*@' "$unit" >/dev/null || problems+=("left unsubstituted: $(grep -n '@[a-z_]*@' "$unit")")
+else
+	problems+=("no unit")
+fi
+if [ ${#problems[@]} -eq 0 ]; then
+	ok "govex-mcp.service runs $prefix/bin/govex, its address from /etc/default/govex-mcp, Delegate=yes"
+else
+	not_ok "govex-mcp.service runs $prefix/bin/govex, its address from /etc/default/govex-mcp, Delegate=yes" \
+		"${problems[@]}"
+fi
+
+# systemd's own check of the unit as installed, with ExecStart pointed at the DESTDIR's
+# binary (verify checks that the command exists): unknown or misspelt directives (one a
+# later systemd has, for instance) are warnings it prints, so any output fails
+if command -v systemd-analyze >/dev/null 2>&1 && [ -f "${unit:-}" ]; then
+	mkdir -p "$tmp/unit"
+	sed "s|^ExecStart=$prefix/bin/govex |ExecStart=$cli |" "$unit" >"$tmp/unit/govex-mcp.service"
+	systemd-analyze verify --man=no "$tmp/unit/govex-mcp.service" >"$tmp/verify.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && [ ! -s "$tmp/verify.log" ]; then
+		ok "systemd-analyze verify govex-mcp.service: clean ($(systemd-analyze --version | head -n 1))"
+	else
+		not_ok "systemd-analyze verify govex-mcp.service: clean" "exit $rc" "$(cat "$tmp/verify.log")"
+	fi
+	# the hardening, as systemd scores it (0 best, 10 worst); the unit before
+	# CapabilityBoundingSet= and without AF_NETLINK scored 7.3
+	exposure=$(systemd-analyze security --offline=yes "$tmp/unit/govex-mcp.service" 2>"$tmp/security.err" |
+		sed -n 's/.*Overall exposure level for govex-mcp.service: \([0-9.]*\).*/\1/p')
+	if [ -z "$exposure" ] && grep -q -i 'offline' "$tmp/security.err"; then
+		skip "systemd-analyze security: exposure at most 6.5" "this systemd-analyze has no --offline (systemd < 250)"
+	elif [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 6.5) }'; then
+		ok "systemd-analyze security: exposure $exposure, at most 6.5"
+	else
+		not_ok "systemd-analyze security: exposure at most 6.5" "exposure '$exposure'" \
+			"$(cat "$tmp/security.err")"
+	fi
+elif command -v systemd-analyze >/dev/null 2>&1; then
+	not_ok "systemd-analyze verify govex-mcp.service: clean" "no unit installed"
+	not_ok "systemd-analyze security: exposure at most 6.5" "no unit installed"
+else
+	skip "systemd-analyze verify govex-mcp.service" "no systemd-analyze on this host"
+	skip "systemd-analyze security: exposure at most 6.5" "no systemd-analyze on this host"
+fi
 
 if [ "$n" -ne "$PLAN" ]; then
 	echo "# planned $PLAN tests, ran $n"
