@@ -341,7 +341,7 @@ def test_stock_kernel_controls(t):
 
 
 def test_shipped_unit(t):
-    """deploy/systemd/govex-mcp.service as shipped (its hardening included), with only its
+    """deploy/systemd/govex-mcp.service.in as shipped (its hardening included), with only its
     binary and port changed: ready, serving the default policy, its cgroup delegated."""
     h.need_systemd_v2()
     if not h.ROOT:
@@ -354,7 +354,8 @@ def test_shipped_unit(t):
     port = _free_port()
     name = h.unique("govex-mcp-shipped")
     unit = "/run/systemd/system/%s.service" % name
-    src = h.read(os.path.join(g.REPO, "deploy", "systemd", "govex-mcp.service"))
+    src = h.read(os.path.join(g.REPO, "deploy", "systemd", "govex-mcp.service.in"))
+    src = src.replace("@envfile@", "/run/%s.env" % name)     # none there
     g.check("\nDelegate=yes\n" in src, "the shipped unit delegates its cgroup")
     lines = []
     for line in src.splitlines():
@@ -406,7 +407,7 @@ TESTS = [
     ("govex mcp --http in a Delegate=yes unit serves strict", test_mcp_http_unit_with_delegate),
     ("/readyz is 503 while the policy cannot run", test_mcp_not_ready_when_refused),
     ("stock kernel: missing Landlock reported, not claimed", test_stock_kernel_controls),
-    ("deploy/systemd/govex-mcp.service as shipped serves strict", test_shipped_unit),
+    ("deploy/systemd/govex-mcp.service.in as shipped serves strict", test_shipped_unit),
 ]
 
 if __name__ == "__main__":

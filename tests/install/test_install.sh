@@ -5,10 +5,12 @@
 #
 # Builds a fresh, non-sanitized copy of the tree with --prefix=/usr, installs it into a
 # temporary DESTDIR and checks what a distribution package would ship: the shared
-# library (soname, exported symbols), the header, the pkg-config file, the man pages and
-# the JSON Schemas,
-# a program compiled against the installed header and library (tests/install/smoke.c),
-# and the installed command line.  $GOVEX (the harness's sanitized binary) is ignored.
+# library (soname, exported symbols), the header, the pkg-config file, the man pages,
+# the JSON Schemas, programs compiled against the installed header and library (tests/install/smoke*.c:
+# a run, the process toolkit, the tool provider), and the installed command line (run,
+# exec, call, inspect, and mcp over stdio through tests/install/mcp_stdio.py).  The
+# build directory is moved away once installed, so nothing can be found there.  $GOVEX
+# (the harness's sanitized binary) is ignored.
 #
 #   bash tests/install/test_install.sh        (from anywhere; prints TAP, exits 0)
 #
@@ -29,7 +31,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=36
+PLAN=51
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -68,6 +70,14 @@ if $built && meson install -C "$build" --destdir "$dest" >"$tmp/install.log" 2>&
 else
 	not_ok "meson install --destdir" "$(tail_of "$tmp/install.log")"
 fi
+
+# From here on only the installed files may be used: the build directory is moved away,
+# so a binary that looked for its worker, its warm-run helper or a library there would
+# fail (and govex's cache is a fresh one, not the caller's).
+if [ -d "$build" ]; then
+	mv "$build" "$build.moved-away"
+fi
+export XDG_CACHE_HOME=$tmp/cache
 
 # Locate the installed files: libdir is $prefix/lib, lib64 or lib/<multiarch>; the .pc
 # file is in $libdir/pkgconfig or $prefix/share/pkgconfig.
@@ -461,6 +471,225 @@ if [ "$restricted" = yes ]; then
 	exec_cli "(default policy, restricted)"
 else
 	skip "installed govex exec under the default policy" "feature:userns the restricted backend is unavailable here"
+fi
+
+# ---- call mode, inspection, the tool provider and MCP, from the installed files ------
+
+# The call-mode worker (src/worker) and the warm runs' helper (libgovex-zyg.so) are
+# compiled into the library and loaded from memory (a memfd): nothing is looked up at run
+# time, so a package has no such file to install, and with the build directory gone
+# (above) the cases below use what is installed alone.
+stray=$(cd "$dest" 2>/dev/null && find . \( -name '*zyg*' -o -name 'govex_worker*' \
+	-o -name 'worker.py' -o -name 'zygote.py' \) | sort)
+if [ -d "$dest" ] && [ -z "$stray" ] && [ ! -e "$build" ]; then
+	ok "the worker and libgovex-zyg.so are embedded, not installed files; build tree gone"
+else
+	not_ok "the worker and libgovex-zyg.so are embedded, not installed files; build tree gone" \
+		"installed: $stray" "build directory: $(ls -d "$build" 2>&1)"
+fi
+
+# the modules are inputs: copies outside the source tree
+mods=$tmp/modules
+mkdir -p "$mods" && cp "$ROOT/examples/mod.py" "$ROOT/examples/plugins.py" \
+	"$ROOT/examples/known-effects.json" "$mods/"
+if [ "$restricted" = yes ]; then
+	preset=strict
+	policy_args=()
+	under="the default policy"
+else
+	preset=trusted
+	policy_args=(--preset trusted)
+	under="--preset trusted (no restricted backend here)"
+fi
+
+out=$(cd "$tmp" && rungovex call "${policy_args[@]}" "$mods/mod.py:add" --args '{"a": 40, "b": 2}' \
+	2>"$tmp/call.err")
+rc=$?
+if [ $rc -eq 0 ] && [ "$out" = 42 ]; then
+	ok "installed govex call mod.py:add --args '{\"a\": 40, \"b\": 2}' prints 42 ($under)"
+else
+	not_ok "installed govex call mod.py:add prints 42 ($under)" "exit $rc, stdout '$out'" \
+		"$(cat "$tmp/call.err")"
+fi
+
+# refused before anything runs: plugin_name's network and file-writing effects are
+# unknown to the inspection, and known-effects.json requires them known (README)
+if [ "$restricted" = yes ]; then
+	out=$(cd "$tmp" && rungovex call --json --policy "$mods/known-effects.json" \
+		"$mods/plugins.py:plugin_name" --args '{"module": "json"}' 2>"$tmp/refused.err")
+	rc=$?
+	if [ $rc -eq 125 ] && python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+assert r["version"] == "govex.result/v1", r
+assert r["status"] == "policy_refused" and r["termination"] == "refused", r
+d = r["diagnostics"]
+assert [x["code"] for x in d] == ["unknown_required_effect"], d
+assert d[0]["effects"] == ["filesystem_write", "network"], d
+assert r["exit_code"] is None and r["stdout"] == "", r
+' <<<"$out" 2>"$tmp/refused.py.err"; then
+		ok "installed govex call of an effect-unknown function is refused (125, unknown_required_effect)"
+	else
+		not_ok "installed govex call of an effect-unknown function is refused (125, unknown_required_effect)" \
+			"exit $rc" "$out" "$(cat "$tmp/refused.err" "$tmp/refused.py.err" 2>/dev/null)"
+	fi
+else
+	skip "installed govex call refused by effects.require_known" \
+		"feature:userns the restricted backend is unavailable here (known-effects.json is strict's)"
+fi
+
+out=$(cd "$tmp" && rungovex inspect "${policy_args[@]}" --json "$mods/mod.py" 2>"$tmp/inspect.err")
+rc=$?
+if [ $rc -eq 0 ] && python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["version"] == "govex.inspection/v1", d
+assert d["source_digest"].startswith("sha256:"), d
+fs = {f["name"]: f for f in d["functions"]}
+assert sorted(fs) == ["add", "greet", "mean"], sorted(fs)
+assert all(f["eligible"] for f in fs.values()), fs
+assert fs["greet"]["async"] is True and fs["add"]["async"] is False, fs
+props = fs["add"]["input_schema"]["properties"]
+assert props == {"a": {"type": "integer"}, "b": {"type": "integer"}}, props
+assert set(fs["add"]["effects"].values()) == {"absent"}, fs["add"]["effects"]
+' <<<"$out" 2>"$tmp/inspect.py.err"; then
+	ok "installed govex inspect --json mod.py: add, mean, async greet, schemas and effects ($under)"
+else
+	not_ok "installed govex inspect --json mod.py: add, mean, async greet, schemas and effects ($under)" \
+		"exit $rc" "$(head -c 2000 <<<"$out")" \
+		"$(cat "$tmp/inspect.err" "$tmp/inspect.py.err" 2>/dev/null)"
+fi
+
+# the tool provider through the installed library (smoke_tools.c)
+smoke_tools=$tmp/smoke_tools
+# shellcheck disable=SC2086  # pkg-config output is a list of words
+if [ -n "$cflags$libs" ] &&
+	${CC:-cc} -std=c99 -Wall -Wextra -Werror -pedantic -o "$smoke_tools" \
+		"$ROOT/tests/install/smoke_tools.c" $cflags $libs >"$tmp/cc_tools.log" 2>&1; then
+	ok "smoke_tools.c compiles against the installed header and library (pkg-config)"
+else
+	not_ok "smoke_tools.c compiles against the installed header and library (pkg-config)" \
+		"$(tail_of "$tmp/cc_tools.log")"
+fi
+if [ -x "$smoke_tools" ]; then
+	(cd "$tmp" && LD_LIBRARY_PATH=$export_ld "$smoke_tools" "$preset" "$mods/mod.py") \
+		>"$tmp/tools.out" 2>"$tmp/tools.err"
+	rc=$?
+else
+	rc=127
+	: >"$tmp/tools.out"
+fi
+# tools_check LINE PYTHON: line LINE of smoke_tools' output, as JSON, passes PYTHON's asserts
+tools_check() {
+	sed -n "$1p" "$tmp/tools.out" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+'"$2" 2>"$tmp/tools.py.err"
+}
+if [ -s "$tmp/tools.out" ] && tools_check 1 '
+names = sorted(t["name"] for t in d)
+assert names == ["add", "greet", "mean", "run_python_snippet"], names
+for t in d:
+    assert t["description"] and t["inputSchema"]["type"] == "object", t
+snippet = [t for t in d if t["name"] == "run_python_snippet"][0]
+assert "code" in snippet["inputSchema"]["properties"], snippet
+'; then
+	ok "smoke_tools: govex_toolset_list names run_python_snippet and mod.py's add, mean, greet"
+else
+	not_ok "smoke_tools: govex_toolset_list names run_python_snippet and mod.py's add, mean, greet" \
+		"exit $rc" "$(head -c 1500 "$tmp/tools.out")" "$(cat "$tmp/tools.err" "$tmp/tools.py.err" 2>/dev/null)"
+fi
+want_backend=$([ "$preset" = strict ] && echo restricted || echo controlled)
+if [ $rc -eq 0 ] && tools_check 2 '
+r = d["structuredContent"]
+assert d["isError"] is False and r["status"] == "success", d
+assert r["stdout"] == "42\n" and r["backend"]["name"] == "'"$want_backend"'", r
+' && tools_check 3 '
+assert d["isError"] is False and d["structuredContent"]["value"] == 42, d
+'; then
+	ok "smoke_tools: govex_toolset_invoke runs run_python_snippet (42, $want_backend) and add (42); an unknown tool is GOVEX_EINVAL"
+else
+	not_ok "smoke_tools: govex_toolset_invoke runs run_python_snippet, add; an unknown tool is GOVEX_EINVAL" \
+		"exit $rc" "$(sed -n '2,3p' "$tmp/tools.out" | head -c 3000)" \
+		"$(cat "$tmp/tools.err" "$tmp/tools.py.err" 2>/dev/null)"
+fi
+
+# govex mcp over stdio: JSON-RPC lines through a pipe (tests/install/mcp_stdio.py)
+(cd "$tmp" && LD_LIBRARY_PATH=$export_ld python3 "$ROOT/tests/install/mcp_stdio.py" "$cli" \
+	"$want_version" "$preset" "$mods/mod.py") >"$tmp/mcp.out" 2>"$tmp/mcp.err"
+for step in initialize tools/list tools/call exit; do
+	line=$(awk -F '\t' -v s="$step" '$1 == s' "$tmp/mcp.out")
+	what="installed govex mcp over stdio ($preset): $step"
+	case "$line" in
+	"$step	ok	"*) ok "$what: ${line#*ok	}" ;;
+	"") not_ok "$what" "no reply to this step" "$(cat "$tmp/mcp.out" "$tmp/mcp.err")" ;;
+	*) not_ok "$what" "${line#*	}" ;;
+	esac
+done
+
+# ---- the system service (deploy/systemd/govex-mcp.service.in) ----------------------
+
+# in systemd's unit directory under the prefix (meson.build: pkg-config's systemd, its
+# root prefix ours, or $prefix/lib/systemd/system without it)
+unit=$(find_one lib/systemd/system/govex-mcp.service)
+if [ -n "$unit" ] && [ -f "$unit" ]; then
+	ok "govex-mcp.service installed (${unit#"$dest"})"
+else
+	not_ok "govex-mcp.service installed in $prefix/lib/systemd/system" \
+		"$(cd "$dest" 2>/dev/null && find . -name '*.service')"
+fi
+problems=()
+if [ -f "${unit:-}" ]; then
+	grep -qxF "ExecStart=$prefix/bin/govex mcp --http \${GOVEX_MCP_HTTP} \$GOVEX_MCP_ARGS" "$unit" ||
+		problems+=("ExecStart: $(grep '^ExecStart=' "$unit")")
+	grep -qxF "EnvironmentFile=-/etc/default/govex-mcp" "$unit" ||
+		problems+=("EnvironmentFile: $(grep '^EnvironmentFile=' "$unit")")
+	grep -qxF "Environment=GOVEX_MCP_HTTP=127.0.0.1:8080" "$unit" ||
+		problems+=("no loopback default address")
+	grep -qxF "Delegate=yes" "$unit" || problems+=("no Delegate=yes")
+	grep -qxF "KillMode=mixed" "$unit" || problems+=("no KillMode=mixed (the drain)")
+	! grep -n '@[a-z_]*@' "$unit" >/dev/null || problems+=("left unsubstituted: $(grep -n '@[a-z_]*@' "$unit")")
+else
+	problems+=("no unit")
+fi
+if [ ${#problems[@]} -eq 0 ]; then
+	ok "govex-mcp.service runs $prefix/bin/govex, its address from /etc/default/govex-mcp, Delegate=yes"
+else
+	not_ok "govex-mcp.service runs $prefix/bin/govex, its address from /etc/default/govex-mcp, Delegate=yes" \
+		"${problems[@]}"
+fi
+
+# systemd's own check of the unit as installed, with ExecStart pointed at the DESTDIR's
+# binary (verify checks that the command exists): unknown or misspelt directives (one a
+# later systemd has, for instance) are warnings it prints, so any output fails
+if command -v systemd-analyze >/dev/null 2>&1 && [ -f "${unit:-}" ]; then
+	mkdir -p "$tmp/unit"
+	sed "s|^ExecStart=$prefix/bin/govex |ExecStart=$cli |" "$unit" >"$tmp/unit/govex-mcp.service"
+	systemd-analyze verify --man=no "$tmp/unit/govex-mcp.service" >"$tmp/verify.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && [ ! -s "$tmp/verify.log" ]; then
+		ok "systemd-analyze verify govex-mcp.service: clean ($(systemd-analyze --version | head -n 1))"
+	else
+		not_ok "systemd-analyze verify govex-mcp.service: clean" "exit $rc" "$(cat "$tmp/verify.log")"
+	fi
+	# the hardening, as systemd scores it (0 best, 10 worst); the unit before
+	# CapabilityBoundingSet= and without AF_NETLINK scored 7.3
+	exposure=$(systemd-analyze security --offline=yes "$tmp/unit/govex-mcp.service" 2>"$tmp/security.err" |
+		sed -n 's/.*Overall exposure level for govex-mcp.service: \([0-9.]*\).*/\1/p')
+	if [ -z "$exposure" ] && grep -q -i 'offline' "$tmp/security.err"; then
+		skip "systemd-analyze security: exposure at most 6.5" "this systemd-analyze has no --offline (systemd < 250)"
+	elif [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 6.5) }'; then
+		ok "systemd-analyze security: exposure $exposure, at most 6.5"
+	else
+		not_ok "systemd-analyze security: exposure at most 6.5" "exposure '$exposure'" \
+			"$(cat "$tmp/security.err")"
+	fi
+elif command -v systemd-analyze >/dev/null 2>&1; then
+	not_ok "systemd-analyze verify govex-mcp.service: clean" "no unit installed"
+	not_ok "systemd-analyze security: exposure at most 6.5" "no unit installed"
+else
+	skip "systemd-analyze verify govex-mcp.service" "no systemd-analyze on this host"
+	skip "systemd-analyze security: exposure at most 6.5" "no systemd-analyze on this host"
 fi
 
 if [ "$n" -ne "$PLAN" ]; then
