@@ -305,7 +305,7 @@ static bool name_in(const char *name, const char *const *names)
 static void field_names(const struct plan_field *f, const char *names[32])
 {
 	size_t n = 0;
-	for (; f[n].name && n < 31; n++)
+	for (; n < 31 && f[n].name; n++)
 		names[n] = f[n].name;
 	names[n] = NULL;
 }
