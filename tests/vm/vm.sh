@@ -102,6 +102,10 @@ vssh() {
 
 case "${1:-}" in
 image)
+	# one maker at a time: .ci/run starts one in the background early (its downloads
+	# overlap the builds and the host's suites), and test_vm.py's own call waits for it
+	exec 9>"$state/image.lock"
+	flock 9
 	if [ -f "$img/recipe" ] && [ "$(cat "$img/recipe")" = "$recipe" ] && [ -f "$img/base.qcow2" ]; then
 		echo "vm: image $recipe is there"
 	else
