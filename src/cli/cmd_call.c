@@ -44,7 +44,9 @@ static int parse(unsigned cmd, int argc, char **argv, struct cli_opts *a, char *
 		return -1;
 	}
 	if (!a->n_operands && !a->plan_file) {
-		snprintf(err, errlen, "give FILE:FUNCTION or --plan PLAN");
+		snprintf(err, errlen, "%s",
+			 cmd == CLI_CMD_INSPECT ? "give FILE"
+						: "give FILE:FUNCTION or --plan PLAN");
 		return -1;
 	}
 	return 0;
@@ -275,18 +277,13 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	struct cli_opts a;
 	char err[300];
 	const char *name = plan_only ? "plan" : "call";
-	if (parse(CLI_CMD_CALL, argc, argv, &a, err, sizeof(err)) < 0) {
+	if (parse(plan_only ? CLI_CMD_PLAN_CALL : CLI_CMD_CALL, argc, argv, &a, err, sizeof(err)) <
+	    0) {
 		cli_error("%s: %s (see govex %s --help)", name, err, name);
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		cli_usage_print_call(
-		    name, plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
-		    plan_only
-			? "Plan a call of one function without running any user code and "
-			  "print the\ncanonical govex.plan/v1 document."
-			: "Call one Python function with JSON arguments in a fresh worker and "
-			  "report its\nJSON value.");
+		fputs(plan_only ? cli_usage_plan : cli_usage_call, stdout);
 		return 0;
 	}
 	int rc;
@@ -347,11 +344,8 @@ int cmd_inspect(int argc, char **argv)
 {
 	struct cli_opts a;
 	char err[300], msg[600];
-	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file || a.args ||
-	    a.args_file) {
-		cli_error("inspect: %s (see govex inspect --help)",
-			  a.plan_file || a.args || a.args_file ? "only FILE and policy options"
-							       : err);
+	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0) {
+		cli_error("inspect: %s (see govex inspect --help)", err);
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
