@@ -6,11 +6,11 @@
 # Builds a fresh, non-sanitized copy of the tree with --prefix=/usr, installs it into a
 # temporary DESTDIR and checks what a distribution package would ship: the shared
 # library (soname, exported symbols), the header, the pkg-config file, the man pages,
-# the JSON Schemas, programs compiled against the installed header and library (tests/install/smoke*.c:
-# a run, the process toolkit, the tool provider), and the installed command line (run,
-# exec, call, inspect, and mcp over stdio through tests/install/mcp_stdio.py).  The
-# build directory is moved away once installed, so nothing can be found there.  $GOVEX
-# (the harness's sanitized binary) is ignored.
+# the JSON Schemas, the licence, programs compiled against the installed header and
+# library (tests/install/smoke*.c: a run, the process toolkit, the tool provider), and the
+# installed command line (run, exec, call, inspect, and mcp over stdio through
+# tests/install/mcp_stdio.py).  The build directory is moved away once installed, so
+# nothing can be found there.  $GOVEX (the harness's sanitized binary) is ignored.
 #
 #   bash tests/install/test_install.sh        (from anywhere; prints TAP, exits 0)
 #
@@ -31,7 +31,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=51
+PLAN=52
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -237,6 +237,16 @@ if [ ${#problems[@]} -eq 0 ]; then
 	ok "the four JSON Schemas installed in $prefix/share/govex/schema, as in docs/schema"
 else
 	not_ok "the four JSON Schemas installed in $prefix/share/govex/schema" "${problems[@]}"
+fi
+
+# ---- the licence -------------------------------------------------------------------
+
+license=$dest$prefix/share/licenses/govex/LICENSE
+if [ -f "$license" ] && cmp -s "$license" "$ROOT/LICENSE"; then
+	ok "LICENSE installed as $prefix/share/licenses/govex/LICENSE"
+else
+	not_ok "LICENSE installed as $prefix/share/licenses/govex/LICENSE" \
+		"$( [ -f "$license" ] && echo "differs from the tree's LICENSE" || echo "not installed")"
 fi
 
 # libgovex(3)'s EXAMPLE is smoke.c, tabs expanded to 4 and roff-escaped.
