@@ -26,17 +26,16 @@ int cmd_policy(int argc, char **argv)
 	const char *verb = argv[1], *arg = argv[2];
 	govex_policy *p = NULL;
 	struct govex_error e = {0};
-	int r;
-	if (strcmp(verb, "show") == 0)
-		r = govex_policy_preset(arg, &p, &e);
-	else if (strcmp(verb, "check") == 0 || strcmp(verb, "canon") == 0 ||
-		 strcmp(verb, "digest") == 0)
-		r = govex_policy_load(arg, &p, &e);
-	else {
+	bool known = false;
+	for (size_t i = 0; cli_policy_verbs[i]; i++)
+		known = known || strcmp(verb, cli_policy_verbs[i]) == 0;
+	if (!known) {
 		cli_error("policy: unknown verb '%s'", verb);
 		fputs(cli_usage_policy, stderr);
 		return EXIT_USAGE;
 	}
+	int r = strcmp(verb, "show") == 0 ? govex_policy_preset(arg, &p, &e)
+					  : govex_policy_load(arg, &p, &e);
 	if (r < 0) {
 		cli_error("policy '%s': %s", arg, e.message);
 		return EXIT_USAGE;

@@ -112,6 +112,8 @@ static int dispatch(int argc, char **argv)
 		return cmd_version(1, argv + 1);
 	if (strcmp(cmd, "version") == 0)
 		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(cmd, "__complete") == 0)
+		return cmd_complete(argc - 1, argv + 1);
 
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc - 1, argv + 1, false);

@@ -118,6 +118,7 @@ const struct cli_command_info cli_commands[] = {
 
 const char *const cli_presets[] = {"strict", "workspace", "trusted", NULL};
 const char *const cli_backends[] = {"controlled", "restricted", NULL};
+const char *const cli_policy_verbs[] = {"check", "canon", "digest", "show", NULL};
 
 const struct cli_command_info *cli_command_find(const char *name)
 {

@@ -103,8 +103,9 @@ extern const struct cli_command_info cli_commands[];
 /* The command named name, or NULL. */
 const struct cli_command_info *cli_command_find(const char *name);
 
-/* The built-in presets and the backends, NULL-terminated, for the completions. */
-extern const char *const cli_presets[], *const cli_backends[];
+/* The built-in presets, the backends and govex policy's verbs, NULL-terminated (the
+ * completions offer them; cmd_policy takes exactly the verbs). */
+extern const char *const cli_presets[], *const cli_backends[], *const cli_policy_verbs[];
 
 #define CLI_ENV_MAX	       64
 #define CLI_FILES_MAX	       256
