@@ -121,6 +121,11 @@ int cmd_call(int argc, char **argv, bool plan_only);
 /* FILE.py:FUNCTION or FILE.ipynb:FUNCTION */
 bool cli_is_call_target(const char *s);
 int cmd_inspect(int argc, char **argv);
+/* Prints the names of FILE's functions a call can take, one a line, from its inspection
+ * (static: the file is parsed, never imported); 0, or a refusal's exit status, silently. */
+int cli_complete_functions(const char *file);
+/* govex __complete, for the shell completions (cmd_complete.c) */
+int cmd_complete(int argc, char **argv);
 
 /* Prints "govex: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -59,20 +59,19 @@ static const char *how_of(const char *backend, const char *control)
 
 int cmd_backends(int argc, char **argv)
 {
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			puts("usage: govex backends [--json]\n\n"
-			     "List the backends and the controls each enforces on this host, "
-			     "probed now.\nWith --json: a JSON array of govex.backend/v1 reports.");
-			return 0;
-		} else {
-			cli_error("backends: unknown argument '%s'", argv[i]);
-			return EXIT_USAGE;
-		}
+	struct cli_opts o;
+	struct cli_opt_error oe;
+	if (cli_options_parse(CLI_CMD_BACKENDS, true, argc, argv, &o, &oe) < 0 ||
+	    (!o.help && o.n_operands > 0)) {
+		cli_error("backends: unknown argument '%s' (see govex backends --help)",
+			  oe.kind != CLI_OPTERR_NONE ? oe.arg : o.operands[0]);
+		return EXIT_USAGE;
 	}
+	if (o.help) {
+		fputs(cli_usage_backends, stdout);
+		return 0;
+	}
+	bool json = o.json;
 	govex_policy *p = NULL;
 	govex_runtime *rt = NULL;
 	struct govex_error e = {0};

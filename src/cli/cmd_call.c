@@ -44,7 +44,9 @@ static int parse(unsigned cmd, int argc, char **argv, struct cli_opts *a, char *
 		return -1;
 	}
 	if (!a->n_operands && !a->plan_file) {
-		snprintf(err, errlen, "give FILE:FUNCTION or --plan PLAN");
+		snprintf(err, errlen, "%s",
+			 cmd == CLI_CMD_INSPECT ? "give FILE"
+						: "give FILE:FUNCTION or --plan PLAN");
 		return -1;
 	}
 	return 0;
@@ -275,18 +277,13 @@ int cmd_call(int argc, char **argv, bool plan_only)
 	struct cli_opts a;
 	char err[300];
 	const char *name = plan_only ? "plan" : "call";
-	if (parse(CLI_CMD_CALL, argc, argv, &a, err, sizeof(err)) < 0) {
+	if (parse(plan_only ? CLI_CMD_PLAN_CALL : CLI_CMD_CALL, argc, argv, &a, err, sizeof(err)) <
+	    0) {
 		cli_error("%s: %s (see govex %s --help)", name, err, name);
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		cli_usage_print_call(
-		    name, plan_only ? "" : "\n                  [--args JSON | --args-file FILE]",
-		    plan_only
-			? "Plan a call of one function without running any user code and "
-			  "print the\ncanonical govex.plan/v1 document."
-			: "Call one Python function with JSON arguments in a fresh worker and "
-			  "report its\nJSON value.");
+		fputs(plan_only ? cli_usage_plan : cli_usage_call, stdout);
 		return 0;
 	}
 	int rc;
@@ -343,15 +340,61 @@ static void print_inspection(const char *doc)
 	json_decref(j);
 }
 
+/* Inspects target under a's policy: 0 with *ret_doc, or the exit status of a refusal,
+ * which is reported unless quiet. */
+static int inspect_doc(const struct cli_opts *a, const char *target, bool quiet, char **ret_doc)
+{
+	char msg[600];
+	int rc = EXIT_REFUSED;
+	struct cli_session s;
+	govex_result *res = NULL;
+	char *data = NULL, *path = NULL;
+	struct govex_source src;
+	struct govex_error ge = {0};
+	memset(&src, 0, sizeof(src));
+	*ret_doc = NULL;
+	cli_session_init(&s, a);
+	int r = read_source(target, &src, &data, &path);
+	if (r < 0) {
+		snprintf(msg, sizeof(msg), "source '%s': %s", target, strerror(-r));
+		if (!quiet)
+			rc = cli_emit_refusal(a->json, GOVEX_STATUS_INVALID_INPUT,
+					      "unreadable_source", msg);
+		goto out;
+	}
+	if (cli_session_start(&s, 0) < 0) {
+		if (!quiet)
+			rc = cli_session_refuse(&s);
+		goto out;
+	}
+	if (govex_runtime_inspect(s.rt, &src, ret_doc, &res, &ge) < 0) {
+		if (!quiet)
+			cli_error("inspect: %s", ge.message);
+		goto out;
+	}
+	if (res) {
+		if (!quiet)
+			print_result(res, a->json);
+		rc = call_exit_status(res);
+		free(*ret_doc);
+		*ret_doc = NULL;
+		goto out;
+	}
+	rc = 0;
+out:
+	govex_result_free(res);
+	cli_session_close(&s);
+	free(data);
+	free(path);
+	return rc;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	struct cli_opts a;
-	char err[300], msg[600];
-	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0 || a.plan_file || a.args ||
-	    a.args_file) {
-		cli_error("inspect: %s (see govex inspect --help)",
-			  a.plan_file || a.args || a.args_file ? "only FILE and policy options"
-							       : err);
+	char err[300];
+	if (parse(CLI_CMD_INSPECT, argc, argv, &a, err, sizeof(err)) < 0) {
+		cli_error("inspect: %s (see govex inspect --help)", err);
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
@@ -363,33 +406,10 @@ int cmd_inspect(int argc, char **argv)
 		cli_error("inspect: give FILE (see govex inspect --help)");
 		return EXIT_REFUSED;
 	}
-	int rc = EXIT_REFUSED;
-	struct cli_session s;
-	govex_result *res = NULL;
-	char *data = NULL, *path = NULL, *doc = NULL;
-	struct govex_source src;
-	struct govex_error ge = {0};
-	memset(&src, 0, sizeof(src));
-	cli_session_init(&s, &a);
-	int r = read_source(target, &src, &data, &path);
-	if (r < 0) {
-		snprintf(msg, sizeof(msg), "source '%s': %s", target, strerror(-r));
-		rc = cli_emit_refusal(a.json, GOVEX_STATUS_INVALID_INPUT, "unreadable_source", msg);
-		goto out;
-	}
-	if (cli_session_start(&s, 0) < 0) {
-		rc = cli_session_refuse(&s);
-		goto out;
-	}
-	if (govex_runtime_inspect(s.rt, &src, &doc, &res, &ge) < 0) {
-		cli_error("inspect: %s", ge.message);
-		goto out;
-	}
-	if (res) {
-		print_result(res, a.json);
-		rc = call_exit_status(res);
-		goto out;
-	}
+	char *doc = NULL;
+	int rc = inspect_doc(&a, target, false, &doc);
+	if (rc != 0)
+		return rc;
 	if (a.json) {
 		/* docstrings and annotations are the module's text: DEL and C1 escaped */
 		char *t = cli_terminal_safe(doc, true);
@@ -399,12 +419,31 @@ int cmd_inspect(int argc, char **argv)
 	} else {
 		print_inspection(doc);
 	}
-	rc = 0;
-out:
-	govex_result_free(res);
-	cli_session_close(&s);
-	free(data);
-	free(path);
 	free(doc);
-	return rc;
+	return 0;
+}
+
+int cli_complete_functions(const char *file)
+{
+	struct cli_opts a;
+	char *doc = NULL;
+	memset(&a, 0, sizeof(a)); /* the defaults: the strict preset, the best backend */
+	int rc = inspect_doc(&a, file, true, &doc);
+	if (rc != 0)
+		return rc;
+	json_t *j = json_loads(doc, 0, NULL), *f;
+	size_t i;
+	json_array_foreach(json_object_get(j, "functions"), i, f)
+	{
+		const char *name = json_string_value(json_object_get(f, "name"));
+		char t[300];
+		/* only what a FILE:FUNCTION target can name (cli_is_call_target) */
+		if (name && json_is_true(json_object_get(f, "eligible")) &&
+		    snprintf(t, sizeof(t), "x.py:%s", name) < (int)sizeof(t) &&
+		    cli_is_call_target(t))
+			puts(name);
+	}
+	json_decref(j);
+	free(doc);
+	return 0;
 }

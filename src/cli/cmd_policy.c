@@ -6,36 +6,36 @@
 
 #include "cli.h"
 
-static const char policy_usage[] =
-    "usage: govex policy check FILE    validate FILE; exit 0 when valid, 2 naming the field\n"
-    "       govex policy canon FILE    print the canonical bytes with every default\n"
-    "       govex policy digest FILE   print sha256:<hex> of the canonical bytes\n"
-    "       govex policy show PRESET   print a built-in preset (strict, workspace, trusted)\n";
-
 int cmd_policy(int argc, char **argv)
 {
-	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		fputs(policy_usage, stdout);
+	struct cli_opts a;
+	struct cli_opt_error oe;
+	if (cli_options_parse(CLI_CMD_POLICY, false, argc, argv, &a, &oe) < 0) {
+		cli_error("policy: unknown option '%s'", oe.arg);
+		fputs(cli_usage_policy, stderr);
+		return EXIT_USAGE;
+	}
+	if (a.help) {
+		fputs(cli_usage_policy, stdout);
 		return 0;
 	}
 	if (argc != 3) {
-		fputs(policy_usage, stderr);
+		fputs(cli_usage_policy, stderr);
 		return EXIT_USAGE;
 	}
 	const char *verb = argv[1], *arg = argv[2];
 	govex_policy *p = NULL;
 	struct govex_error e = {0};
-	int r;
-	if (strcmp(verb, "show") == 0)
-		r = govex_policy_preset(arg, &p, &e);
-	else if (strcmp(verb, "check") == 0 || strcmp(verb, "canon") == 0 ||
-		 strcmp(verb, "digest") == 0)
-		r = govex_policy_load(arg, &p, &e);
-	else {
+	bool known = false;
+	for (size_t i = 0; cli_policy_verbs[i]; i++)
+		known = known || strcmp(verb, cli_policy_verbs[i]) == 0;
+	if (!known) {
 		cli_error("policy: unknown verb '%s'", verb);
-		fputs(policy_usage, stderr);
+		fputs(cli_usage_policy, stderr);
 		return EXIT_USAGE;
 	}
+	int r = strcmp(verb, "show") == 0 ? govex_policy_preset(arg, &p, &e)
+					  : govex_policy_load(arg, &p, &e);
 	if (r < 0) {
 		cli_error("policy '%s': %s", arg, e.message);
 		return EXIT_USAGE;

@@ -12,7 +12,8 @@
 #define INPUT_MAX (64u << 20)
 
 /* The run's operand and the combinations the table cannot express; -1 with err. */
-static int check_run_args(struct cli_opts *a, const char **file, char *err, size_t errlen)
+static int check_run_args(struct cli_opts *a, bool plan_only, const char **file, char *err,
+			  size_t errlen)
 {
 	*file = a->n_operands > 0 ? a->operands[0] : NULL;
 	if (a->n_operands > 1) {
@@ -28,7 +29,8 @@ static int check_run_args(struct cli_opts *a, const char **file, char *err, size
 		return -1;
 	}
 	if (!a->code && !*file && !a->plan_file) {
-		snprintf(err, errlen, "no code: give -c CODE, FILE, - or --plan PLAN");
+		snprintf(err, errlen, "no code: give -c CODE, FILE, - or %s",
+			 plan_only ? "FILE:FUNCTION" : "--plan PLAN");
 		return -1;
 	}
 	if (*file && strcmp(*file, "-") == 0 && a->stdin_file && strcmp(a->stdin_file, "-") == 0) {
@@ -148,22 +150,19 @@ int cmd_run(int argc, char **argv, bool plan_only)
 	const char *file = NULL;
 	char err[300];
 	const char *name = plan_only ? "plan" : "run";
-	if (cli_options_parse(CLI_CMD_RUN, false, argc, argv, &a, &oe) < 0)
+	if (cli_options_parse(plan_only ? CLI_CMD_PLAN : CLI_CMD_RUN, false, argc, argv, &a, &oe) <
+	    0)
 		snprintf(err, sizeof(err),
 			 oe.kind == CLI_OPTERR_UNKNOWN ? "unknown option '%s'" : "%s",
 			 oe.kind == CLI_OPTERR_UNKNOWN ? oe.arg : oe.msg);
 	if (oe.kind != CLI_OPTERR_NONE ||
-	    (!a.help && check_run_args(&a, &file, err, sizeof(err)) < 0)) {
+	    (!a.help && check_run_args(&a, plan_only, &file, err, sizeof(err)) < 0)) {
 		cli_error("%s: %s (see govex %s --help)", name, err, name);
 		/* for run, a bad command line is invalid input like any other: 125 */
 		return EXIT_REFUSED;
 	}
 	if (a.help) {
-		cli_usage_print_run(
-		    name, plan_only
-			      ? "Validate the request against the policy, choose a backend and "
-				"print the\ncanonical govex.plan/v1 document.  Runs nothing."
-			      : "Run Python code under the policy and report the result.");
+		fputs(plan_only ? cli_usage_plan : cli_usage_run, stdout);
 		return 0;
 	}
 

@@ -68,6 +68,23 @@ static int stdio_ensure_open(void)
 
 static int dispatch(int argc, char **argv);
 
+static int cmd_version(int argc, char **argv)
+{
+	struct cli_opts a;
+	struct cli_opt_error oe;
+	if (cli_options_parse(CLI_CMD_VERSION, false, argc, argv, &a, &oe) < 0 ||
+	    (!a.help && a.n_operands > 0)) {
+		cli_error("version: unexpected argument '%s' (see govex version --help)",
+			  oe.kind != CLI_OPTERR_NONE ? oe.arg : a.operands[0]);
+		return EXIT_USAGE;
+	}
+	if (a.help)
+		fputs(cli_usage_version, stdout);
+	else
+		printf("govex %s\n", govex_version());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (stdio_ensure_open() < 0)
@@ -91,10 +108,13 @@ static int dispatch(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
-	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-		printf("govex %s\n", govex_version());
-		return 0;
-	}
+	if (strcmp(cmd, "--version") == 0)
+		return cmd_version(1, argv + 1);
+	if (strcmp(cmd, "version") == 0)
+		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(cmd, "__complete") == 0)
+		return cmd_complete(argc - 1, argv + 1);
+
 	if (strcmp(cmd, "run") == 0)
 		return cmd_run(argc - 1, argv + 1, false);
 	if (strcmp(cmd, "plan") == 0) {

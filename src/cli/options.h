@@ -12,13 +12,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The commands, as bits of an option's commands mask. */
+/* The commands, as bits of an option's commands mask.  plan is two: the plan of a run and
+ * the plan of a call (plan FILE:FUNCTION) take different options. */
 enum cli_command {
-	CLI_CMD_RUN = 1u << 0,	   /* run, and plan of a run */
-	CLI_CMD_CALL = 1u << 1,	   /* call, and plan FILE:FUNCTION */
-	CLI_CMD_INSPECT = 1u << 2, /* inspect: parses call's options, refuses the call's own */
-	CLI_CMD_EXEC = 1u << 3,
-	CLI_CMD_MCP = 1u << 4,
+	CLI_CMD_RUN = 1u << 0,
+	CLI_CMD_PLAN = 1u << 1, /* plan of a run */
+	CLI_CMD_CALL = 1u << 2,
+	CLI_CMD_PLAN_CALL = 1u << 3, /* plan FILE:FUNCTION */
+	CLI_CMD_INSPECT = 1u << 4,
+	CLI_CMD_EXEC = 1u << 5,
+	CLI_CMD_MCP = 1u << 6,
+	CLI_CMD_POLICY = 1u << 7,
+	CLI_CMD_BACKENDS = 1u << 8,
+	CLI_CMD_VERSION = 1u << 9,
 };
 
 enum cli_option_id {
@@ -62,18 +68,44 @@ enum cli_option_store {
 	CLI_STORE_CHECKED /* checked and stored by the parser's own code */
 };
 
+/* What an option's argument is, for the shell completions (govex __complete). */
+enum cli_value {
+	CLI_VALUE_NONE,	   /* no argument */
+	CLI_VALUE_FILE,	   /* a file name */
+	CLI_VALUE_DIR,	   /* a directory */
+	CLI_VALUE_PRESET,  /* one of cli_presets */
+	CLI_VALUE_BACKEND, /* one of cli_backends */
+	CLI_VALUE_TEXT,	   /* anything else: nothing to complete */
+};
+
 struct cli_option {
 	const char *name;  /* long name, without "--"; NULL: short only */
 	char short_name;   /* 0: long only */
 	bool has_arg;	   /* a required argument */
 	unsigned commands; /* enum cli_command bits that accept it */
 	enum cli_option_store store;
-	size_t offset;	  /* in struct cli_opts */
+	size_t offset; /* in struct cli_opts */
+	enum cli_value value;
 	const char *help; /* one line, for the reader of the table */
 };
 
 /* Indexed by enum cli_option_id. */
 extern const struct cli_option cli_options[CLI_OPT_COUNT];
+
+/* The commands main dispatches, each with the enum cli_command bits whose options it
+ * takes and its usage (what `govex NAME --help` prints); NULL-terminated. */
+struct cli_command_info {
+	const char *name;
+	unsigned commands;
+	const char *usage;
+};
+extern const struct cli_command_info cli_commands[];
+/* The command named name, or NULL. */
+const struct cli_command_info *cli_command_find(const char *name);
+
+/* The built-in presets, the backends and govex policy's verbs, NULL-terminated (the
+ * completions offer them; cmd_policy takes exactly the verbs). */
+extern const char *const cli_presets[], *const cli_backends[], *const cli_policy_verbs[];
 
 #define CLI_ENV_MAX	       64
 #define CLI_FILES_MAX	       256
@@ -137,12 +169,9 @@ bool cli_option_accepted(unsigned cmd, const char *name);
 int cli_parse_ms(const char *opt, const char *arg, unsigned long long *ret, char *err,
 		 size_t errlen);
 
-/* Each command's usage text (the run and call ones are printf formats); the unit test
- * checks them against the table both ways. */
-extern const char cli_usage_run[], cli_usage_call[], cli_usage_inspect[], cli_usage_exec[],
-    cli_usage_mcp[];
-/* printf(cli_usage_run, name, what) and the same for call */
-void cli_usage_print_run(const char *name, const char *what);
-void cli_usage_print_call(const char *name, const char *synopsis_tail, const char *what);
+/* Each command's usage text; the unit test checks each against the table both ways. */
+extern const char cli_usage_run[], cli_usage_plan[], cli_usage_call[], cli_usage_inspect[],
+    cli_usage_exec[], cli_usage_mcp[], cli_usage_policy[], cli_usage_backends[],
+    cli_usage_version[];
 
 #endif

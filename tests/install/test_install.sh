@@ -6,11 +6,12 @@
 # Builds a fresh, non-sanitized copy of the tree with --prefix=/usr, installs it into a
 # temporary DESTDIR and checks what a distribution package would ship: the shared
 # library (soname, exported symbols), the header, the pkg-config file, the man pages,
-# the JSON Schemas, programs compiled against the installed header and library (tests/install/smoke*.c:
-# a run, the process toolkit, the tool provider), and the installed command line (run,
-# exec, call, inspect, and mcp over stdio through tests/install/mcp_stdio.py).  The
-# build directory is moved away once installed, so nothing can be found there.  $GOVEX
-# (the harness's sanitized binary) is ignored.
+# the JSON Schemas, the licence, the shell completions, programs compiled against the
+# installed header and library (tests/install/smoke*.c: a run, the process toolkit, the
+# tool provider), and the installed command line (run, exec, call, inspect, and mcp over
+# stdio through tests/install/mcp_stdio.py).  The build directory is moved away once
+# installed, so nothing can be found there.  $GOVEX (the harness's sanitized binary) is
+# ignored.
 #
 #   bash tests/install/test_install.sh        (from anywhere; prints TAP, exits 0)
 #
@@ -31,7 +32,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=51
+PLAN=56
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -237,6 +238,65 @@ if [ ${#problems[@]} -eq 0 ]; then
 	ok "the four JSON Schemas installed in $prefix/share/govex/schema, as in docs/schema"
 else
 	not_ok "the four JSON Schemas installed in $prefix/share/govex/schema" "${problems[@]}"
+fi
+
+# ---- the licence -------------------------------------------------------------------
+
+license=$dest$prefix/share/licenses/govex/LICENSE
+if [ -f "$license" ] && cmp -s "$license" "$ROOT/LICENSE"; then
+	ok "LICENSE installed as $prefix/share/licenses/govex/LICENSE"
+else
+	not_ok "LICENSE installed as $prefix/share/licenses/govex/LICENSE" \
+		"$( [ -f "$license" ] && echo "differs from the tree's LICENSE" || echo "not installed")"
+fi
+
+# ---- the shell completions (completions/) -------------------------------------------
+
+# bash: bash-completion's completionsdir (its pkg-config file's, its prefix ours), else
+# $prefix/share/bash-completion/completions, as a file named after the command
+bashdir=$(pkg-config --define-variable=prefix="$prefix" --variable=completionsdir \
+	bash-completion 2>/dev/null)
+[ -n "$bashdir" ] || bashdir=$prefix/share/bash-completion/completions
+for c in "$bashdir/govex:govex.bash" "$prefix/share/zsh/site-functions/_govex:_govex"; do
+	f=$dest${c%%:*} src=$ROOT/completions/${c##*:}
+	if [ -f "$f" ] && cmp -s "$f" "$src"; then
+		ok "completions/${c##*:} installed as ${c%%:*}"
+	else
+		not_ok "completions/${c##*:} installed as ${c%%:*}" \
+			"$( [ -f "$f" ] && echo "differs from the tree's" || echo "not installed")" \
+			"$(cd "$dest" 2>/dev/null && find . -path '*complet*' -o -path '*zsh*' | sort)"
+	fi
+done
+# the installed completion, with the installed govex (its __complete), for real
+got=$(bash --norc --noprofile -c 'source "$1" && COMP_WORDS=("$2" run --pre) COMP_CWORD=2 &&
+	COMP_LINE="${COMP_WORDS[*]}" && COMP_POINT=${#COMP_LINE} && _govex &&
+	printf "%s\n" "${COMPREPLY[@]}"' bash "$dest$bashdir/govex" "$cli" 2>&1)
+if [ "$got" = --preset ]; then
+	ok "the installed bash completion completes 'govex run --pre' to --preset"
+else
+	not_ok "the installed bash completion completes 'govex run --pre' to --preset" "got: $got"
+fi
+# where they go, without building: a bash-completion.pc's completionsdir (its prefix
+# replaced by ours) and -Dzshcompletionsdir=no
+mkdir -p "$tmp/pc"
+printf '%s\n' 'prefix=/usr' 'completionsdir=${prefix}/share/bash-completion/from-pc' '' \
+	'Name: bash-completion' 'Description: a stand-in' 'Version: 2.11' >"$tmp/pc/bash-completion.pc"
+if PKG_CONFIG_PATH=$tmp/pc meson setup "$tmp/pcbuild" "$ROOT" --prefix=/opt/gx -Dtests=false \
+	-Dzshcompletionsdir=no >"$tmp/pcsetup.log" 2>&1; then
+	places=$(meson introspect --installed "$tmp/pcbuild" | python3 -c '
+import json, sys
+for src, dst in sorted(json.load(sys.stdin).items()):
+    if "/completions/" in src:
+        print(dst)')
+else
+	places="meson setup failed: $(tail_of "$tmp/pcsetup.log")"
+fi
+rm -rf "$tmp/pcbuild"
+if [ "$places" = /opt/gx/share/bash-completion/from-pc/govex ]; then
+	ok "bash completion in bash-completion.pc's completionsdir; -Dzshcompletionsdir=no: no zsh's"
+else
+	not_ok "bash completion in bash-completion.pc's completionsdir; -Dzshcompletionsdir=no: no zsh's" \
+		"installed: $places"
 fi
 
 # libgovex(3)'s EXAMPLE is smoke.c, tabs expanded to 4 and roff-escaped.

@@ -11,8 +11,9 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-static const unsigned all_cmds[] = {CLI_CMD_RUN, CLI_CMD_CALL, CLI_CMD_INSPECT, CLI_CMD_EXEC,
-				    CLI_CMD_MCP};
+static const unsigned all_cmds[] = {
+    CLI_CMD_RUN,  CLI_CMD_PLAN, CLI_CMD_CALL,	CLI_CMD_PLAN_CALL, CLI_CMD_INSPECT,
+    CLI_CMD_EXEC, CLI_CMD_MCP,	CLI_CMD_POLICY, CLI_CMD_BACKENDS,  CLI_CMD_VERSION};
 
 /* Parses a NULL-terminated word list (the command's name first). */
 static int parse(unsigned cmd, bool permute, char **words, struct cli_opts *o,
@@ -118,10 +119,34 @@ static const struct {
 	unsigned cmd;
 	const char *word;
 } foreign[] = {
-    {CLI_CMD_RUN, "--module"},	{CLI_CMD_RUN, "--shell"},   {CLI_CMD_CALL, "--stdin"},
-    {CLI_CMD_CALL, "--env"},	{CLI_CMD_EXEC, "--module"}, {CLI_CMD_EXEC, "--args"},
-    {CLI_CMD_MCP, "--json"},	{CLI_CMD_MCP, "--ask"},	    {CLI_CMD_MCP, "--timeout-ms"},
-    {CLI_CMD_MCP, "--backend"}, {CLI_CMD_RUN, "--bogus"},   {CLI_CMD_INSPECT, "--shell"},
+    {CLI_CMD_RUN, "--module"},
+    {CLI_CMD_RUN, "--shell"},
+    {CLI_CMD_CALL, "--stdin"},
+    {CLI_CMD_CALL, "--env"},
+    {CLI_CMD_EXEC, "--module"},
+    {CLI_CMD_EXEC, "--args"},
+    {CLI_CMD_MCP, "--json"},
+    {CLI_CMD_MCP, "--ask"},
+    {CLI_CMD_MCP, "--timeout-ms"},
+    {CLI_CMD_MCP, "--backend"},
+    {CLI_CMD_RUN, "--bogus"},
+    {CLI_CMD_INSPECT, "--shell"},
+    /* a plan is never approved, nor made from a plan; a call's plan has no arguments */
+    {CLI_CMD_PLAN, "--approver"},
+    {CLI_CMD_PLAN, "--ask"},
+    {CLI_CMD_PLAN, "--plan"},
+    {CLI_CMD_PLAN_CALL, "--ask"},
+    {CLI_CMD_PLAN_CALL, "--args"},
+    {CLI_CMD_PLAN_CALL, "--args-file"},
+    {CLI_CMD_PLAN_CALL, "--stdin"},
+    /* inspect takes only what it uses */
+    {CLI_CMD_INSPECT, "--timeout-ms"},
+    {CLI_CMD_INSPECT, "--approver"},
+    {CLI_CMD_INSPECT, "--plan"},
+    {CLI_CMD_INSPECT, "--args"},
+    {CLI_CMD_BACKENDS, "--policy"},
+    {CLI_CMD_POLICY, "--json"},
+    {CLI_CMD_VERSION, "--json"},
 };
 
 START_TEST(test_foreign_option_unknown)
@@ -224,20 +249,35 @@ END_TEST
 
 /* ---- the usage texts against the table ---------------------------------------------------- */
 
-static const struct {
-	unsigned cmd;
-	const char *const *text;
-	const char *undocumented; /* accepted but not in the text, space-separated */
-} usages[] = {
-    {CLI_CMD_RUN, (const char *const[]){cli_usage_run}, ""},
-    {CLI_CMD_CALL, (const char *const[]){cli_usage_call}, ""},
-    /* inspect parses call's options: the run options are taken (and --plan, --args,
-     * --args-file refused by the command), its usage names the policy ones only */
-    {CLI_CMD_INSPECT, (const char *const[]){cli_usage_inspect},
-     " timeout-ms backend audit approver ask plan args args-file "},
-    {CLI_CMD_EXEC, (const char *const[]){cli_usage_exec}, ""},
-    {CLI_CMD_MCP, (const char *const[]){cli_usage_mcp}, ""},
-};
+/* Every command main dispatches is in cli_commands, and its usage names exactly the options
+ * its commands mask takes (--help aside), both ways. */
+static size_t n_commands(void)
+{
+	size_t n = 0;
+	while (cli_commands[n].name)
+		n++;
+	return n;
+}
+
+START_TEST(test_commands_table)
+{
+	static const char *const names[] = {"run", "plan",   "call",	 "inspect", "exec",
+					    "mcp", "policy", "backends", "version"};
+	ck_assert_uint_eq(n_commands(), ARRAY_SIZE(names));
+	unsigned seen = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		const struct cli_command_info *c = cli_command_find(names[i]);
+		ck_assert_msg(c != NULL, "no command %s", names[i]);
+		ck_assert_msg(c->commands && !(c->commands & seen), "%s: bits", names[i]);
+		seen |= c->commands;
+		char want[40];
+		snprintf(want, sizeof(want), "usage: govex %s", names[i]);
+		ck_assert_msg(strncmp(c->usage, want, strlen(want)) == 0, "%s: usage '%.40s'",
+			      names[i], c->usage);
+	}
+	ck_assert_ptr_null(cli_command_find("frobnicate"));
+}
+END_TEST
 
 /* Whether text mentions --NAME as a whole word. */
 static bool mentions(const char *text, const char *name)
@@ -252,8 +292,8 @@ static bool mentions(const char *text, const char *name)
 
 START_TEST(test_usage_documents_table)
 {
-	const char *text = *usages[_i].text;
-	unsigned cmd = usages[_i].cmd;
+	const char *text = cli_commands[_i].usage;
+	unsigned cmd = cli_commands[_i].commands;
 	for (size_t i = 0; i < CLI_OPT_COUNT; i++) {
 		const struct cli_option *d = &cli_options[i];
 		if (!(d->commands & cmd) || i == CLI_OPT_HELP)
@@ -263,18 +303,15 @@ START_TEST(test_usage_documents_table)
 			ck_assert_msg(strstr(text, s), "usage %d lacks -%c", cmd, d->short_name);
 			continue;
 		}
-		char word[40];
-		snprintf(word, sizeof(word), " %s ", d->name);
-		if (strstr(usages[_i].undocumented, word))
-			continue;
-		ck_assert_msg(mentions(text, d->name), "usage of %u lacks --%s", cmd, d->name);
+		ck_assert_msg(mentions(text, d->name), "usage of %s lacks --%s",
+			      cli_commands[_i].name, d->name);
 	}
 }
 END_TEST
 
 START_TEST(test_usage_names_only_accepted)
 {
-	const char *text = *usages[_i].text;
+	const char *text = cli_commands[_i].usage;
 	for (const char *p = text; (p = strstr(p, "--")); p += 2) {
 		char name[40];
 		size_t n = 0;
@@ -284,9 +321,9 @@ START_TEST(test_usage_names_only_accepted)
 		name[n] = '\0';
 		if (!n) /* "-- ARGV" */
 			continue;
-		ck_assert_msg(cli_option_accepted(usages[_i].cmd, name),
-			      "usage of %u names --%s, which the command refuses", usages[_i].cmd,
-			      name);
+		ck_assert_msg(cli_option_accepted(cli_commands[_i].commands, name),
+			      "usage of %s names --%s, which the command refuses",
+			      cli_commands[_i].name, name);
 	}
 }
 END_TEST
@@ -306,8 +343,9 @@ static Suite *options_suite(void)
 	tcase_add_test(tc, test_help_stops);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("usage");
-	tcase_add_loop_test(tc, test_usage_documents_table, 0, ARRAY_SIZE(usages));
-	tcase_add_loop_test(tc, test_usage_names_only_accepted, 0, ARRAY_SIZE(usages));
+	tcase_add_test(tc, test_commands_table);
+	tcase_add_loop_test(tc, test_usage_documents_table, 0, (int)n_commands());
+	tcase_add_loop_test(tc, test_usage_names_only_accepted, 0, (int)n_commands());
 	suite_add_tcase(s, tc);
 	return s;
 }
