@@ -199,8 +199,8 @@ static int get_limits(PyObject *d, struct govex_limits *l)
 	memset(l, 0, sizeof(*l));
 	if (!o || o == Py_None)
 		return 0;
-	uint64_t *field[] = {&l->wall_ms,	  &l->cpu_ms,	       &l->memory_bytes,
-			     &l->processes,	  &l->open_files,      &l->file_size_bytes,
+	uint64_t *field[] = {&l->wall_ms,      &l->cpu_ms,	&l->memory_bytes,
+			     &l->processes,    &l->open_files,	&l->file_size_bytes,
 			     &l->stdout_bytes, &l->stderr_bytes};
 	size_t nf = sizeof(field) / sizeof(field[0]);
 	if (!PyTuple_Check(o) || PyTuple_Size(o) != (Py_ssize_t)nf) {
@@ -232,8 +232,8 @@ static int get_cancel(PyObject *d, govex_cancel_token **ret)
 static void on_output(void *userdata, int stream, const char *data, size_t len)
 {
 	PyGILState_STATE g = PyGILState_Ensure();
-	PyObject *r = PyObject_CallFunction((PyObject *)userdata, "iy#", stream, data,
-					    (Py_ssize_t)len);
+	PyObject *r =
+	    PyObject_CallFunction((PyObject *)userdata, "iy#", stream, data, (Py_ssize_t)len);
 	if (r)
 		Py_DECREF(r);
 	else
@@ -303,8 +303,9 @@ static int call_from(PyObject *d, struct govex_call *c, struct held *h)
 	    get_int(d, "notebook", &notebook) < 0 ||
 	    get_bytes(d, "function", 0, &c->function, NULL) < 0 ||
 	    get_bytes(d, "args", 1, &c->args, &c->args_len) < 0 || get_limits(d, &c->limits) < 0 ||
-	    get_strv(d, "metadata", h, 1, &c->metadata) < 0 || get_int(d, "outputs", &outputs) < 0 ||
-	    get_cancel(d, &c->cancel) < 0 || get_files(d, h, &c->files, &c->n_files) < 0 ||
+	    get_strv(d, "metadata", h, 1, &c->metadata) < 0 ||
+	    get_int(d, "outputs", &outputs) < 0 || get_cancel(d, &c->cancel) < 0 ||
+	    get_files(d, h, &c->files, &c->n_files) < 0 ||
 	    get_output(d, &c->on_output, &c->output_userdata) < 0)
 		return -1;
 	if (!c->source.data) {
@@ -353,8 +354,9 @@ static PyObject *result_tuple(govex_result *res)
 		size_t len;
 		if (govex_result_file(res, i, &name, &mime, &data, &len) < 0)
 			continue;
-		PyObject *t = Py_BuildValue("(ssy#)", name, mime ? mime : "application/octet-stream",
-					    data ? (const char *)data : "", (Py_ssize_t)len);
+		PyObject *t =
+		    Py_BuildValue("(ssy#)", name, mime ? mime : "application/octet-stream",
+				  data ? (const char *)data : "", (Py_ssize_t)len);
 		if (!t || PyList_Append(files, t) < 0) {
 			Py_XDECREF(t);
 			goto done;
@@ -449,11 +451,10 @@ static PyObject *m_runtime_new(PyObject *self, PyObject *args)
 	govex_policy *policy = NULL;
 	govex_runtime *rt = NULL;
 	struct govex_error err = {0}, werr = {0};
-	struct govex_runtime_options opts = {.audit_fd = -1,
-					     .backend = backend,
-					     .probe_cache_dir = cache_dir};
+	struct govex_runtime_options opts = {
+	    .audit_fd = -1, .backend = backend, .probe_cache_dir = cache_dir};
 	int rc, wrc = 0;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	if (json)
 		rc = govex_policy_parse(json, (size_t)json_len, &policy, &err);
 	else
@@ -463,7 +464,7 @@ static PyObject *m_runtime_new(PyObject *self, PyObject *args)
 	if (rc >= 0 && warm)
 		wrc = govex_runtime_warm(rt, &werr);
 	govex_policy_free(policy);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	if (rc < 0)
 		return raise_error(rc, &err);
 	PyObject *cap = PyCapsule_New(rt, RUNTIME_CAPSULE, runtime_destroy);
@@ -488,9 +489,9 @@ static PyObject *m_runtime_close(PyObject *self, PyObject *cap)
 	if (PyCapsule_SetDestructor(cap, NULL) < 0 ||
 	    PyCapsule_SetName(cap, "govex._govex.closed-runtime") < 0)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	govex_runtime_free(rt);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	Py_RETURN_NONE;
 }
 
@@ -522,9 +523,9 @@ static PyObject *m_runtime_backends(PyObject *self, PyObject *cap)
 	int rc;
 	if (!rt)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	rc = govex_runtime_backends_json(rt, &json);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	return json_out(rc, json);
 }
 
@@ -535,9 +536,9 @@ static PyObject *m_runtime_stats(PyObject *self, PyObject *cap)
 	int rc;
 	if (!rt)
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	rc = govex_runtime_stats_json(rt, &json);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	return json_out(rc, json);
 }
 
@@ -571,7 +572,7 @@ static PyObject *job(PyObject *args, enum kind kind, int planning)
 	govex_result *res = NULL;
 	struct govex_error err = {0};
 	int rc;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	if (planning)
 		rc = kind == KIND_RUN	 ? govex_runtime_plan(rt, &r, &plan, &res, &err)
 		     : kind == KIND_CALL ? govex_runtime_plan_call(rt, &c, &plan, &res, &err)
@@ -582,7 +583,7 @@ static PyObject *job(PyObject *args, enum kind kind, int planning)
 	else
 		rc = kind == KIND_CALL ? govex_runtime_call(rt, given, &c, &res, &err)
 				       : govex_runtime_exec(rt, given, &x, &res, &err);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	held_free(&h);
 	return planning ? plan_outcome(rc, plan, res, &err) : run_outcome(rc, res, &err);
 }
@@ -636,9 +637,9 @@ static PyObject *m_inspect(PyObject *self, PyObject *args)
 	govex_result *res = NULL;
 	struct govex_error err = {0};
 	int rc;
-	Py_BEGIN_ALLOW_THREADS
+	PyThreadState *ts = PyEval_SaveThread(); /* the GIL released */
 	rc = govex_runtime_inspect(rt, &c.source, &doc, &res, &err);
-	Py_END_ALLOW_THREADS
+	PyEval_RestoreThread(ts);
 	held_free(&h);
 	if (rc < 0) {
 		free(doc);
@@ -706,32 +707,39 @@ static PyObject *m_cancel(PyObject *self, PyObject *cap)
 }
 
 static PyMethodDef methods[] = {
-	{"version", m_version, METH_NOARGS, "libgovex's version string."},
-	{"error_name", m_error_name, METH_VARARGS, "error_name(code) -> (name, description)"},
-	{"set_error_factory", m_set_error_factory, METH_O, "Sets govex.Error's factory."},
-	{"runtime_new", m_runtime_new, METH_VARARGS,
-	 "runtime_new(preset, policy_json, backend, probe_cache_dir, warm)"},
-	{"runtime_close", m_runtime_close, METH_O, "Frees a runtime."},
-	{"runtime_policy", m_runtime_policy, METH_O, "(canonical policy, digest)"},
-	{"runtime_backends", m_runtime_backends, METH_O, "The backend reports (JSON)."},
-	{"runtime_stats", m_runtime_stats, METH_O, "The runtime's counters (JSON)."},
-	{"run", m_run, METH_VARARGS, "run(rt, request[, plan]) -> result tuple"},
-	{"plan", m_plan, METH_VARARGS, "plan(rt, request) -> (plan, None) | (None, result)"},
-	{"call", m_call, METH_VARARGS, "call(rt, request[, plan]) -> result tuple"},
-	{"plan_call", m_plan_call, METH_VARARGS, "plan_call(rt, request)"},
-	{"exec", m_exec, METH_VARARGS, "exec(rt, request[, plan]) -> result tuple"},
-	{"plan_exec", m_plan_exec, METH_VARARGS, "plan_exec(rt, request)"},
-	{"inspect", m_inspect, METH_VARARGS, "inspect(rt, request) -> (doc, None) | (None, result)"},
-	{"plan_info", m_plan_info, METH_O, "(canonical, digest, function, source_path)"},
-	{"plan_parse", m_plan_parse, METH_VARARGS, "plan_parse(json) -> plan"},
-	{"cancel_new", m_cancel_new, METH_NOARGS, "A cancellation token."},
-	{"cancel", m_cancel, METH_O, "Cancels every run using the token (async-signal-safe)."},
-	{NULL, NULL, 0, NULL},
+    {"version", m_version, METH_NOARGS, "libgovex's version string."},
+    {"error_name", m_error_name, METH_VARARGS, "error_name(code) -> (name, description)"},
+    {"set_error_factory", m_set_error_factory, METH_O, "Sets govex.Error's factory."},
+    {"runtime_new", m_runtime_new, METH_VARARGS,
+     "runtime_new(preset, policy_json, backend, probe_cache_dir, warm)"},
+    {"runtime_close", m_runtime_close, METH_O, "Frees a runtime."},
+    {"runtime_policy", m_runtime_policy, METH_O, "(canonical policy, digest)"},
+    {"runtime_backends", m_runtime_backends, METH_O, "The backend reports (JSON)."},
+    {"runtime_stats", m_runtime_stats, METH_O, "The runtime's counters (JSON)."},
+    {"run", m_run, METH_VARARGS, "run(rt, request[, plan]) -> result tuple"},
+    {"plan", m_plan, METH_VARARGS, "plan(rt, request) -> (plan, None) | (None, result)"},
+    {"call", m_call, METH_VARARGS, "call(rt, request[, plan]) -> result tuple"},
+    {"plan_call", m_plan_call, METH_VARARGS, "plan_call(rt, request)"},
+    {"exec", m_exec, METH_VARARGS, "exec(rt, request[, plan]) -> result tuple"},
+    {"plan_exec", m_plan_exec, METH_VARARGS, "plan_exec(rt, request)"},
+    {"inspect", m_inspect, METH_VARARGS, "inspect(rt, request) -> (doc, None) | (None, result)"},
+    {"plan_info", m_plan_info, METH_O, "(canonical, digest, function, source_path)"},
+    {"plan_parse", m_plan_parse, METH_VARARGS, "plan_parse(json) -> plan"},
+    {"cancel_new", m_cancel_new, METH_NOARGS, "A cancellation token."},
+    {"cancel", m_cancel, METH_O, "Cancels every run using the token (async-signal-safe)."},
+    {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-	PyModuleDef_HEAD_INIT, "govex._govex", "The C half of the govex binding.", -1, methods,
-	NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "govex._govex",
+    "The C half of the govex binding.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__govex(void);

@@ -544,19 +544,25 @@ class Runtime:
             if req.get("cancel") is None:  # a token of this run's own, to cancel it
                 req = dict(req, cancel=_govex.cancel_new())
             box = {}  # type: Dict[str, Any]
+            # released when the run is over.  Not Thread.join(): interrupted by an
+            # exception, some versions mark the thread stopped while it still runs
+            # (bpo-45274); an interrupted Lock.acquire() has not acquired, and is retried.
+            done = threading.Lock()
+            done.acquire()
 
             def target() -> None:
                 try:
                     box["r"] = fn(cap, req, *extra)
                 except BaseException as e:  # noqa: B902 (raised on the caller's thread)
                     box["e"] = e
+                finally:
+                    done.release()
 
-            t = threading.Thread(target=target, name="govex-run", daemon=True)
-            t.start()
+            threading.Thread(target=target, name="govex-run", daemon=True).start()
             pending = None  # type: Optional[BaseException]
             while True:
                 try:
-                    t.join()
+                    done.acquire()
                     break
                 except BaseException as e:  # noqa: B902 (a signal handler's exception)
                     _govex.cancel(req["cancel"])
