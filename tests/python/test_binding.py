@@ -80,8 +80,8 @@ def sanitizer_preload(lib):
 def driver():
     ext = os.path.join(PKG_DIR, "govex", "_govex.abi3.so")
     if not os.path.exists(ext):
-        print("1..0 # SKIP the Python binding is not built here (%s: -Dpython, python3-dev)"
-              % ext)
+        print("1..0 # SKIP feature:python the Python binding is not built here (no %s: "
+              "-Dpython, python3-dev)" % ext)
         return 0
     env = dict(os.environ, GOVEX_BINDING_CHILD="1", PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = PKG_DIR
