@@ -56,7 +56,7 @@ NEED_SUBPROCESS = 1 << 2
 
 def version() -> str:
     """libgovex's version string, e.g. "0.3.0"."""
-    return _govex.version()
+    return str(_govex.version())
 
 
 # ---------------------------------------------------------------- errors
@@ -453,7 +453,7 @@ def _policy_args(policy: PolicyArg) -> Tuple[Optional[str], Optional[bytes]]:
     if policy is None:
         return "strict", None
     if hasattr(policy, "__fspath__"):
-        with open(policy, "rb") as f:  # type: ignore[arg-type]
+        with open(policy, "rb") as f:
             return None, f.read()
     if isinstance(policy, Mapping):
         return None, _json.dumps(policy).encode("utf-8")
@@ -654,7 +654,7 @@ class Runtime:
                       metadata: Any, outputs: bool) -> Dict[str, Any]:
         req = {"function": _cstr(function, "function")}  # type: Dict[str, Any]
         if _is_path(source):
-            path = os.path.abspath(os.fspath(source))  # type: ignore[arg-type]
+            path = os.fsdecode(os.path.abspath(os.fspath(source)))
             with open(path, "rb") as f:
                 req["source"] = f.read()
             req["path"] = _cstr(path, "path")
