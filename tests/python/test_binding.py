@@ -448,6 +448,109 @@ def test_keyboard_interrupt():
     eq(C.rt.stats().get("runs_in_flight"), 0, "runs in flight afterwards")
 
 
+class _Threading:
+    """The threading module as govex sees it, with Lock or Thread replaced: a signal's
+    exception made to land at a chosen point of Runtime._invoke."""
+
+    def __init__(self, **over):
+        self.__dict__.update(over)
+
+    def __getattr__(self, name):
+        return getattr(threading, name)
+
+
+def with_threading(**over):
+    g = C.govex
+    saved = g.threading
+    g.threading = _Threading(**over)
+    return saved
+
+
+@case
+def test_interrupt_after_wait():
+    """a KeyboardInterrupt just after the run's end was noticed: raised, no hang"""
+    g = C.govex
+    stuck = []
+
+    class Lock:
+        """threading.Lock whose second acquire() (the wait for the run's end) is
+        followed by a KeyboardInterrupt, as from a signal; later acquires give up
+        after 3 s, noting that the caller would have waited forever."""
+
+        def __init__(self):
+            self.lock, self.calls = threading.Lock(), 0
+
+        def acquire(self):
+            self.calls += 1
+            if self.calls <= 2:
+                self.lock.acquire()
+                if self.calls == 2:
+                    raise KeyboardInterrupt
+                return True
+            if not self.lock.acquire(timeout=3):
+                stuck.append(self.calls)
+            return True
+
+        def release(self):
+            self.lock.release()
+
+    saved = with_threading(Lock=Lock)
+    try:
+        C.rt.run("print(1)")
+        raise AssertionError("run() returned")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        g.threading = saved
+    eq(stuck, [], "acquires that would have waited forever")
+    eq(C.rt.stats().get("runs_in_flight"), 0, "runs in flight afterwards")
+
+
+@case
+def test_interrupt_before_wait():
+    """a KeyboardInterrupt as the helper thread starts: the run is cancelled, and the
+    runtime closed meanwhile is freed only when the run ends"""
+    g = C.govex
+
+    class Thread(threading.Thread):
+        def start(self):
+            threading.Thread.start(self)
+            time.sleep(0.3)  # the run is under way
+            raise KeyboardInterrupt
+
+    rt = g.Runtime(C.policy)
+    rt.run("pass")  # the interpreter probed: the next run starts within 0.3 s
+    saved = with_threading(Thread=Thread)
+    try:
+        rt.run("while True: pass", limits={"wall_ms": 4000})
+        raise AssertionError("run() returned")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        g.threading = saved
+    t0 = time.monotonic()
+
+    def going():
+        st = rt.stats()
+        return st.get("runs_started") != 2 or st.get("runs_in_flight") != 0
+    while going() and time.monotonic() - t0 < 6:
+        time.sleep(0.05)
+    took = time.monotonic() - t0
+    eq(rt.stats().get("runs_in_flight"), 0, "runs in flight afterwards")
+    check(took < 2.0, "the run went on for %.2f s after the interrupt" % took)
+    # once more, closing the runtime while the interrupted run is still going
+    saved = with_threading(Thread=Thread)
+    try:
+        rt.run("while True: pass", limits={"wall_ms": 4000})
+        raise AssertionError("run() returned")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        g.threading = saved
+    rt.close()
+    time.sleep(1)
+
+
 LIVE = ("import sys, time\n"
         "print('first', flush=True)\n"
         "time.sleep(1)\n"

@@ -538,43 +538,57 @@ class Runtime:
         helper thread so that signal handlers run meanwhile (a KeyboardInterrupt or an
         exception a handler raises cancels the run, then is raised)."""
         cap = self._enter()
-        try:
-            if threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
+            try:
                 return fn(cap, req, *extra)
-            if req.get("cancel") is None:  # a token of this run's own, to cancel it
-                req = dict(req, cancel=_govex.cancel_new())
-            box = {}  # type: Dict[str, Any]
-            # released when the run is over.  Not Thread.join(): interrupted by an
-            # exception, some versions mark the thread stopped while it still runs
-            # (bpo-45274); an interrupted Lock.acquire() has not acquired, and is retried.
-            done = threading.Lock()
-            done.acquire()
+            finally:
+                self._leave()
+        if req.get("cancel") is None:  # a token of this run's own, to cancel it
+            req = dict(req, cancel=_govex.cancel_new())
+        token = req["cancel"]
+        # box["owner"]: who leaves the runtime, the helper thread (once it has started:
+        # the run's end leaves) or the caller (interrupted before the thread started: it
+        # then runs nothing).  dict.setdefault decides, atomically.
+        box = {}  # type: Dict[str, Any]
+        # released when the run is over.  Not Thread.join(): interrupted by an exception,
+        # some versions mark the thread stopped while it still runs (bpo-45274).  An
+        # interrupted acquire() is retried until box["over"]: an exception may come
+        # after the acquire() that ended the wait, and the lock is not released again.
+        done = threading.Lock()
+        done.acquire()
 
-            def target() -> None:
-                try:
-                    box["r"] = fn(cap, req, *extra)
-                except BaseException as e:  # noqa: B902 (raised on the caller's thread)
-                    box["e"] = e
-                finally:
-                    done.release()
+        def target() -> None:
+            if box.setdefault("owner", "thread") != "thread":
+                return
+            try:
+                box["r"] = fn(cap, req, *extra)
+            except BaseException as e:  # noqa: B902 (raised on the caller's thread)
+                box["e"] = e
+            finally:
+                self._leave()
+                box["over"] = True
+                done.release()
 
+        pending = None  # type: Optional[BaseException]
+        try:
             threading.Thread(target=target, name="govex-run", daemon=True).start()
-            pending = None  # type: Optional[BaseException]
-            while True:
+            while "over" not in box:
                 try:
                     done.acquire()
-                    break
                 except BaseException as e:  # noqa: B902 (a signal handler's exception)
-                    _govex.cancel(req["cancel"])
+                    _govex.cancel(token)
                     if pending is None:
                         pending = e
-            if pending is not None:
-                raise pending
-            if "e" in box:
-                raise box["e"]
-            return box["r"]
-        finally:
-            self._leave()
+        except BaseException:  # noqa: B902 (between the waits: the run is cancelled)
+            _govex.cancel(token)
+            if box.setdefault("owner", "caller") == "caller":
+                self._leave()
+            raise
+        if pending is not None:
+            raise pending
+        if "e" in box:
+            raise box["e"]
+        return box["r"]
 
     def _result(self, fn: Callable[..., Any], req: Dict[str, Any], *extra: Any) -> Result:
         out = req.get("on_output")
