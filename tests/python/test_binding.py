@@ -671,6 +671,22 @@ def test_on_output_raises():
 
 
 @case
+def test_on_output_exits():
+    """SystemExit and KeyboardInterrupt from on_output are raised as they are, after the run"""
+    g = C.govex
+    for exc in (SystemExit(3), KeyboardInterrupt()):
+        def bad(stream, data, exc=exc):
+            raise exc
+        try:
+            C.rt.run("print(1)", on_output=bad)
+            raise AssertionError("run() did not raise %r" % exc)
+        except (SystemExit, KeyboardInterrupt) as e:
+            check(e is exc, "raised %r, not %r" % (e, exc))
+    eq(C.rt.stats().get("runs_in_flight"), 0, "runs in flight afterwards")
+    eq(C.rt.run("print(2)").stdout, b"2\n", "the next run")
+
+
+@case
 def test_gil_released():
     """two runs on two threads overlap (the GIL is released during a run)"""
     res = []
