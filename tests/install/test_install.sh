@@ -32,7 +32,7 @@ build=$tmp/build
 dest=$tmp/dest
 prefix=/usr
 
-PLAN=56
+PLAN=60
 echo "1..$PLAN"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -750,6 +750,75 @@ elif command -v systemd-analyze >/dev/null 2>&1; then
 else
 	skip "systemd-analyze verify govex-mcp.service" "no systemd-analyze on this host"
 	skip "systemd-analyze security: exposure at most 7.3" "no systemd-analyze on this host"
+fi
+
+# ---- the Python binding (src/python) -----------------------------------------------
+
+# Built when the headers of meson's Python are there (-Dpython=auto): Debian's python3-dev.
+# Installed where Debian's python3 imports from with prefix /usr.
+pysite=$dest$prefix/lib/python3/dist-packages
+pyext=$pysite/govex/_govex.abi3.so
+if ! pkg-config --exists python3 2>/dev/null; then
+	for what in "the Python binding installed" "the binding's extension links the installed libgovex" \
+		"import govex from DESTDIR runs snippets" "the README's Python example"; do
+		skip "$what" "python3-dev is not installed (pkg-config python3)"
+	done
+else
+	if [ -f "$pyext" ] && [ -f "$pysite/govex/__init__.py" ] && [ -f "$pysite/govex/py.typed" ]; then
+		ok "the Python binding installed in ${pysite#"$dest"}/govex (one _govex.abi3.so)"
+	else
+		not_ok "the Python binding installed in ${pysite#"$dest"}/govex" \
+			"$(cd "$dest" 2>/dev/null && find . -path '*govex*' -name '*.py*' -o -name '_govex*' | sort)"
+	fi
+	pyresolved=$( [ -f "$pyext" ] && LD_LIBRARY_PATH=$export_ld ldd "$pyext" 2>/dev/null |
+		awk '$1 == "libgovex.so.1" { print $3 }')
+	pyrunpath=$( [ -f "$pyext" ] && readelf -d "$pyext" 2>/dev/null | grep -E 'RPATH|RUNPATH')
+	if [ -n "$pyresolved" ] && [ "$(readlink -f "$pyresolved")" = "$(readlink -f "$soname_file")" ] &&
+		[ -z "$pyrunpath" ]; then
+		ok "the binding's extension links libgovex.so.1 (from DESTDIR here), no RPATH"
+	else
+		not_ok "the binding's extension links the installed libgovex, no RPATH" \
+			"libgovex.so.1 resolved to '$pyresolved'" "$pyrunpath"
+	fi
+	# Debian's python3 with the package from DESTDIR on PYTHONPATH (the installed one
+	# would come later on sys.path; the first line checks which was imported)
+	out=$(cd "$tmp" && PYTHONPATH=$pysite LD_LIBRARY_PATH=$export_ld RESTRICTED=$restricted \
+		/usr/bin/python3 -c '
+import os, sys
+import govex
+assert govex.__file__.startswith(sys.argv[1]), govex.__file__
+assert govex._govex.__file__.endswith("/_govex.abi3.so"), govex._govex.__file__
+presets = ["trusted"] + (["strict"] if os.environ["RESTRICTED"] == "yes" else [])
+for preset in presets:
+    with govex.Runtime(preset) as rt:
+        r = rt.run("print(6 * 7)")
+        assert r.status == govex.Status.SUCCESS and r.stdout == b"42\n", (preset, r.json)
+        print(preset, r.status, r.backend)
+' "$dest" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q '^trusted success controlled$' <<<"$out" &&
+		{ [ "$restricted" != yes ] || grep -q '^strict success restricted$' <<<"$out"; }; then
+		ok "import govex from DESTDIR (/usr/bin/python3) runs print(6 * 7): $(tr '\n' ' ' <<<"$out")"
+	else
+		not_ok "import govex from DESTDIR (/usr/bin/python3) runs print(6 * 7)" "exit $rc" "$out"
+	fi
+	# The README's Python example as shown, with 20 submissions that pass instead of 990.
+	readme_py=$tmp/readme-example.py
+	sed -n '/^<!-- BEGIN readme-example.py -->$/,/^<!-- END readme-example.py -->$/p' "$ROOT/README.md" |
+		sed '1,/^```python$/d; /^```$/,$d' | sed 's/\] \* 990 /] * 20 /' >"$readme_py"
+	if [ "$restricted" = yes ]; then
+		out=$(cd "$tmp" && PYTHONPATH=$pysite LD_LIBRARY_PATH=$export_ld \
+			timeout 300 /usr/bin/python3 "$readme_py" 2>&1)
+		rc=$?
+		if [ $rc -eq 0 ] && [ "$out" = "{'success': 20, 'timeout': 5, 'execution_failed': 5}" ]; then
+			ok "the README's Python example grades 30 snippets: $out"
+		else
+			not_ok "the README's Python example grades 30 snippets" "exit $rc" "$out" \
+				"$(head -5 "$readme_py")"
+		fi
+	else
+		skip "the README's Python example" "feature:userns the restricted backend is unavailable here"
+	fi
 fi
 
 if [ "$n" -ne "$PLAN" ]; then
