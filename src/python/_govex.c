@@ -76,10 +76,15 @@ static void *capsule_arg(PyObject *cap, const char *name)
 
 /* ---- requests: what the Python side put in the dict -------------------------------- */
 
-/* What a request borrows and this file allocated: freed after the call. */
+/* What a request borrows and this file allocated: freed after the call (the GIL held).
+ * snap is the request dict as the call reads it: its own copy, with its own copies of
+ * the lists, so that the bytes the library reads while the GIL is released are held by
+ * objects no other thread can reach (a list of the caller's, emptied by another thread
+ * during the run, would free them). */
 struct held {
 	const char **strv[3];
 	struct govex_file *files;
+	PyObject *snap;
 };
 
 static void held_free(struct held *h)
@@ -87,6 +92,34 @@ static void held_free(struct held *h)
 	for (size_t i = 0; i < sizeof(h->strv) / sizeof(h->strv[0]); i++)
 		free((void *)h->strv[i]);
 	free(h->files);
+	Py_XDECREF(h->snap);
+	h->snap = NULL;
+}
+
+/* d copied into h->snap, each list value copied too (bytes and tuples are immutable);
+ * returns the copy, borrowed from h, or NULL with an error set. */
+static PyObject *snapshot(PyObject *d, struct held *h)
+{
+	if (!PyDict_Check(d)) {
+		PyErr_SetString(PyExc_TypeError, "expected a request dict");
+		return NULL;
+	}
+	h->snap = PyDict_Copy(d);
+	if (!h->snap)
+		return NULL;
+	PyObject *k, *v;
+	Py_ssize_t pos = 0;
+	while (PyDict_Next(d, &pos, &k, &v)) {
+		if (!PyList_Check(v))
+			continue;
+		PyObject *c = PyList_GetSlice(v, 0, PyList_Size(v));
+		if (!c || PyDict_SetItem(h->snap, k, c) < 0) {
+			Py_XDECREF(c);
+			return NULL;
+		}
+		Py_DECREF(c);
+	}
+	return h->snap;
 }
 
 /* d[key] as bytes (NULL when missing or None).  nul_ok: the bytes may hold NUL (data, not
@@ -557,11 +590,13 @@ static PyObject *job(PyObject *args, enum kind kind, int planning)
 	const govex_plan *given = NULL;
 	if (plancap != Py_None && !(given = capsule_arg(plancap, PLAN_CAPSULE)))
 		return NULL;
-	struct held h = {{NULL}, NULL};
+	struct held h = {{NULL}, NULL, NULL};
 	struct govex_request r;
 	struct govex_call c;
 	struct govex_exec x;
-	int ok = kind == KIND_RUN    ? request_from(d, &r, &h)
+	d = snapshot(d, &h);
+	int ok = !d		     ? -1
+		 : kind == KIND_RUN  ? request_from(d, &r, &h)
 		 : kind == KIND_CALL ? call_from(d, &c, &h)
 				     : exec_from(d, &x, &h);
 	if (ok < 0) {
@@ -627,9 +662,10 @@ static PyObject *m_inspect(PyObject *self, PyObject *args)
 	govex_runtime *rt = capsule_arg(rtcap, RUNTIME_CAPSULE);
 	if (!rt)
 		return NULL;
-	struct held h = {{NULL}, NULL};
+	struct held h = {{NULL}, NULL, NULL};
 	struct govex_call c;
-	if (call_from(d, &c, &h) < 0) {
+	d = snapshot(d, &h);
+	if (!d || call_from(d, &c, &h) < 0) {
 		held_free(&h);
 		return NULL;
 	}

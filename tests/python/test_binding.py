@@ -712,6 +712,29 @@ def test_files_stdin():
     eq(r.stdout, b"from a file, from stdin\n", "stdout")
 
 
+@case
+def test_request_emptied_during_run():
+    """a plan's request lists emptied while it runs: the run reads its own copy
+    (on_output runs with the GIL, mid-run, as another thread could: the files and
+    metadata planned are what the run gets, and nothing it reads is freed under it;
+    the sanitized build would report a use after free)"""
+    g = C.govex
+    code = ("import os, sys\nprint('start', flush=True)\nsys.stdin.read()\n"
+            "d = open('data.txt').read()\nprint(len(d), d[:3])")
+    p = C.rt.plan(code, files={"data.txt": "x" * 70000}, metadata={"k": "v"}, stdin="s")
+    check(p.ok, "refused: %r" % p)
+
+    def churn(stream, data):
+        for v in list(p._request.values()):
+            if isinstance(v, list):
+                del v[:]
+        junk = [bytes([i % 251]) * 70000 for i in range(64)]
+        del junk
+    r = C.rt.execute(p, on_output=churn)
+    eq(r.status, g.Status.SUCCESS, "status: %r" % (r,))
+    eq(r.stdout, b"start\n70000 xxx\n", "stdout")
+
+
 def rss_kib():
     with open("/proc/self/status") as f:
         for line in f:
