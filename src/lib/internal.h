@@ -277,7 +277,7 @@ struct govex_policy {
 	char **read_roots; /* normalized absolute paths, sorted, unique */
 	char **write_roots;
 	bool platform_defaults;
-	bool network;	 /* true = allow (every destination) */
+	bool network; /* true = allow (every destination) */
 	/* network: {"allow": [...]}: the destinations of filtered networking (egress.h), and
 	 * network is false; NULL otherwise */
 	struct govex__egress_list *net_allow;

@@ -171,10 +171,9 @@ static void denials(govex_result *r, const struct govex__outcome *o)
  * destination that did not answer) are in the ledger only. */
 static bool egress_policy_reason(const char *reason)
 {
-	static const char *const policy[] = {"not_in_allowlist", "refused_address",
-					     "numeric_form",	 "byte_limit",
-					     "total_limit",	 "concurrent_limit",
-					     "ledger_full"};
+	static const char *const policy[] = {
+	    "not_in_allowlist", "refused_address",  "numeric_form", "byte_limit",
+	    "total_limit",	"concurrent_limit", "ledger_full"};
 	for (size_t i = 0; reason && i < ARRAY_SIZE(policy); i++)
 		if (strcmp(reason, policy[i]) == 0)
 			return true;
@@ -201,18 +200,17 @@ static void egress_denials(govex_result *r, struct govex__outcome *o)
 		bool v6 = host && strchr(host, ':');
 		char dest[300];
 		if (host)
-			snprintf(dest, sizeof(dest), "%s%s%s:%lld", v6 ? "[" : "", host, v6 ? "]" : "",
-				 (long long)port);
+			snprintf(dest, sizeof(dest), "%s%s%s:%lld", v6 ? "[" : "", host,
+				 v6 ? "]" : "", (long long)port);
 		else
 			snprintf(dest, sizeof(dest), "(none named)");
 		bool stopped = strcmp(reason, "ledger_full") == 0;
-		govex__result_diag(
-		    r, "denied_by_policy",
-		    json_pack("{s:[s], s:I, s:b, s:s, s:s}", "controls", "network_allowlist",
-			      "attempts", n, "counting_stopped", stopped, "destination", dest,
-			      "reason", reason),
-		    "the policy's network allowlist refused %s (%s; %lld attempt%s)", dest, reason,
-		    (long long)n, n == 1 ? "" : "s");
+		govex__result_diag(r, "denied_by_policy",
+				   json_pack("{s:[s], s:I, s:b, s:s, s:s}", "controls",
+					     "network_allowlist", "attempts", n, "counting_stopped",
+					     stopped, "destination", dest, "reason", reason),
+				   "the policy's network allowlist refused %s (%s; %lld attempt%s)",
+				   dest, reason, (long long)n, n == 1 ? "" : "s");
 	}
 }
 

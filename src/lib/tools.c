@@ -198,8 +198,9 @@ static void put_policy(FILE *o, const struct govex__tool_facts *f)
 			put_paths(o, f->net_allow);
 		else
 			fputs("nothing (an empty allowlist)", o);
-		fprintf(o, ", through the HTTP proxy in HTTP_PROXY/HTTPS_PROXY (other "
-			   "destinations get 403; no DNS inside); starting subprocesses is %s. ",
+		fprintf(o,
+			", through the HTTP proxy in HTTP_PROXY/HTTPS_PROXY (other "
+			"destinations get 403; no DNS inside); starting subprocesses is %s. ",
 			f->subprocess ? "allowed" : "DENIED");
 	} else {
 		fprintf(o, "Network access is %s; starting subprocesses is %s. ",
@@ -408,9 +409,8 @@ static json_t *annotations(const struct govex__tool_facts *f, const char *title)
 	bool writes = json_array_size(f->write) > 0;
 	return json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", title, "readOnlyHint",
 			 !writes && !f->network && !json_array_size(f->net_allow) && !f->subprocess,
-			 "destructiveHint",
-			 writes || f->subprocess, "idempotentHint", 0, "openWorldHint",
-			 f->network || json_array_size(f->net_allow) > 0);
+			 "destructiveHint", writes || f->subprocess, "idempotentHint", 0,
+			 "openWorldHint", f->network || json_array_size(f->net_allow) > 0);
 }
 
 /* ---------------------------------------------------------------- the catalogue */

@@ -559,12 +559,13 @@ START_TEST(test_network_allowlist)
 	reject("{" V ",\"network\":{\"alow\":[]}}",
 	       "network.alow: unknown field \"alow\" (did you mean \"allow\"?)");
 	reject("{" V ",\"network\":{}}", "network: an object needs \"allow\"");
-	reject("{" V ",\"network\":{\"allow\":\"a.example:1\"}}", "network.allow: must be an array");
+	reject("{" V ",\"network\":{\"allow\":\"a.example:1\"}}",
+	       "network.allow: must be an array");
 	reject("{" V ",\"network\":{\"allow\":[\"a.example:1\",7]}}", "network.allow[1]: ");
-	static const char *const bad[] = {"a.example",	   "a.example:0",  "a.example:65536",
-					  "a.example:+1",  "127.1:80",	   "2130706433:80",
+	static const char *const bad[] = {"a.example",	   "a.example:0",   "a.example:65536",
+					  "a.example:+1",  "127.1:80",	    "2130706433:80",
 					  "0x7f.0.0.1:80", "*.*.example:1", "a*.example:1",
-					  "[::1:80",	   ":80",	   "caf\u00e9.example:1"};
+					  "[::1:80",	   ":80",	    "caf\u00e9.example:1"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char doc[256];
 		snprintf(doc, sizeof(doc), "{" V ",\"network\":{\"allow\":[\"%s\"]}}", bad[i]);
