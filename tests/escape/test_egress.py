@@ -306,6 +306,17 @@ def test_allowlist_as_root(t):
     check_outcome(s, doc, parse(doc))
 
 
+def test_allowlist_warm_runtime(t):
+    """A runtime that forks runs from templates (GOVEX_WARM=1) runs an allowlist's
+    cold: the same confinement, the same ledger, never unfiltered."""
+    e.need_restricted("network_allowlist")
+    s = Setup(t)
+    pol = e.policy(t, network={"allow": s.allow})
+    r = t.run(["run", "--policy", pol, "--json", "-c", s.code], extra_env={"GOVEX_WARM": "1"})
+    doc = r.result()
+    check_outcome(s, doc, parse(doc))
+
+
 def test_allowlist_as_nobody(t):
     home, env, binary = e.need_unprivileged_sandbox(t)
     s = Setup(t)
@@ -395,6 +406,7 @@ if __name__ == "__main__":
     sys.exit(g.main([
         ("allowed via urllib and CONNECT, the rest refused, as root", test_allowlist_as_root),
         ("the same as nobody", test_allowlist_as_nobody),
+        ("the same in a warm runtime (run cold)", test_allowlist_warm_runtime),
         ("the plan states the allowlist; bad entries named", test_plan_and_policy),
         ("a tunnel past the wall time is cut when the run ends", test_tunnel_cut_at_run_end),
         ("network_connections bounds a run's connections", test_connection_limit),
