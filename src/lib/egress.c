@@ -1007,7 +1007,7 @@ int govex__egress_start(const struct govex__egress_config *cfg, int listen_fd,
 	e->resolve_data = cfg->resolve_data;
 	e->cap = e->max_concurrent + REFUSE_SLACK;
 	e->allow = govex__egress_list_copy(cfg->allow);
-	e->conns = calloc(e->cap, sizeof(*e->conns));
+	e->conns = calloc(e->cap, sizeof(struct conn *));
 	e->pfd = calloc(2 + 2 * e->cap, sizeof(*e->pfd));
 	e->chan = calloc(1, sizeof(*e->chan));
 	if (!e->allow || !e->conns || !e->pfd || !e->chan) {

@@ -173,6 +173,9 @@ note("af_unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).fileno
 note("af_netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).fileno())
 note("af_packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).fileno())
 note("raw_inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, 1).fileno())
+note("tcp_proto", lambda: socket.socket(socket.AF_INET6, socket.SOCK_STREAM, 6).fileno() > 2)
+note("sctp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 132).fileno())
+note("icmp_dgram", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, 1).fileno())
 note("resolv_conf", lambda: open("/etc/resolv.conf").read())
 note("env", lambda: {k: os.environ.get(k) for k in
                      ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
@@ -261,6 +264,10 @@ def check_outcome(s, doc, res):
     for label in ("af_unix", "af_netlink", "af_packet"):
         e.denied(res, label, "EAFNOSUPPORT")
     e.denied(res, "raw_inet", "EPERM")
+    g.eq(e.allowed(res, "tcp_proto"), True, "a TCP socket by its protocol number")
+    # no other protocol (no module loaded on the run's behalf)
+    e.denied(res, "sctp", "ENOSYS")
+    e.denied(res, "icmp_dgram", "ENOSYS")
     # the host's listeners: the allowed ones reached through the proxy only, the
     # refused one never
     g.eq(s.refused.hits, 0, "connections that reached the refused listener")

@@ -43,6 +43,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -329,24 +330,32 @@ static int unix_pairs_only(scmp_filter_ctx ctx)
 /*
  * Filtered networking (network: {"allow": [...]}): the run's namespace has only its
  * loopback, where govex's proxy listens (egress.h).  socket() is allowed for AF_INET and
- * AF_INET6 streams and datagrams (a client's, and a resolver's probe of a loopback that
- * leads nowhere); AF_UNIX (a pathname socket in a read root), netlink and packet sockets
- * are refused with EAFNOSUPPORT, raw and other types of AF_INET/AF_INET6 with EPERM, and
- * anything else (a family this list does not name, a domain with high bits set) gets
- * the allowlist's ENOSYS.  The rules compare whole 64-bit arguments: a value the
- * kernel would read as one of these but is not equal to it is refused.
+ * AF_INET6 TCP streams and UDP datagrams (protocol 0 or IPPROTO_TCP/IPPROTO_UDP: a
+ * client's, and a resolver's probe of a loopback that leads nowhere; no other protocol,
+ * so that no SCTP, DCCP or other module is loaded on the run's behalf); AF_UNIX (a
+ * pathname socket in a read root), netlink and packet sockets are refused with
+ * EAFNOSUPPORT, raw and other types of AF_INET/AF_INET6 with EPERM, and anything else (a
+ * family or protocol this list does not name, a domain with high bits set) gets the
+ * allowlist's ENOSYS.  The rules compare whole 64-bit arguments: a value the kernel would
+ * read as one of these but is not equal to it is refused.
  */
 static int filtered_net(scmp_filter_ctx ctx)
 {
 	int r = 0;
 	static const int fams[] = {AF_INET, AF_INET6};
-	static const int ok_types[] = {SOCK_STREAM, SOCK_DGRAM};
+	static const struct {
+		int type, proto;
+	} ok[] = {{SOCK_STREAM, 0},
+		  {SOCK_STREAM, IPPROTO_TCP},
+		  {SOCK_DGRAM, 0},
+		  {SOCK_DGRAM, IPPROTO_UDP}};
 	static const int bad_types[] = {SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET};
 	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
-		for (size_t t = 0; r == 0 && t < ARRAY_SIZE(ok_types); t++)
-			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+		for (size_t t = 0; r == 0 && t < ARRAY_SIZE(ok); t++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
 					     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[f]),
-					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, ok_types[t]));
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, ok[t].type),
+					     SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)ok[t].proto));
 		for (size_t t = 0; r == 0 && t < ARRAY_SIZE(bad_types); t++)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
 					     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[f]),
