@@ -796,7 +796,9 @@ static bool warm_wanted(const struct rstate *st, const struct govex__launch *l, 
 		return false;
 	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
 			strcmp(l->workdir, WORKDIR_PATH) == 0;
-	const char *why = rwarm_ineligible(l, wd_tmpfs);
+	/* filtered networking: cold only, whatever the launch says (its proxy's listener is
+	 * made by a cold run's shim; a template has no network namespace for it) */
+	const char *why = st->filter_net ? "network_allowlist" : rwarm_ineligible(l, wd_tmpfs);
 	if (why)
 		rwarm_count_cold(w, why);
 	return !why;
