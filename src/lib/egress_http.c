@@ -143,12 +143,12 @@ void govex__egress_req_done(struct govex__egress_req *r)
 	r->head = NULL;
 }
 
-static enum govex__egress_req_state refuse(struct govex__egress_req *r, int status,
-					   const char *reason, const char *fmt, ...)
+static enum govex__egress_req_state req_refuse(struct govex__egress_req *r, int status,
+					       const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static enum govex__egress_req_state refuse(struct govex__egress_req *r, int status,
-					   const char *reason, const char *fmt, ...)
+static enum govex__egress_req_state req_refuse(struct govex__egress_req *r, int status,
+					       const char *reason, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -228,13 +228,13 @@ static enum govex__egress_req_state target_from(struct govex__egress_req *r, con
 	int t = govex__egress_target_parse(base + u->field_data[UF_HOST].off,
 					   u->field_data[UF_HOST].len, port, &r->target);
 	if (t == -EDOM)
-		return refuse(r, 403, "numeric_form",
-			      "govex: the host is a numeric address in a form govex does not "
-			      "accept: use a dotted quad or [IPv6]");
+		return req_refuse(r, 403, "numeric_form",
+				  "govex: the host is a numeric address in a form govex does not "
+				  "accept: use a dotted quad or [IPv6]");
 	if (t < 0)
-		return refuse(r, 400, "bad_target",
-			      "govex: the request's host is not a valid "
-			      "host name or address");
+		return req_refuse(r, 400, "bad_target",
+				  "govex: the request's host is not a valid "
+				  "host name or address");
 	return GOVEX_EGRESS_REQ_READY;
 }
 
@@ -249,32 +249,32 @@ static enum govex__egress_req_state decide(struct govex__egress_req *r, const ch
 		r->connect = true;
 		if (http_parser_parse_url(url, q->url.len, 1, &u) != 0 ||
 		    !(u.field_set & (1 << UF_HOST)) || !(u.field_set & (1 << UF_PORT)))
-			return refuse(r, 400, "bad_request",
-				      "govex: CONNECT needs a host:port target");
+			return req_refuse(r, 400, "bad_request",
+					  "govex: CONNECT needs a host:port target");
 		if (target_from(r, url, &u, u.port) != GOVEX_EGRESS_REQ_READY)
 			return r->state;
 		return r->state = GOVEX_EGRESS_REQ_READY;
 	}
 	if (http_parser_parse_url(url, q->url.len, 0, &u) != 0)
-		return refuse(r, 400, "bad_request", "govex: the request's URL is malformed");
+		return req_refuse(r, 400, "bad_request", "govex: the request's URL is malformed");
 	if (!(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)))
-		return refuse(r, 400, "not_proxy_request",
-			      "govex: this is govex's egress proxy: ask for an absolute URL "
-			      "(http://host/path) or CONNECT host:port");
+		return req_refuse(r, 400, "not_proxy_request",
+				  "govex: this is govex's egress proxy: ask for an absolute URL "
+				  "(http://host/path) or CONNECT host:port");
 	struct span schema = {u.field_data[UF_SCHEMA].off, u.field_data[UF_SCHEMA].len};
 	if (span_is(url, schema, "https"))
-		return refuse(
+		return req_refuse(
 		    r, 400, "bad_request",
 		    "govex: for https, CONNECT host:443 and speak TLS through the tunnel");
 	if (!span_is(url, schema, "http"))
-		return refuse(r, 400, "bad_request",
-			      "govex: only http:// URLs (and CONNECT) are proxied");
+		return req_refuse(r, 400, "bad_request",
+				  "govex: only http:// URLs (and CONNECT) are proxied");
 	if (u.field_set & (1 << UF_USERINFO))
-		return refuse(r, 400, "bad_request",
-			      "govex: a URL with credentials (user@host) is not proxied");
+		return req_refuse(r, 400, "bad_request",
+				  "govex: a URL with credentials (user@host) is not proxied");
 	unsigned port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
 	if (port == 0)
-		return refuse(r, 400, "bad_target", "govex: port 0 is not a destination");
+		return req_refuse(r, 400, "bad_target", "govex: port 0 is not a destination");
 	if (target_from(r, url, &u, port) != GOVEX_EGRESS_REQ_READY)
 		return r->state;
 	r->upgrade = p->upgrade;
@@ -314,7 +314,7 @@ static enum govex__egress_req_state decide(struct govex__egress_req *r, const ch
 	out_str(&o, r->upgrade ? "Connection: upgrade\r\n\r\n" : "Connection: close\r\n\r\n");
 	if (o.oom) {
 		free(o.p);
-		return refuse(r, 503, "internal", "govex: out of memory");
+		return req_refuse(r, 503, "internal", "govex: out of memory");
 	}
 	r->head = o.p;
 	r->head_len = o.len;
@@ -328,30 +328,30 @@ enum govex__egress_req_state govex__egress_req_feed(struct govex__egress_req *r,
 	if (r->state != GOVEX_EGRESS_REQ_MORE)
 		return r->state;
 	if (!q)
-		return refuse(r, 503, "internal", "govex: out of memory");
+		return req_refuse(r, 503, "internal", "govex: out of memory");
 	q->base = buf;
 	const char *chunk = buf + total - len;
 	size_t n = http_parser_execute(&q->parser, &settings, chunk, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&q->parser);
 	if (q->too_many)
-		return refuse(r, 400, "bad_request", "govex: more than %d header fields",
-			      HEADERS_MAX);
+		return req_refuse(r, 400, "bad_request", "govex: more than %d header fields",
+				  HEADERS_MAX);
 	if (e != HPE_OK && e != HPE_PAUSED) {
 		if (e == HPE_INVALID_METHOD)
-			return refuse(r, 405, "bad_method",
-				      "govex: method not supported by govex's egress proxy");
-		return refuse(r, 400, "bad_request", "govex: malformed request: %s",
-			      http_errno_description(e));
+			return req_refuse(r, 405, "bad_method",
+					  "govex: method not supported by govex's egress proxy");
+		return req_refuse(r, 400, "bad_request", "govex: malformed request: %s",
+				  http_errno_description(e));
 	}
 	if (!q->headers_done) {
 		if (total >= GOVEX__EGRESS_HEAD_MAX)
-			return refuse(r, 400, "header_too_long",
-				      "govex: request head longer than %d bytes",
-				      GOVEX__EGRESS_HEAD_MAX);
+			return req_refuse(r, 400, "header_too_long",
+					  "govex: request head longer than %d bytes",
+					  GOVEX__EGRESS_HEAD_MAX);
 		return GOVEX_EGRESS_REQ_MORE;
 	}
 	if (q->url.len == 0)
-		return refuse(r, 400, "bad_request", "govex: the request has no target");
+		return req_refuse(r, 400, "bad_request", "govex: the request has no target");
 	if (q->parser.method == HTTP_CONNECT) {
 		r->consumed = total - len + n;
 	} else {
@@ -364,11 +364,11 @@ enum govex__egress_req_state govex__egress_req_feed(struct govex__egress_req *r,
 		http_parser_execute(&q->parser, &settings, "\n", 1);
 		e = HTTP_PARSER_ERRNO(&q->parser);
 		if (e != HPE_OK && e != HPE_PAUSED)
-			return refuse(r, 400, "bad_request", "govex: malformed request: %s",
-				      http_errno_description(e));
+			return req_refuse(r, 400, "bad_request", "govex: malformed request: %s",
+					  http_errno_description(e));
 	}
 	if (r->consumed > total)
-		return refuse(r, 400, "bad_request", "govex: malformed request");
+		return req_refuse(r, 400, "bad_request", "govex: malformed request");
 	return decide(r, buf);
 }
 

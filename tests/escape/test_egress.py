@@ -16,6 +16,20 @@ import escapetest as e  # noqa: E402
 from escapetest import g  # noqa: E402
 
 PROXY = ("127.0.0.1", 3128)
+SCHEMA_DIR = os.path.join(g.REPO, "docs", "schema")
+
+
+def schema_valid(name, doc):
+    """DOC validates against docs/schema/NAME.schema.json (where jsonschema is)."""
+    try:
+        from jsonschema import Draft202012Validator
+    except ImportError:
+        return
+    with open(os.path.join(SCHEMA_DIR, name + ".schema.json")) as f:
+        v = Draft202012Validator(json.load(f))
+    errs = ["%s: %s" % ("/".join(str(p) for p in x.absolute_path), x.message[:200])
+            for x in v.iter_errors(doc)]
+    g.check(not errs, "%s does not validate: %s" % (name, errs[:5]))
 
 
 class Server:
@@ -221,6 +235,7 @@ class Setup:
 
 def check_outcome(s, doc, res):
     g.eq(doc["status"], "success", "status")
+    schema_valid("result", doc)
     g.check("network_allowlist" in doc["backend"]["controls"],
             "network_allowlist not claimed: %r" % (doc["backend"]["controls"],))
     g.check("network_deny" not in doc["backend"]["controls"], "network_deny claimed")
@@ -346,6 +361,9 @@ def test_plan_and_policy(t):
     g.eq(r.json()["network"], {"allow": ["*.example.org:443", "10.0.0.5:8080", "[::1]:443",
                                          "b.example.com:443"]}, "the plan's network")
     g.check("network_allowlist" in r.json()["controls"]["required"], "required controls")
+    schema_valid("plan", r.json())
+    with open(pol) as f:
+        schema_valid("policy", json.load(f))
     for doc, want in ((["nohost"], "network.allow[0]"),
                       (["a.example.com:0"], "network.allow[0]"),
                       (["ok.example:1", "127.1:80"], "network.allow[1]"),
