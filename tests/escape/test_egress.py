@@ -176,6 +176,8 @@ note("direct_refused_port", lambda: direct("127.0.0.1", R))
 note("direct_outside", lambda: direct("192.0.2.1", 80))
 note("direct_v6", lambda: direct("::1", V6 or A, socket.AF_INET6))
 note("dns_lookup", lambda: socket.getaddrinfo("example.com", 80))
+note("netdev", lambda: sorted(ln.split(":")[0].strip() for ln in
+                              open("/proc/self/net/dev").read().splitlines()[2:]))
 def udp_dns():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(2)
@@ -267,12 +269,19 @@ def check_outcome(s, doc, res):
              "CONNECT to an allowed [::1]")
         r = e.allowed(res, "ipv6_mapped_refused")
         g.check(r[0].startswith("HTTP/1.1 403"), "mapped IPv6 of a refused one: %r" % (r,))
-    # without the proxy: nothing (the run's namespace has only its loopback)
-    e.denied(res, "noproxy_urllib", "ECONNREFUSED")
-    e.denied(res, "direct_tcp", "ECONNREFUSED")
-    e.denied(res, "direct_refused_port", "ECONNREFUSED")
-    e.denied_any(res, "direct_outside", ("ENETUNREACH", "EHOSTUNREACH"))
-    e.denied_any(res, "direct_v6", ("ECONNREFUSED", "EADDRNOTAVAIL", "ENETUNREACH"))
+    # without the proxy: nothing.  The run's namespace has only its loopback; where
+    # Landlock has TCP rights (ABI 4), a second wall: connect() only to the proxy's port
+    g.eq(e.allowed(res, "netdev"), ["lo"], "network interfaces inside")
+    if e.landlock_abi() >= 4:
+        for label in ("noproxy_urllib", "direct_tcp", "direct_refused_port",
+                      "direct_outside", "direct_v6"):
+            e.denied(res, label, "EACCES")
+    else:
+        e.denied(res, "noproxy_urllib", "ECONNREFUSED")
+        e.denied(res, "direct_tcp", "ECONNREFUSED")
+        e.denied(res, "direct_refused_port", "ECONNREFUSED")
+        e.denied_any(res, "direct_outside", ("ENETUNREACH", "EHOSTUNREACH"))
+        e.denied_any(res, "direct_v6", ("ECONNREFUSED", "EADDRNOTAVAIL", "ENETUNREACH"))
     g.check(not res["dns_lookup"].get("ok"), "a name resolved inside: %r" % (res["dns_lookup"],))
     e.denied_any(res, "udp_dns", ("ENETUNREACH", "EHOSTUNREACH"))
     e.denied(res, "resolv_conf", "ENOENT")

@@ -203,6 +203,12 @@ static int program_setup(struct run_ctx *c, int *ce, enum govex__step *step)
 			procs[ly.n_procs++] = c->cg.procs_fd[i];
 	ly.procs = procs;
 	rlandlock_fill(&ly, st->landlock_abi, &c->plan, st->deny_net);
+	/* filtered networking, a second wall where Landlock has TCP (ABI 4): connect()
+	 * only to the proxy's port */
+	if (st->filter_net && st->landlock_abi >= 4) {
+		ly.ll_attr[1] = LL_NET_CONNECT_TCP;
+		ly.ll_connect_port = RNET_PROXY_PORT;
+	}
 	int r = rlayers_enter(&ly, step);
 	*ce = ly.errpipe;
 	return r;
