@@ -47,6 +47,8 @@ static const struct {
     {"restricted", "syscall_filter", "seccomp allowlist (ENOSYS for the rest)"},
     {"restricted", "no_new_privileges", "PR_SET_NO_NEW_PRIVS, no capabilities"},
     {"restricted", "landlock", "a Landlock ruleset over the same paths"},
+    {"restricted", "network_allowlist",
+     "own network namespace; govex's proxy the only way out; seccomp"},
 };
 
 static const char *how_of(const char *backend, const char *control)

@@ -58,7 +58,9 @@ govex__ctlset govex__run_controls(const struct govex__report *rep, const struct 
 	const struct govex__limits *l = &d->limits;
 	if (!d->workdir)
 		applied |= CTL(FRESH_WORKDIR);
-	if (!p->network)
+	if (p->net_allow)
+		applied |= CTL(NETWORK_ALLOWLIST);
+	else if (!p->network)
 		applied |= CTL(NETWORK_DENY);
 	if (!p->subprocess)
 		applied |= CTL(SUBPROCESS_DENY);

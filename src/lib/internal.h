@@ -176,7 +176,8 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 	X(FILE_SIZE_PER_PROCESS, "file_size_per_process")                                          \
 	X(SYSCALL_FILTER, "syscall_filter")                                                        \
 	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                                  \
-	X(LANDLOCK, "landlock")
+	X(LANDLOCK, "landlock")                                                                    \
+	X(NETWORK_ALLOWLIST, "network_allowlist")
 
 enum govex__control {
 #define GOVEX__CTLENUM(id, name) GOVEX_CTL_##id,
@@ -192,6 +193,8 @@ const char *govex__control_name(enum govex__control c);
 int govex__control_from_name(const char *name);
 /* Array of control names, in table order. */
 json_t *govex__ctlset_json(govex__ctlset set);
+
+struct govex__egress_list; /* egress.h */
 
 /* ---- policy --------------------------------------------------------------------------- */
 
@@ -241,7 +244,9 @@ enum govex__perm {
 	X(files_in_bytes, false, 0, 1ULL << 32, GOVEX__FILES_IN_DEFAULT, true, NOREQ)              \
 	X(files_out_bytes, false, 0, 1ULL << 32, GOVEX__FILES_OUT_DEFAULT, true, NOREQ)            \
 	X(files_out_count, false, 0, GOVEX__FILES_COUNT_MAX, GOVEX__FILES_COUNT_DEFAULT, true,     \
-	  NOREQ)
+	  NOREQ)                                                                                   \
+	X(network_connections, false, 1, 1ULL << 20, 256, true, NOREQ)                             \
+	X(network_bytes, false, 1, 1ULL << 40, 1ULL << 30, true, NOREQ)
 
 struct govex__limits {
 #define GOVEX__LIMIT_MEMBER(name, ...) uint64_t name;
@@ -272,7 +277,10 @@ struct govex_policy {
 	char **read_roots; /* normalized absolute paths, sorted, unique */
 	char **write_roots;
 	bool platform_defaults;
-	bool network;	 /* true = allow */
+	bool network; /* true = allow (every destination) */
+	/* network: {"allow": [...]}: the destinations of filtered networking (egress.h), and
+	 * network is false; NULL otherwise */
+	struct govex__egress_list *net_allow;
 	bool subprocess; /* true = allow */
 	bool shell;	 /* true = allow */
 	bool env_inherit;
@@ -294,6 +302,10 @@ bool govex__path_under(const char *path, const char *root);
 
 /* {"wall_ms": ..., ...} with null for unlimited nullable limits. */
 json_t *govex__limits_json(const struct govex__limits *l);
+
+/* The policy's "network": "allow", "deny" or {"allow": [canonical entries]} (a new
+ * reference; NULL on ENOMEM). */
+json_t *govex__policy_network_json(const struct govex_policy *p);
 
 /* Controls the policy requires. */
 govex__ctlset govex__policy_required(const struct govex_policy *p);
@@ -469,6 +481,9 @@ struct govex__outcome {
 	/* attempts the sandbox refused and counted (from the shim's report, never from
 	 * the run's output): network_deny, subprocess_deny */
 	uint64_t net_denied, exec_denied;
+	/* filtered networking: the egress ledger (egress.h's govex__egress_stop), owned, or
+	 * NULL */
+	json_t *egress;
 	/* outputs were requested: what came back (files.h), NULL when none could be read */
 	bool outputs;
 	struct govex__outfiles *outfiles;
@@ -573,6 +588,7 @@ struct govex__shim_report {
 	X(SYMLINK, "symlink")                                                                      \
 	X(REMOUNT_RO, "remount_ro")                                                                \
 	X(SIGNALFD, "signalfd")                                                                    \
+	X(EGRESS, "egress")                                                                        \
 	/* the program child */                                                                    \
 	X(CGROUPNS, "cgroupns")                                                                    \
 	X(SETSID, "setsid")                                                                        \

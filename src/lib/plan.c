@@ -188,13 +188,15 @@ json_t *govex__plan_json(const struct govex__plan_fields *f)
 {
 	json_t *doc = json_pack(
 	    "{s:s, s:s, s:{s:s, s:s}, s:o, s:{s:o}, s:{s:s, s:s?}, s:{s:o, s:o, s:b},"
-	    " s:s, s:s, s:b, s:o, s:o, s:{s:o}, s:s}",
+	    " s:o, s:s, s:b, s:o, s:o, s:{s:o}, s:s}",
 	    "version", GOVEX_PLAN_VERSION, "kind", govex__job_kind_name(f->kind), "backend", "name",
 	    f->backend_name, "version", f->backend_version, "limits",
 	    govex__limits_json(&f->limits), "environment", "names", govex__env_names_json(f->env),
 	    "workdir", "mode", f->workdir ? "path" : "fresh", "path", f->workdir, "filesystem",
 	    "read", govex__strv_json(f->read), "write", govex__strv_json(f->write),
-	    "platform_defaults", f->platform_defaults, "network", f->network ? "allow" : "deny",
+	    "platform_defaults", f->platform_defaults, "network",
+	    f->net_policy ? govex__policy_network_json(f->net_policy)
+			  : json_string(f->network ? "allow" : "deny"),
 	    "subprocess", f->subprocess ? "allow" : "deny", "shell", f->shell, "needs",
 	    govex__perms_json(f->needs), "approval", govex__perms_json(f->approval), "controls",
 	    "required", govex__ctlset_json(f->required), "policy_digest", f->policy_digest);

@@ -68,6 +68,8 @@ struct govex__plan_fields {
 	char *const *write;
 	bool platform_defaults;
 	bool network;
+	/* the policy whose "network" the plan states (its allowlist, when filtered) */
+	const struct govex_policy *net_policy;
 	bool subprocess;
 	bool shell;
 	unsigned needs;	   /* enum govex__perm bits */

@@ -492,7 +492,7 @@ static int plan_approval(struct planning *pl)
 	const govex_policy *p = pl->p;
 	const struct govex_request *req = pl->req;
 	unsigned usable = 0;
-	if (p->network || (req->needs & GOVEX_NEED_NETWORK))
+	if (p->network || p->net_allow || (req->needs & GOVEX_NEED_NETWORK))
 		usable |= GOVEX_PERM_NETWORK;
 	if (p->write_roots[0] || (req->needs & GOVEX_NEED_FILESYSTEM_WRITE))
 		usable |= GOVEX_PERM_FILESYSTEM_WRITE;
@@ -550,6 +550,7 @@ static int plan_fields_common(struct planning *pl, struct govex__plan_fields *f)
 	    .write = p->write_roots,
 	    .platform_defaults = p->platform_defaults,
 	    .network = p->network,
+	    .net_policy = p,
 	    .subprocess = p->subprocess,
 	    .shell = req->shell != 0,
 	    .needs = needs_perm,

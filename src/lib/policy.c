@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "egress.h"
 #include "files.h"
 #include "internal.h"
 #include "policy.h"
@@ -45,6 +46,7 @@ GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 	govex__strv_free(p->require_known);
 	govex__strv_free(p->preload);
 	free(p->backend);
+	govex__egress_list_free(p->net_allow);
 	free(p);
 	return NULL;
 }
@@ -64,6 +66,13 @@ json_t *govex__limits_json(const struct govex__limits *l)
 							    : json_integer((json_int_t)v));
 	}
 	return o;
+}
+
+json_t *govex__policy_network_json(const struct govex_policy *p)
+{
+	if (p->net_allow)
+		return json_pack("{s:o}", "allow", govex__egress_list_json(p->net_allow));
+	return json_string(p->network ? "allow" : "deny");
 }
 
 static json_t *policy_json(const govex_policy *p)
@@ -90,14 +99,14 @@ static json_t *policy_json(const govex_policy *p)
 	govex__strv_free(ap);
 
 	json_t *doc = json_pack(
-	    "{s:s, s:[s], s:{s:s, s:b}, s:s, s:o, s:{s:o, s:o, s:b}, s:s, s:s, s:s,"
+	    "{s:s, s:[s], s:{s:s, s:b}, s:s, s:o, s:{s:o, s:o, s:b}, s:o, s:s, s:s,"
 	    " s:{s:b, s:o, s:o}, s:o, s:{s:o}, s:s?}",
 	    "version", GOVEX_POLICY_VERSION, "languages", "python", "python", "interpreter",
 	    p->interpreter ? p->interpreter : "auto", "site", p->site, "workdir",
 	    p->workdir ? p->workdir : "fresh", "limits", govex__limits_json(&p->limits),
 	    "filesystem", "read", govex__strv_json(p->read_roots), "write",
 	    govex__strv_json(p->write_roots), "platform_defaults", p->platform_defaults, "network",
-	    p->network ? "allow" : "deny", "subprocess", p->subprocess ? "allow" : "deny", "shell",
+	    govex__policy_network_json(p), "subprocess", p->subprocess ? "allow" : "deny", "shell",
 	    p->shell ? "allow" : "deny", "environment", "inherit", p->env_inherit, "allow",
 	    govex__strv_json(p->env_allow), "set", env_set, "approval", approval, "effects",
 	    "require_known", govex__strv_json(p->require_known), "backend", p->backend);
@@ -162,7 +171,9 @@ govex__ctlset govex__policy_required(const struct govex_policy *p)
 			  CTL(PROCESS_TREE_KILL) | CTL(FD_HYGIENE);
 	if (!p->workdir)
 		s |= CTL(FRESH_WORKDIR);
-	if (!p->network)
+	if (p->net_allow)
+		s |= CTL(NETWORK_ALLOWLIST);
+	else if (!p->network)
 		s |= CTL(NETWORK_DENY);
 	if (!p->subprocess)
 		s |= CTL(SUBPROCESS_DENY);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "internal.h"
 #include "policy.h"
 
@@ -444,12 +445,38 @@ static int parse_workdir(const json_t *v, govex_policy *p, struct govex_error *e
 		    p->workdir);
 }
 
+/* network: "allow", "deny", or {"allow": ["host:port", ...]} (filtered networking,
+ * egress.h: the list sorted, duplicates dropped) */
+static int parse_network(const json_t *doc, govex_policy *p, struct govex_error *err)
+{
+	json_t *v = json_object_get(doc, "network");
+	if (!json_is_object(v)) {
+		if (v && !json_is_string(v))
+			return fail(err, "network",
+				    "must be \"allow\", \"deny\" or {\"allow\": [\"host:port\", "
+				    "...]}, not %s",
+				    type_name(v));
+		return parse_allow_deny(doc, "network", &p->network, err);
+	}
+	static const char *const keys[] = {"allow", NULL};
+	int r = check_keys(v, "network", keys, err);
+	if (r < 0)
+		return r;
+	json_t *a = json_object_get(v, "allow");
+	if (!a)
+		return fail(err, "network",
+			    "an object needs \"allow\": [\"host:port\", ...] (the destinations "
+			    "a run may reach)");
+	p->network = false;
+	return govex__egress_list_parse(a, &p->net_allow, err);
+}
+
 /* network, subprocess, shell: "allow" or "deny" (v is the document: the key is looked
  * up there) */
 static int parse_permissions(const json_t *doc, govex_policy *p, struct govex_error *err)
 {
 	int r;
-	if ((r = parse_allow_deny(doc, "network", &p->network, err)) < 0 ||
+	if ((r = parse_network(doc, p, err)) < 0 ||
 	    (r = parse_allow_deny(doc, "subprocess", &p->subprocess, err)) < 0 ||
 	    (r = parse_allow_deny(doc, "shell", &p->shell, err)) < 0)
 		return r;

@@ -223,7 +223,7 @@ int govex__request_needs(govex_runtime *rt, const struct govex_request *req,
 			 govex_result **ret_refusal)
 {
 	const govex_policy *p = rt->policy;
-	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network)
+	if ((req->needs & GOVEX_NEED_NETWORK) && !p->network && !p->net_allow)
 		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "need_not_allowed",
 		       json_pack("{s:s}", "need", "network"),
 		       "need 'network': the policy denies network");

@@ -27,6 +27,8 @@ struct govex_result {
 	/* outputs were requested: the files the run left (files.h) */
 	bool outputs;
 	struct govex__outfiles *outfiles;
+	/* filtered networking: the egress ledger (egress.h), or NULL */
+	json_t *egress;
 };
 
 static const char *const status_names[] = {
@@ -164,6 +166,54 @@ static void denials(govex_result *r, const struct govex__outcome *o)
 	}
 }
 
+/* The ledger's reasons that are the policy's refusals (the allowlist's, and its
+ * network_connections and network_bytes limits); the others (a malformed request, a
+ * destination that did not answer) are in the ledger only. */
+static bool egress_policy_reason(const char *reason)
+{
+	static const char *const policy[] = {
+	    "not_in_allowlist", "refused_address",  "numeric_form", "byte_limit",
+	    "total_limit",	"concurrent_limit", "ledger_full"};
+	for (size_t i = 0; reason && i < ARRAY_SIZE(policy); i++)
+		if (strcmp(reason, policy[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Filtered networking: the proxy's ledger (kept by govex's proxy on the host, never
+ * from the run's output) into the result, and each destination the policy refused as
+ * a denied_by_policy diagnostic of control network_allowlist, with its attempts. */
+static void egress_denials(govex_result *r, struct govex__outcome *o)
+{
+	json_decref(r->egress);
+	r->egress = TAKE_PTR(o->egress);
+	size_t i;
+	json_t *e;
+	json_array_foreach(r->egress, i, e)
+	{
+		const char *reason = json_string_value(json_object_get(e, "reason"));
+		if (json_is_true(json_object_get(e, "allowed")) || !egress_policy_reason(reason))
+			continue;
+		const char *host = json_string_value(json_object_get(e, "host"));
+		json_int_t port = json_integer_value(json_object_get(e, "port"));
+		json_int_t n = json_integer_value(json_object_get(e, "connections"));
+		bool v6 = host && strchr(host, ':');
+		char dest[300];
+		if (host)
+			snprintf(dest, sizeof(dest), "%s%s%s:%lld", v6 ? "[" : "", host,
+				 v6 ? "]" : "", (long long)port);
+		else
+			snprintf(dest, sizeof(dest), "(none named)");
+		bool stopped = strcmp(reason, "ledger_full") == 0;
+		govex__result_diag(r, "denied_by_policy",
+				   json_pack("{s:[s], s:I, s:b, s:s, s:s}", "controls",
+					     "network_allowlist", "attempts", n, "counting_stopped",
+					     stopped, "destination", dest, "reason", reason),
+				   "the policy's network allowlist refused %s (%s; %lld attempt%s)",
+				   dest, reason, (long long)n, n == 1 ? "" : "s");
+	}
+}
+
 /* A run that succeeded despite its denials (pandas tries `uname -p` at import): each
  * denied_by_policy message says what happened -- attempted, refused, the run went on --
  * with nothing to fix or retry. */
@@ -292,6 +342,7 @@ void govex__result_take_outcome(govex_result *r, struct govex__outcome *o)
 	    o->term == GOVEX_TERM_MEMORY_LIMIT)
 		r->view.signal = o->signal;
 	denials(r, o);
+	egress_denials(r, o);
 	result_take_files(r, o);
 }
 
@@ -344,6 +395,10 @@ static int render(govex_result *r)
 	    r->plan_digest ? json_string(r->plan_digest) : json_null());
 	if (!doc)
 		return -ENOMEM;
+	if (r->egress && json_object_set(doc, "egress", r->egress) < 0) {
+		json_decref(doc);
+		return -ENOMEM;
+	}
 	if (r->outputs && json_object_set_new(doc, "files", files_json(r)) < 0) {
 		json_decref(doc);
 		return -ENOMEM;
@@ -474,6 +529,7 @@ GOVEX_API govex_result *govex_result_free(govex_result *r)
 	free(r->value_text);
 	free(r->json);
 	govex__outfiles_free(r->outfiles);
+	json_decref(r->egress);
 	free(r);
 	return NULL;
 }

@@ -38,6 +38,8 @@ void govex__outcome_release(struct govex__outcome *o)
 	free(o->frame.data);
 	o->out.data = o->err.data = o->frame.data = NULL;
 	o->outfiles = govex__outfiles_free(o->outfiles);
+	json_decref(o->egress);
+	o->egress = NULL;
 }
 
 static void set_nonblock(int fd)

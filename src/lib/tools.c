@@ -46,6 +46,7 @@ static void facts_from(struct govex__tool_facts *f, json_t *doc, bool is_plan)
 	f->call_input_bytes = limit_of(l, "call_input_bytes");
 	f->call_output_bytes = limit_of(l, "call_output_bytes");
 	f->network = allowed(doc, "network");
+	f->net_allow = json_incref(json_object_get(json_object_get(doc, "network"), "allow"));
 	f->subprocess = allowed(doc, "subprocess");
 	json_t *fs = json_object_get(doc, "filesystem");
 	f->read = json_incref(json_object_get(fs, "read"));
@@ -191,9 +192,21 @@ static void put_policy(FILE *o, const struct govex__tool_facts *f)
 			      : "only the standard library (no third-party packages). ",
 		      o);
 	}
-	fprintf(o, "Network access is %s; starting subprocesses is %s. ",
-		f->network ? "allowed" : "DENIED by the sandbox",
-		f->subprocess ? "allowed" : "DENIED");
+	if (f->net_allow) {
+		fputs("Network access only to ", o);
+		if (json_array_size(f->net_allow))
+			put_paths(o, f->net_allow);
+		else
+			fputs("nothing (an empty allowlist)", o);
+		fprintf(o,
+			", through the HTTP proxy in HTTP_PROXY/HTTPS_PROXY (other "
+			"destinations get 403; no DNS inside); starting subprocesses is %s. ",
+			f->subprocess ? "allowed" : "DENIED");
+	} else {
+		fprintf(o, "Network access is %s; starting subprocesses is %s. ",
+			f->network ? "allowed" : "DENIED by the sandbox",
+			f->subprocess ? "allowed" : "DENIED");
+	}
 	if (json_array_size(f->read)) {
 		fputs("Host files readable: ", o);
 		put_paths(o, f->read);
@@ -395,8 +408,9 @@ static json_t *annotations(const struct govex__tool_facts *f, const char *title)
 {
 	bool writes = json_array_size(f->write) > 0;
 	return json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", title, "readOnlyHint",
-			 !writes && !f->network && !f->subprocess, "destructiveHint",
-			 writes || f->subprocess, "idempotentHint", 0, "openWorldHint", f->network);
+			 !writes && !f->network && !json_array_size(f->net_allow) && !f->subprocess,
+			 "destructiveHint", writes || f->subprocess, "idempotentHint", 0,
+			 "openWorldHint", f->network || json_array_size(f->net_allow) > 0);
 }
 
 /* ---------------------------------------------------------------- the catalogue */
@@ -583,6 +597,7 @@ GOVEX_API govex_toolset *govex_toolset_free(govex_toolset *ts)
 	json_decref(ts->facts.dists);
 	json_decref(ts->facts.preload);
 	json_decref(ts->facts.write);
+	json_decref(ts->facts.net_allow);
 	free(ts);
 	return NULL;
 }

@@ -24,6 +24,7 @@ struct govex__tool_facts {
 	uint64_t stdout_bytes, stderr_bytes, call_input_bytes, call_output_bytes;
 	bool network, subprocess, site;
 	json_t *read, *write; /* arrays of paths (new references) */
+	json_t *net_allow;    /* filtered networking: the destinations (array), or NULL */
 	json_t *dists;	      /* the plan's packages.distributions ("name==version"), or NULL */
 	json_t *preload;      /* python.preload (array), or NULL */
 	bool venv;

@@ -247,7 +247,8 @@ static const char *const wrong_types[][2] = {
     {"{" V ",\"filesystem\":{\"write\":[\"/tmp\",true]}}", "filesystem.write[1]: must be a string"},
     {"{" V ",\"filesystem\":{\"platform_defaults\":0}}",
      "filesystem.platform_defaults: must be a boolean"},
-    {"{" V ",\"network\":true}", "network: must be a string"},
+    {"{" V ",\"network\":true}", "network: must be \"allow\", \"deny\" or {\"allow\""},
+    {"{" V ",\"network\":[\"a.example:1\"]}", "network: must be \"allow\", \"deny\" or"},
     {"{" V ",\"network\":\"maybe\"}", "network: must be \"allow\" or \"deny\""},
     {"{" V ",\"network\":\"Allow\"}", "network: must be \"allow\" or \"deny\""},
     {"{" V ",\"subprocess\":1}", "subprocess: must be a string"},
@@ -531,6 +532,45 @@ START_TEST(test_unknown_approval)
 	ck_assert(canon_has(
 	    p, "\"approval\":[\"filesystem_write\",\"network\",\"shell\",\"subprocess\"]"));
 	govex_policy_free(p);
+}
+END_TEST
+
+/* network: {"allow": [...]} (filtered networking): canonical (sorted, one spelling, no
+ * duplicates), bad entries and members named; "allow" and "deny" keep their bytes. */
+START_TEST(test_network_allowlist)
+{
+	govex_policy *p = accept("{" V ",\"network\":{\"allow\":[\"B.Example.com.:443\","
+				 "\"[::FFFF:10.0.0.5]:8080\",\"*.pythonhosted.org:443\","
+				 "\"b.example.com:443\",\"[0:0::1]:443\"]}}");
+	ck_assert(canon_has(p, "\"network\":{\"allow\":[\"*.pythonhosted.org:443\","
+			       "\"10.0.0.5:8080\",\"[::1]:443\",\"b.example.com:443\"]}"));
+	govex_policy *q = accept("{" V ",\"network\":{\"allow\":[\"[::1]:443\","
+				 "\"*.pythonhosted.org:443\",\"10.0.0.5:8080\","
+				 "\"b.example.com:443\"]}}");
+	ck_assert_str_eq(govex_policy_digest(p), govex_policy_digest(q));
+	govex_policy_free(q);
+	govex_policy_free(p);
+	p = accept("{" V ",\"network\":{\"allow\":[]}}");
+	ck_assert(canon_has(p, "\"network\":{\"allow\":[]}"));
+	govex_policy_free(p);
+	p = accept("{" V ",\"network\":\"deny\"}");
+	ck_assert(canon_has(p, "\"network\":\"deny\""));
+	govex_policy_free(p);
+	reject("{" V ",\"network\":{\"alow\":[]}}",
+	       "network.alow: unknown field \"alow\" (did you mean \"allow\"?)");
+	reject("{" V ",\"network\":{}}", "network: an object needs \"allow\"");
+	reject("{" V ",\"network\":{\"allow\":\"a.example:1\"}}",
+	       "network.allow: must be an array");
+	reject("{" V ",\"network\":{\"allow\":[\"a.example:1\",7]}}", "network.allow[1]: ");
+	static const char *const bad[] = {"a.example",	   "a.example:0",   "a.example:65536",
+					  "a.example:+1",  "127.1:80",	    "2130706433:80",
+					  "0x7f.0.0.1:80", "*.*.example:1", "a*.example:1",
+					  "[::1:80",	   ":80",	    "caf\u00e9.example:1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char doc[256];
+		snprintf(doc, sizeof(doc), "{" V ",\"network\":{\"allow\":[\"%s\"]}}", bad[i]);
+		reject(doc, "network.allow[0]: ");
+	}
 }
 END_TEST
 
@@ -819,6 +859,7 @@ static Suite *policy_suite(void)
 	tc = tcase_create("names");
 	tcase_add_test(tc, test_unknown_backend);
 	tcase_add_test(tc, test_unknown_approval);
+	tcase_add_test(tc, test_network_allowlist);
 	tcase_add_test(tc, test_unknown_effect);
 	tcase_add_test(tc, test_languages);
 	tcase_add_loop_test(tc, test_bad_env_names, 0, ARRAY_SIZE(bad_env_names));

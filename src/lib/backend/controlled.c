@@ -61,6 +61,7 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 		const char *why;
 	} none[] = {
 	    {GOVEX_CTL_NETWORK_DENY, "a plain subprocess has the host's network"},
+	    {GOVEX_CTL_NETWORK_ALLOWLIST, "a plain subprocess has the host's network"},
 	    {GOVEX_CTL_FS_READ_ALLOWLIST, "a plain subprocess reads what the user can"},
 	    {GOVEX_CTL_FS_WRITE_ALLOWLIST, "a plain subprocess writes what the user can"},
 	    {GOVEX_CTL_SUBPROCESS_DENY, "a plain subprocess may start processes"},

@@ -21,14 +21,18 @@
  * backend already needs 5.12 for the mount API.)
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -38,6 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "files.h"
 #include "restricted.h"
 
@@ -93,7 +98,8 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 		if (st->ncpus <= 0)
 			st->ncpus = 1;
 	}
-	st->deny_net = !p->network;
+	st->filter_net = p->net_allow != NULL;
+	st->deny_net = !p->network && !st->filter_net;
 	st->deny_subprocess = !p->subprocess;
 	int abi = rlandlock_abi();
 	st->landlock_abi = abi > 0 ? abi : 0;
@@ -105,7 +111,9 @@ static int restricted_prepare(const struct govex_runtime_options *opts,
 	/* network: deny: socket() refused and counted by the shim (execonce.c); subprocess:
 	 * deny: every execve but the first, fork, vfork and a new process's clone, too.
 	 * Compiled in at build time where this host is the build's (seccomp.c). */
-	if (r >= 0)
+	if (r >= 0 && st->filter_net)
+		r = rfilters_get_filtered(st->deny_subprocess, &st->filter, &st->guard, err);
+	else if (r >= 0)
 		r = rfilters_get(st->deny_net, st->deny_subprocess, &st->filter, &st->guard, err);
 	if (r < 0) {
 		restricted_release(st);
@@ -148,6 +156,13 @@ struct run_ctx {
 	bool wd_tmpfs; /* the workdir is the run's own tmpfs: files in and out are the shim's */
 	int netns_fd;  /* root, network: deny, cold: the slot's empty namespace (ns.c), or -1 */
 	bool warm;     /* forked from the runtime's template (template.c) */
+	/* filtered networking (cold runs only): the shim hands the proxy's listening socket,
+	 * made in the run's network namespace, to the host over this socketpair ([0] the
+	 * host's end, [1] the shim's), or -1; the proxy serving it; the program's
+	 * environment with the proxy's variables (else NULL: the launch's) */
+	int egsock[2];
+	struct govex__egress *egress;
+	char **envp;
 };
 
 /* The program child's steps up to execve, in the order of the top of this file (the
@@ -188,6 +203,12 @@ static int program_setup(struct run_ctx *c, int *ce, enum govex__step *step)
 			procs[ly.n_procs++] = c->cg.procs_fd[i];
 	ly.procs = procs;
 	rlandlock_fill(&ly, st->landlock_abi, &c->plan, st->deny_net);
+	/* filtered networking, a second wall where Landlock has TCP (ABI 4): connect()
+	 * only to the proxy's port */
+	if (st->filter_net && st->landlock_abi >= 4) {
+		ly.ll_attr[1] = LL_NET_CONNECT_TCP;
+		ly.ll_connect_port = RNET_PROXY_PORT;
+	}
 	int r = rlayers_enter(&ly, step);
 	*ce = ly.errpipe;
 	return r;
@@ -200,7 +221,8 @@ static __attribute__((noreturn)) void program_child(struct run_ctx *c)
 	int r = program_setup(c, &ce, &step);
 	if (r >= 0) {
 		step = GOVEX_STEP_EXECVE;
-		r = govex__neg_errno(execve(c->exe, c->l->argv, c->l->envp));
+		r = govex__neg_errno(
+		    execve(c->exe, c->l->argv, c->envp ? c->envp : (char **)c->l->envp));
 	}
 	govex__child_fail(ce, step, r < 0 ? -r : EPERM);
 	_exit(127);
@@ -287,6 +309,62 @@ static void shim_stdio_null(const int *keep, size_t n)
 		close(null);
 }
 
+/*
+ * Filtered networking, in the shim in the run's new network namespace (async-signal-safe):
+ * its loopback up, a TCP listener on 127.0.0.1:RNET_PROXY_PORT, the listener sent to the
+ * host (SCM_RIGHTS over sock) and closed here.  The run's code never holds it: the host's
+ * proxy accepts on it and is the only way out of the namespace.
+ */
+static int shim_egress_listener(int sock, enum govex__step *step)
+{
+	*step = GOVEX_STEP_EGRESS;
+	int s = (int)socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	int r = govex__neg_errno(ioctl(s, SIOCGIFFLAGS, &ifr));
+	if (r == 0) {
+		ifr.ifr_flags = (short)(ifr.ifr_flags | IFF_UP);
+		r = govex__neg_errno(ioctl(s, SIOCSIFFLAGS, &ifr));
+	}
+	close(s);
+	if (r < 0)
+		return r;
+	int l = (int)socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0)
+		return -errno;
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(RNET_PROXY_PORT);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	r = govex__neg_errno(bind(l, (struct sockaddr *)&a, sizeof(a)));
+	if (r == 0)
+		r = govex__neg_errno(listen(l, 128));
+	if (r == 0) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		memset(cbuf, 0, sizeof(cbuf));
+		char byte = 'L';
+		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+		struct msghdr m = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = cbuf,
+				   .msg_controllen = sizeof(cbuf)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &l, sizeof(int));
+		if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+			r = -errno;
+	}
+	close(l);
+	close(sock);
+	return r;
+}
+
 /* The shim's work in the new namespaces before the program child exists: identity
  * maps, its own privacy, the hostname, the new root.  Returns a signalfd for SIGCHLD or
  * -errno with *step set. */
@@ -304,11 +382,11 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 
 	/* Drop every host descriptor we did not make for this run. */
 	{
-		int keep[16], n = 0;
+		int keep[20], n = 0;
 		int mine[] = {f->in[0],		 f->out[1],	    f->err[1],	  f->ce[1],
 			      f->rep[1],	 f->kill[0],	    l->extra_fd,  c->cg.procs_fd[0],
 			      c->cg.procs_fd[1], c->cg.procs_fd[2], c->cg.cpu_fd, c->xsock[0],
-			      c->xsock[1],	 c->cgsock[1]};
+			      c->xsock[1],	 c->cgsock[1],	    c->egsock[1]};
 		for (size_t i = 0; i < ARRAY_SIZE(mine); i++)
 			if (mine[i] >= 0)
 				keep[n++] = mine[i];
@@ -322,6 +400,13 @@ static int shim_setup(struct run_ctx *c, enum govex__step *step)
 	*step = GOVEX_STEP_SHIM;
 	if (st->userns && (r = rns_write_maps(st->uid_map, st->gid_map, step)) < 0)
 		return r;
+	if (c->egsock[1] >= 0) {
+		r = shim_egress_listener(c->egsock[1], step);
+		c->egsock[1] = -1;
+		if (r < 0)
+			return r;
+		*step = GOVEX_STEP_SHIM;
+	}
 	/* The shim is a copy of the host: its memory and /proc entries must not be
 	 * readable from inside (the program has the same uid in a user namespace).  After
 	 * the maps: a non-dumpable process cannot write its own /proc/self files. */
@@ -453,15 +538,21 @@ static void after_fork(void *ctx)
 		close_fdp(&c->xsock[i]);
 	close_fdp(&c->netns_fd);
 	close_fdp(&c->cgsock[1]);
+	close_fdp(&c->egsock[1]);
 }
 
 /* Everything a run holds on the host, released in reverse order; 0, or -errno when
  * its cgroups could not be removed. */
 static int run_release(struct run_ctx *c)
 {
+	govex__egress_stop(c->egress, NULL); /* (a run that went on has taken it) */
+	c->egress = NULL;
+	govex__strv_free(c->envp);
+	c->envp = NULL;
 	for (int i = 0; i < 2; i++) {
 		close_fdp(&c->xsock[i]);
 		close_fdp(&c->cgsock[i]);
+		close_fdp(&c->egsock[i]);
 	}
 	close_fdp(&c->netns_fd);
 	int r = rcg_destroy(&c->cg);
@@ -505,9 +596,62 @@ static int run_cgroups(struct run_ctx *c, struct govex__outcome *o, struct govex
 	return r < 0 ? govex__launch_failed(c->l, o, err, GOVEX_STEP_CGROUP, -r, cgerr.message) : 0;
 }
 
+/* Filtered networking, in the host: the listening socket the shim made in the run's
+ * network namespace (one descriptor, nothing else), received; -errno when the shim sent
+ * none (it failed, and says why on its error pipe). */
+static int egress_receive(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte = 0;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	if (n != 1 || (m.msg_flags & MSG_CTRUNC) || !cm || cm->cmsg_level != SOL_SOCKET ||
+	    cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int))) {
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				close(fd);
+			}
+		return -EPROTO;
+	}
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* The run's proxy on the listener its shim sent: limits from the run's. */
+static int egress_start(struct run_ctx *c, struct govex__outcome *o, struct govex_error *err)
+{
+	int fd = egress_receive(c->egsock[0]);
+	close_fdp(&c->egsock[0]);
+	if (fd < 0)
+		return govex__launch_failed(c->l, o, err, GOVEX_STEP_EGRESS, -fd,
+					    "the run's proxy listener did not come");
+	const struct govex__limits *lim = c->l->limits;
+	const struct govex__egress_config cfg = {
+	    .allow = c->l->policy->net_allow,
+	    .max_total = (unsigned)lim->network_connections,
+	    .max_bytes_up = lim->network_bytes,
+	    .max_bytes_down = lim->network_bytes,
+	};
+	struct govex_error e;
+	int r = govex__egress_start(&cfg, fd, &c->egress, &e);
+	return r < 0 ? govex__launch_failed(c->l, o, err, GOVEX_STEP_EGRESS, -r, e.message) : 0;
+}
+
 /* In the host while a cold run's shim builds the sandbox (a third of a millisecond
  * and more): the run's cgroups, handed to the shim, which waits for them before it
- * starts the program.  Were they not sent, the shim fails at its cgroup step. */
+ * starts the program.  Were they not sent, the shim fails at its cgroup step.  Under
+ * filtered networking, then the proxy on the listener the shim sends first. */
 static int after_clone(void *ctx, struct govex__outcome *o, struct govex_error *err)
 {
 	struct run_ctx *c = ctx;
@@ -517,7 +661,44 @@ static int after_clone(void *ctx, struct govex__outcome *o, struct govex_error *
 	for (int i = 0; i < RCG_N; i++)
 		close_fdp(&c->cg.procs_fd[i]);
 	close_fdp(&c->cgsock[0]);
+	if (r >= 0 && c->egsock[0] >= 0)
+		r = egress_start(c, o, err);
 	return r;
+}
+
+/* The proxy's variables (and no other spelling of them) on the launch's environment:
+ * ordinary clients (urllib, pip, requests, curl) use the proxy; leaving them out
+ * reaches nothing else. */
+static int egress_env(struct run_ctx *c)
+{
+	static const char *const names[] = {"HTTP_PROXY",  "HTTPS_PROXY", "http_proxy",
+					    "https_proxy", "ALL_PROXY",	  "all_proxy",
+					    "NO_PROXY",	   "no_proxy"};
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", RNET_PROXY_PORT);
+	char **env = NULL;
+	int r = 0;
+	for (size_t i = 0; r >= 0 && c->l->envp && c->l->envp[i]; i++) {
+		const char *e = c->l->envp[i];
+		bool ours = false;
+		for (size_t k = 0; k < ARRAY_SIZE(names) && !ours; k++) {
+			size_t n = strlen(names[k]);
+			ours = strncmp(e, names[k], n) == 0 && e[n] == '=';
+		}
+		if (!ours)
+			r = govex__strv_push(&env, e);
+	}
+	for (size_t k = 0; r >= 0 && k < ARRAY_SIZE(names); k++) {
+		char v[96];
+		snprintf(v, sizeof(v), "%s=%s", names[k], k < 6 ? url : "");
+		r = govex__strv_push(&env, v);
+	}
+	if (r < 0) {
+		govex__strv_free(env);
+		return r;
+	}
+	c->envp = env;
+	return 0;
 }
 
 /* Everything the run needs before its shim exists: the slot, the mount plan with the
@@ -564,6 +745,12 @@ static int run_prepare(struct run_ctx *c, struct govex__outcome *o, struct govex
 		return r;
 	if (!c->warm && (r = govex__neg_errno(
 			     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->cgsock))) < 0)
+		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
+	/* filtered networking: cold runs only (rwarm_ineligible) */
+	if (st->filter_net && !c->warm &&
+	    ((r = govex__neg_errno(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->egsock))) <
+		 0 ||
+	     (r = egress_env(c)) < 0))
 		return govex__launch_failed(l, o, err, GOVEX_STEP_SOCKETPAIR, -r, NULL);
 	/* (a warm run's program hands its listener to its own init: template.c) */
 	if ((st->deny_subprocess || st->deny_net) && !c->warm &&
@@ -615,7 +802,9 @@ static bool warm_wanted(const struct rstate *st, const struct govex__launch *l, 
 		return false;
 	bool wd_tmpfs = l->workdir_fresh && restricted_private_workdir(st) &&
 			strcmp(l->workdir, WORKDIR_PATH) == 0;
-	const char *why = rwarm_ineligible(l, wd_tmpfs);
+	/* filtered networking: cold only, whatever the launch says (its proxy's listener is
+	 * made by a cold run's shim; a template has no network namespace for it) */
+	const char *why = st->filter_net ? "network_allowlist" : rwarm_ineligible(l, wd_tmpfs);
 	if (why)
 		rwarm_count_cold(w, why);
 	return !why;
@@ -635,6 +824,7 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	    .cgsock = {-1, -1},
 	    .slot = {.n = -1, .fd = -1},
 	    .netns_fd = -1,
+	    .egsock = {-1, -1},
 	};
 	rcg_run_init(&c.cg);
 	/* the one mutable part of the state; before any shim exists: reading the mount table
@@ -655,7 +845,8 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	if (r >= 0 && !c.warm)
 		c.netns_fd = run_netns(st, c.slot.n);
 	const struct govex__shim_ops ops = {
-	    .clone_flags = rns_flags(st->userns, st->deny_net && c.netns_fd < 0),
+	    .clone_flags =
+		rns_flags(st->userns, (st->deny_net && c.netns_fd < 0) || st->filter_net),
 	    .fork_step = GOVEX_STEP_CLONE,
 	    .shim = shim,
 	    .after_fork = after_fork,
@@ -668,6 +859,11 @@ static int restricted_run(void *state, const struct govex__launch *l, struct gov
 	/* the whole PID namespace is gone once the shim is reaped (supervise does) */
 	if (r >= 0 && !c.warm)
 		r = govex__run_shim(l, &c.f, &ops, &c, o, err);
+	/* the run is over (its PID namespace empty): its proxy stops, every tunnel with it */
+	if (r >= 0 && c.egress) {
+		govex__egress_stop(c.egress, &o->egress);
+		c.egress = NULL;
+	}
 	if (r >= 0)
 		o->controls_lost = rcg_limits_lost(&c.cg);
 	int cr = run_release(&c);

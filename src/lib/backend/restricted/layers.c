@@ -23,6 +23,8 @@
 #define SYS_landlock_restrict_self  446
 #endif
 #define LL_RULE_PATH_BENEATH 1
+#define LL_RULE_NET_PORT     2
+#define LL_CONNECT_TCP	     (1ULL << 1) /* LANDLOCK_ACCESS_NET_CONNECT_TCP, ABI 4 */
 #ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
 #define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
 #endif
@@ -33,6 +35,10 @@
 struct ll_path_beneath_attr {
 	uint64_t allowed_access;
 	int32_t parent_fd;
+} __attribute__((packed));
+struct ll_net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
 } __attribute__((packed));
 
 /* 1: into the run's cgroups before anything of the program runs, then a cgroup namespace
@@ -182,6 +188,11 @@ int rlayers_landlock(const struct rlayers *l, enum govex__step *ret_step)
 		struct ll_path_beneath_attr pb = {.allowed_access = acc, .parent_fd = fd};
 		r = (int)ZS4(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &pb, 0);
 		z_close(fd);
+	}
+	if (r == 0 && l->ll_connect_port && (l->ll_attr[1] & LL_CONNECT_TCP)) {
+		struct ll_net_port_attr np = {.allowed_access = LL_CONNECT_TCP,
+					      .port = l->ll_connect_port};
+		r = (int)ZS4(SYS_landlock_add_rule, rs, LL_RULE_NET_PORT, &np, 0);
 	}
 	if (r == 0)
 		r = (int)ZS2(SYS_landlock_restrict_self, rs, 0);

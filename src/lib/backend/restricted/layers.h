@@ -80,6 +80,9 @@ struct rlayers {
 	uint64_t ll_file_rights;
 	int (*ll_next)(const void *ctx, size_t *it, struct rlayers_rule *ret);
 	const void *ll_ctx;
+	/* filtered networking: with LL_NET_CONNECT_TCP handled (ll_attr[1]), TCP connects
+	 * only to this port (the proxy's on the run's loopback); 0: no such rule */
+	uint16_t ll_connect_port;
 	/* 8: setid (root): setgroups(0), the gid and the uid; dumpable: PR_SET_DUMPABLE 1 after
 	 * (a warm run has no execve to restore it) */
 	bool setid;

@@ -341,13 +341,15 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 		/* the C.UTF-8 locale (LANG's platform default, platform.c): glibc >= 2.35
 		 * loads it from here; left out where the host has none */
 		TRY(add_bind(&pl, RM_BIND_RO, "/usr/lib/locale/C.utf8", ro, err));
-		if (pol->network) {
-			/* name resolution and TLS trust, as far as a networked program needs */
+		if (pol->network || pol->net_allow) {
+			/* name resolution and TLS trust, as far as a networked program needs;
+			 * under filtered networking no resolver (the proxy resolves names:
+			 * the run has no DNS of its own) */
 			static const char *const netfiles[] = {
 			    "/etc/resolv.conf", "/etc/hosts",	 "/etc/nsswitch.conf",
 			    "/etc/gai.conf",	"/etc/services", "/etc/protocols",
 			    "/etc/ssl",		"/etc/host.conf"};
-			for (size_t i = 0; i < ARRAY_SIZE(netfiles); i++)
+			for (size_t i = pol->network ? 0 : 1; i < ARRAY_SIZE(netfiles); i++)
 				TRY(add_bind(&pl, RM_BIND_RO, netfiles[i], ro, err));
 		}
 	}

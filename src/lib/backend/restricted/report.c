@@ -41,6 +41,7 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 		    GOVEX_CTL_NETWORK_DENY,	  GOVEX_CTL_FS_READ_ALLOWLIST,
 		    GOVEX_CTL_FS_WRITE_ALLOWLIST, GOVEX_CTL_SUBPROCESS_DENY,
 		    GOVEX_CTL_SYSCALL_FILTER,	  GOVEX_CTL_PROCESS_TREE_KILL,
+		    GOVEX_CTL_NETWORK_ALLOWLIST,
 		};
 		for (size_t i = 0; i < ARRAY_SIZE(sandbox); i++)
 			unavail(r, sandbox[i], "%s", r->unavailable_reason);
@@ -53,7 +54,11 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 		      CTL(MEMORY_PER_PROCESS) | CTL(CPU_TIME_PER_PROCESS) |
 		      CTL(OPEN_FILES_PER_PROCESS) | CTL(FILE_SIZE_PER_PROCESS);
 	if (e == 0) {
-		r->enforced |= CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) | CTL(NO_NEW_PRIVILEGES);
+		/* network_allowlist: the run's own network namespace with the proxy's listener
+		 * on its loopback (launch.c), and the filter keeping its sockets to AF_INET
+		 * and AF_INET6 (seccomp.c) */
+		r->enforced |= CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) | CTL(NO_NEW_PRIVILEGES) |
+			       CTL(NETWORK_ALLOWLIST);
 	} else {
 		const char *why = strerror(-e);
 		if (step == GOVEX_STEP_NO_NEW_PRIVS)
@@ -62,6 +67,7 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 			r->enforced |= CTL(NO_NEW_PRIVILEGES);
 		unavail(r, GOVEX_CTL_SYSCALL_FILTER, "seccomp filters: %s", why);
 		unavail(r, GOVEX_CTL_SUBPROCESS_DENY, "needs a seccomp filter: %s", why);
+		unavail(r, GOVEX_CTL_NETWORK_ALLOWLIST, "needs a seccomp filter: %s", why);
 	}
 
 	/* Landlock is a second wall over the mount namespace's rules: reported as its own
@@ -117,5 +123,5 @@ govex__ctlset govex__restricted_max_controls(void)
 	       CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
 	       CTL(FILE_SIZE_PER_PROCESS) | CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) |
 	       CTL(NO_NEW_PRIVILEGES) | CTL(LANDLOCK) | CTL(MEMORY_AGGREGATE) |
-	       CTL(PIDS_AGGREGATE) | CTL(CPU_TIME_AGGREGATE);
+	       CTL(PIDS_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(NETWORK_ALLOWLIST);
 }

@@ -200,6 +200,10 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
  * else built now. */
 int rfilters_get(bool deny_net, bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
 		 struct govex_error *err);
+/* Filtered networking's pair (network: {"allow": [...]}): AF_INET and AF_INET6 sockets
+ * for the run's loopback, nothing else (seccomp.c); built at run time, never built in. */
+int rfilters_get_filtered(bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
+			  struct govex_error *err);
 /* true when the built-in programs are used on this host */
 bool rfilters_builtin(void);
 /* What the build compiled (filters_gen.c writes one, the library links it when built
@@ -520,6 +524,9 @@ json_t *rwarm_hex(const void *data, size_t len);
 
 /* ---- per-runtime state (launch.c) ------------------------------------------------- */
 
+/* Filtered networking: where the proxy listens on the run's own loopback. */
+#define RNET_PROXY_PORT 3128
+
 struct rstate {
 	bool userns; /* not root: the run gets a user namespace */
 	uid_t uid;   /* not root: the caller's uid and gid, kept inside */
@@ -530,6 +537,9 @@ struct rstate {
 	int ncpus;	   /* CPUs the run may use: scales the CPU budget's polling */
 	char uid_map[32], gid_map[32];
 	bool deny_net, deny_subprocess;
+	/* network: {"allow": [...]}: a network namespace of the run's own whose loopback has
+	 * govex's proxy (egress.h) listening on RNET_PROXY_PORT, its only way out */
+	bool filter_net;
 	/* the policy binds "/" itself: no fresh tmpfs workdir can be mounted in that
 	 * (host) tree, the run gets a host directory instead */
 	bool root_bind;

@@ -43,6 +43,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -299,7 +300,79 @@ static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *const *na
 	(CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
 	 CLONE_NEWCGROUP | CLONE_NEWTIME)
 
-static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool notified)
+/* socketpair() for AF_UNIX streams and seqpackets only (network: deny and filtered) */
+static int unix_pairs_only(scmp_filter_ctx ctx)
+{
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+				 SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	if (r < 0)
+		return r;
+	static const int types[] = {SOCK_STREAM, SOCK_SEQPACKET};
+	for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 2,
+				     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, types[i]));
+		if (r < 0)
+			return r;
+	}
+	/* AF_UNIX of another type (datagram): refused, as EACCES */
+	static const int other[] = {SOCK_DGRAM, SOCK_RAW, SOCK_RDM};
+	for (size_t i = 0; i < ARRAY_SIZE(other); i++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 2,
+				     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, other[i]));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Filtered networking (network: {"allow": [...]}): the run's namespace has only its
+ * loopback, where govex's proxy listens (egress.h).  socket() is allowed for AF_INET and
+ * AF_INET6 TCP streams and UDP datagrams (protocol 0 or IPPROTO_TCP/IPPROTO_UDP: a
+ * client's, and a resolver's probe of a loopback that leads nowhere; no other protocol,
+ * so that no SCTP, DCCP or other module is loaded on the run's behalf); AF_UNIX (a
+ * pathname socket in a read root), netlink and packet sockets are refused with
+ * EAFNOSUPPORT, raw and other types of AF_INET/AF_INET6 with EPERM, and anything else (a
+ * family or protocol this list does not name, a domain with high bits set) gets the
+ * allowlist's ENOSYS.  The rules compare whole 64-bit arguments: a value the kernel would
+ * read as one of these but is not equal to it is refused.
+ */
+static int filtered_net(scmp_filter_ctx ctx)
+{
+	int r = 0;
+	static const int fams[] = {AF_INET, AF_INET6};
+	static const struct {
+		int type, proto;
+	} ok[] = {{SOCK_STREAM, 0},
+		  {SOCK_STREAM, IPPROTO_TCP},
+		  {SOCK_DGRAM, 0},
+		  {SOCK_DGRAM, IPPROTO_UDP}};
+	static const int bad_types[] = {SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET};
+	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
+		for (size_t t = 0; r == 0 && t < ARRAY_SIZE(ok); t++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
+					     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[f]),
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, ok[t].type),
+					     SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)ok[t].proto));
+		for (size_t t = 0; r == 0 && t < ARRAY_SIZE(bad_types); t++)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+					     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fams[f]),
+					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, bad_types[t]));
+	}
+	static const int refused[] = {AF_UNIX, AF_NETLINK, AF_PACKET};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(refused); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)refused[i]));
+	static const char *const calls[] = {"connect", "bind", "listen", "accept", "accept4"};
+	if (r == 0)
+		r = add_names(ctx, SCMP_ACT_ALLOW, calls, ARRAY_SIZE(calls));
+	return r == 0 ? unix_pairs_only(ctx) : r;
+}
+
+static int build(scmp_filter_ctx ctx, bool deny_net, bool filtered, bool deny_subprocess,
+		 bool notified)
 {
 	int r;
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -370,27 +443,11 @@ static int build(scmp_filter_ctx ctx, bool deny_net, bool deny_subprocess, bool 
 		}
 		if (r < 0)
 			return r;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
-				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-		if (r < 0)
+		if ((r = unix_pairs_only(ctx)) < 0)
 			return r;
-		static const int types[] = {SOCK_STREAM, SOCK_SEQPACKET};
-		for (size_t i = 0; i < ARRAY_SIZE(types); i++) {
-			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 2,
-					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, types[i]));
-			if (r < 0)
-				return r;
-		}
-		/* AF_UNIX of another type (datagram): refused, as EACCES */
-		static const int other[] = {SOCK_DGRAM, SOCK_RAW, SOCK_RDM};
-		for (size_t i = 0; i < ARRAY_SIZE(other); i++) {
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socketpair), 2,
-					     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-					     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, other[i]));
-			if (r < 0)
-				return r;
-		}
+	} else if (filtered) {
+		if ((r = filtered_net(ctx)) < 0)
+			return r;
 	} else {
 		if ((r = add_names(ctx, SCMP_ACT_ALLOW, network, ARRAY_SIZE(network))) < 0)
 			return r;
@@ -452,8 +509,8 @@ int rfilter_export(scmp_filter_ctx ctx, struct rfilter *ret, struct govex_error 
 	return 0;
 }
 
-int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfilter *ret,
-		  struct govex_error *err)
+static int filter_build(bool deny_net, bool filtered, bool deny_subprocess, bool notified,
+			struct rfilter *ret, struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
 	if (!ctx)
@@ -468,13 +525,19 @@ int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfi
 	if (r == 0) /* a binary tree of syscall numbers rather than a linear chain */
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (r == 0)
-		r = build(ctx, deny_net, deny_subprocess, notified);
+		r = build(ctx, deny_net, filtered, deny_subprocess, notified);
 	if (r == 0)
 		r = rfilter_export(ctx, ret, err);
 	else
 		r = govex__err(err, -r, -r, "seccomp: cannot build the filter: %s", strerror(-r));
 	seccomp_release(ctx);
 	return r;
+}
+
+int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfilter *ret,
+		  struct govex_error *err)
+{
+	return filter_build(deny_net, false, deny_subprocess, notified, ret, err);
 }
 
 /*
@@ -667,6 +730,15 @@ int rfilters_get(bool deny_net, bool deny_subprocess, struct rfilter *filter, st
 	}
 	int r = rfilter_build(deny_net, deny_subprocess, deny_net || deny_subprocess, filter, err);
 	if (r >= 0 && (r = rguard_build(deny_subprocess, deny_net, guard, err)) < 0)
+		rfilter_free(filter);
+	return r;
+}
+
+int rfilters_get_filtered(bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
+			  struct govex_error *err)
+{
+	int r = filter_build(false, true, deny_subprocess, deny_subprocess, filter, err);
+	if (r >= 0 && (r = rguard_build(deny_subprocess, false, guard, err)) < 0)
 		rfilter_free(filter);
 	return r;
 }

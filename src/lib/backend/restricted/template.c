@@ -215,6 +215,9 @@ const char *rwarm_ineligible(const struct govex__launch *l, bool wd_tmpfs)
 	/* (call mode's and REPL runs' fd 3 is handed over like the pipes) */
 	if (l->extra_ro)
 		return "extra_files";
+	/* filtered networking: the proxy's listener is made by a cold run's shim */
+	if (l->policy && l->policy->net_allow)
+		return "network_allowlist";
 	if (!wd_tmpfs)
 		return "host_workdir";
 	size_t n = 0;
@@ -477,7 +480,8 @@ int rwarm_enable(void *state, const struct govex__launch *proto, struct govex_er
 	pthread_mutex_lock(&w->lock);
 	w->st = st;
 	pthread_mutex_unlock(&w->lock);
-	return proto ? rwarm_start(w, st, proto, err) : 0;
+	/* (filtered networking: every run is cold, no template would serve one) */
+	return proto && !st->filter_net ? rwarm_start(w, st, proto, err) : 0;
 }
 
 void rwarm_state_stats(void *state, json_t *warm)
