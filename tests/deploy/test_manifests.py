@@ -357,6 +357,8 @@ def test_containerfile(tmp):
           "the image runs as root: USER %r" % users)
     check("libmicrohttpd-dev" in text and "libmicrohttpd12" in text,
           "the image lacks libmicrohttpd (build or runtime)")
+    check("libhttp-parser-dev" in text and "libhttp-parser2.9" in text,
+          "the image lacks libhttp-parser (build or runtime: the egress proxy's parser)")
     ep = [l for l in lines if l.startswith("ENTRYPOINT ")]
     check(ep and json.loads(ep[-1][len("ENTRYPOINT "):]) == ["/usr/bin/govex", "mcp"],
           "ENTRYPOINT is not govex mcp")

@@ -35,7 +35,7 @@ mkdir -p "$state"
 # data stack (integration/test_packages.py: strict with python.site as the login user).
 pkgs=systemd-sysv,linux-image-amd64,sudo,ca-certificates,openssh-server,libpam-systemd
 pkgs=$pkgs,dbus-user-session,iproute2,procps,less,attr,python3,libjansson4,libssl3
-pkgs=$pkgs,libseccomp2,libmicrohttpd12,libsubunit0,libasan8,libubsan1,util-linux
+pkgs=$pkgs,libseccomp2,libmicrohttpd12,libhttp-parser2.9,libsubunit0,libasan8,libubsan1,util-linux
 pkgs=$pkgs,podman,crun,uidmap,slirp4netns,fuse-overlayfs,netavark,aardvark-dns,iptables,curl
 pkgs=$pkgs,python3-numpy,python3-pandas,python3-matplotlib,python3-venv
 
