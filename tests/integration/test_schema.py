@@ -492,7 +492,7 @@ def test_plans_validate(t):
                 ("run FILE --stdin --file --output-dir",
                  ["plan"] + pol + ["--stdin", stdin, "--file", "data.csv=" + data,
                                    "--output-dir", outdir, script]),
-                ("call", ["plan"] + pol + [mod + ":add", "--args", '{"a": 1, "b": 2}']),
+                ("call", ["plan"] + pol + [mod + ":add"]),
                 ("call --file", ["plan"] + pol + ["--file", "data.csv=" + data,
                                                   mod + ":noisy"]),
                 ("exec", ["exec", "--plan-only"] + pol + ["--", "/bin/echo", "hi"]),
