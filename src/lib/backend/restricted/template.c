@@ -117,9 +117,13 @@ static bool mounts_changed(struct rwarm *w)
 	return changed;
 }
 
+/* what the template's root holds from the host's paths: its binds, and filesystem.deny's
+ * masks and pins (a denied path the host replaced or removed since the template masked
+ * it retires the template: its mount would no longer be on that path) */
 static bool is_bind(enum rmount_kind k)
 {
-	return k == RM_BIND_RO || k == RM_BIND_RW || k == RM_BIND_DEV;
+	return k == RM_BIND_RO || k == RM_BIND_RW || k == RM_BIND_DEV || k == RM_PIN ||
+	       k == RM_DENY_DIR || k == RM_DENY_FILE;
 }
 
 /* Records (snapshot) or compares with the record what is at the plan's bind paths now;

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * filesystem.deny on this host: each path the policy denies, resolved once per runtime
+ * (after the interpreter's probe) into what a sandbox masks, or refused with a reason.
+ *
+ * A path is resolved with realpath() (a symlink in it: the real path is what is masked
+ * and what the plan names) and must be a directory or a regular file with one link (a
+ * second name would reach the same inode unmasked).  It must lie strictly beneath a
+ * read or write root, or beneath the interpreter's platform files (its stdlib and
+ * extension directories, the environment's packages): elsewhere no run sees it, and a
+ * deny there is meaningless.  It may not be or contain a root (deny the root by not
+ * listing it), nor contain what the interpreter needs to start (nothing could run).
+ *
+ * Aliases: when a root, or a platform directory, is the same directory (st_dev and
+ * st_ino) as one of the path's ancestors under another name (a bind mount, the same
+ * file system mounted twice), the path is reachable beneath that root too: that name
+ * is masked as well (and the plan lists it).  When such an alias is the path itself,
+ * the path is refused like a root.
+ *
+ * Pins: every directory between a write root and a masked path (the masked path's
+ * ancestors strictly beneath the write root) is made a mount point of its own in the
+ * sandbox (a self-bind), so that the run can neither rename nor remove it (EBUSY) and
+ * recreate the denied name elsewhere in its place.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+void govex__deny_free(struct govex__deny *d)
+{
+	govex__strv_free(d->paths);
+	free(d->isdir);
+	govex__strv_free(d->pins);
+	memset(d, 0, sizeof(*d));
+}
+
+static int fault(struct govex__deny_fault *f, const char *code, const char *path, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
+static int fault(struct govex__deny_fault *f, const char *code, const char *path, const char *fmt,
+		 ...)
+{
+	f->code = code;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+/* A path another bind of the sandbox makes visible: real, with its identity. */
+struct place {
+	char *real;
+	dev_t dev;
+	ino_t ino;
+	bool write; /* a write root */
+	bool root;  /* a read or write root (else a platform directory) */
+};
+
+static int place_add(struct place **v, size_t *n, const char *path, bool write, bool root)
+{
+	struct stat st;
+	char *real = realpath(path, NULL);
+	if (!real)
+		return 0; /* not there: the sandbox shows nothing of it either */
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		free(real);
+		return 0; /* a file: no alias of a directory, nothing beneath it */
+	}
+	struct place *nv = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!nv) {
+		free(real);
+		return -ENOMEM;
+	}
+	*v = nv;
+	nv[(*n)++] = (struct place){real, st.st_dev, st.st_ino, write, root};
+	return 0;
+}
+
+/* path lies strictly beneath dir (both real). */
+static bool strictly_under(const char *path, const char *dir)
+{
+	return strcmp(path, dir) != 0 && govex__path_under(path, dir);
+}
+
+/* A prefix that is a whole system tree is not bound for the interpreter (mounts.c):
+ * nothing beneath it is platform files but what in->paths names. */
+static bool system_tree(const char *p)
+{
+	static const char *const sys[] = {"/",	  "/usr", "/usr/local", "/opt", "/home", "/root",
+					  "/var", "/srv", "/etc",	"/tmp", "/run",	 "/mnt"};
+	for (size_t i = 0; i < ARRAY_SIZE(sys); i++)
+		if (strcmp(p, sys[i]) == 0)
+			return true;
+	return false;
+}
+
+static int places_of(const govex_policy *p, const struct govex__interp *in, struct place **ret,
+		     size_t *ret_n)
+{
+	struct place *v = NULL;
+	size_t n = 0;
+	int r = 0;
+	for (size_t i = 0; r == 0 && p->read_roots && p->read_roots[i]; i++)
+		r = place_add(&v, &n, p->read_roots[i], false, true);
+	for (size_t i = 0; r == 0 && p->write_roots && p->write_roots[i]; i++)
+		r = place_add(&v, &n, p->write_roots[i], true, true);
+	if (p->platform_defaults && in) {
+		for (size_t i = 0; r == 0 && in->paths && in->paths[i]; i++)
+			r = place_add(&v, &n, in->paths[i], false, false);
+		for (size_t i = 0; r == 0 && in->env_files && in->env_files[i]; i++)
+			r = place_add(&v, &n, in->env_files[i], false, false);
+		const char *prefixes[] = {in->prefix, in->base_prefix};
+		for (size_t i = 0; r == 0 && i < ARRAY_SIZE(prefixes); i++)
+			if (prefixes[i] && prefixes[i][0] == '/' && !system_tree(prefixes[i]))
+				r = place_add(&v, &n, prefixes[i], false, false);
+	}
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(v[i].real);
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+/* The first file the interpreter needs to start that lies at or beneath real, or NULL. */
+static const char *covers_interpreter(const struct govex__interp *in, const char *real,
+				      char buf[PATH_MAX])
+{
+	if (!in)
+		return NULL;
+	const char *one[] = {in->path, in->exec};
+	char *const *lists[] = {in->libs, in->paths, in->env_files};
+	for (size_t i = 0; i < ARRAY_SIZE(one); i++)
+		if (one[i] && realpath(one[i], buf) && govex__path_under(buf, real))
+			return one[i];
+	for (size_t k = 0; k < ARRAY_SIZE(lists); k++)
+		for (size_t i = 0; lists[k] && lists[k][i]; i++)
+			if (realpath(lists[k][i], buf) && govex__path_under(buf, real))
+				return lists[k][i];
+	return NULL;
+}
+
+/* Adds real (a masked path) once; *added: it was new. */
+static int mask_add(struct govex__deny *d, size_t *n, const char *real, bool isdir, bool *added)
+{
+	*added = false;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(d->paths[i], real) == 0)
+			return 0;
+	if (govex__strv_push(&d->paths, real) < 0)
+		return -ENOMEM;
+	unsigned char *nd = realloc(d->isdir, *n + 1);
+	if (!nd)
+		return -ENOMEM;
+	d->isdir = nd;
+	nd[(*n)++] = isdir;
+	*added = true;
+	return 0;
+}
+
+/* One masked path (the policy's, resolved, or an alias): its checks, its aliases queued
+ * (appended to d), its pins. */
+static int check_one(const govex_policy *p, const struct govex__interp *in, const struct place *pv,
+		     size_t np, struct govex__deny *d, size_t *n, size_t idx, const char *given,
+		     struct govex__deny_fault *f)
+{
+	char real[PATH_MAX];
+	snprintf(real, sizeof(real), "%s", d->paths[idx]);
+	(void)p;
+	bool under = false;
+	for (size_t i = 0; i < np; i++) {
+		if (govex__path_under(pv[i].real, real) && pv[i].root)
+			return fault(f, "deny_covers_root", given,
+				     "filesystem.deny '%.200s' (%.200s) is or contains the "
+				     "filesystem root '%.200s': leave that root out of the policy "
+				     "instead",
+				     given, real, pv[i].real);
+		if (strictly_under(real, pv[i].real))
+			under = true;
+	}
+	if (!under)
+		return fault(
+		    f, "deny_outside_roots", given,
+		    "filesystem.deny '%.200s' (%.200s) lies under no filesystem.read or "
+		    "write root nor the interpreter's files: no run sees it, so denying it "
+		    "means nothing",
+		    given, real);
+	char buf[PATH_MAX];
+	const char *need = covers_interpreter(in, real, buf);
+	if (need)
+		return fault(f, "deny_covers_interpreter", given,
+			     "filesystem.deny '%.200s' (%.200s) covers '%.200s', which the "
+			     "interpreter needs to start: no run could start",
+			     given, real, need);
+
+	/* aliases: a place that is one of real's ancestors (or real) under another name */
+	char anc[PATH_MAX];
+	snprintf(anc, sizeof(anc), "%s", real);
+	for (;;) {
+		struct stat as;
+		if (stat(anc, &as) == 0)
+			for (size_t i = 0; i < np; i++) {
+				if (pv[i].dev != as.st_dev || pv[i].ino != as.st_ino ||
+				    strcmp(pv[i].real, anc) == 0)
+					continue;
+				if (strcmp(anc, real) == 0)
+					return fault(
+					    f, "deny_covers_root", given,
+					    "filesystem.deny '%.200s' (%.200s) is the same "
+					    "directory as '%.200s' (a bind alias): leave that "
+					    "root out of the policy instead",
+					    given, real, pv[i].real);
+				char alias[PATH_MAX];
+				const char *rest = real + strlen(anc) + (strcmp(anc, "/") != 0);
+				if ((size_t)snprintf(alias, sizeof(alias), "%s/%s", pv[i].real,
+						     rest) >= sizeof(alias))
+					return -ENAMETOOLONG;
+				struct stat rs, ls;
+				char *ar = realpath(alias, NULL);
+				bool same = ar && lstat(real, &rs) == 0 && lstat(ar, &ls) == 0 &&
+					    rs.st_dev == ls.st_dev && rs.st_ino == ls.st_ino;
+				if (!same) {
+					free(ar);
+					return fault(
+					    f, "deny_alias_unresolved", given,
+					    "filesystem.deny '%.200s': '%.200s' reaches its "
+					    "directory '%.200s' under another name, but "
+					    "'%.200s' is not the same file there: refused "
+					    "rather than left reachable",
+					    given, pv[i].real, anc, alias);
+				}
+				bool added;
+				int r = mask_add(d, n, ar, d->isdir[idx], &added);
+				free(ar);
+				if (r < 0)
+					return r;
+			}
+		if (strcmp(anc, "/") == 0)
+			break;
+		char *slash = strrchr(anc, '/');
+		if (slash == anc)
+			anc[1] = '\0';
+		else
+			*slash = '\0';
+	}
+
+	/* pins: real's ancestors strictly beneath a write root */
+	snprintf(anc, sizeof(anc), "%s", real);
+	for (;;) {
+		char *slash = strrchr(anc, '/');
+		if (!slash || slash == anc)
+			break;
+		*slash = '\0';
+		bool pin = false;
+		for (size_t i = 0; i < np; i++)
+			if (pv[i].write && strictly_under(anc, pv[i].real))
+				pin = true;
+		if (pin && !govex__strv_contains(d->pins, anc) &&
+		    govex__strv_push(&d->pins, anc) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int govex__deny_resolve(const govex_policy *p, const struct govex__interp *in,
+			struct govex__deny *ret, struct govex__deny_fault *f)
+{
+	memset(ret, 0, sizeof(*ret));
+	memset(f, 0, sizeof(*f));
+	if (!p->deny_paths || !p->deny_paths[0])
+		return 0;
+	struct govex__deny d = {0};
+	struct place *pv = NULL;
+	size_t np = 0, n = 0;
+	int r = places_of(p, in, &pv, &np);
+	if (r < 0)
+		return r;
+	if (!(d.pins = calloc(1, sizeof(char *))) || !(d.paths = calloc(1, sizeof(char *)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* each policy path, then (appended) the aliases found; `given` names the
+	 * policy's path the entry came from */
+	size_t given_of[512];
+	for (size_t k = 0; p->deny_paths[k]; k++) {
+		const char *given = p->deny_paths[k];
+		char *real = realpath(given, NULL);
+		if (!real) {
+			r = fault(f, "deny_path_unresolvable", given,
+				  "filesystem.deny '%.200s' cannot be resolved on this host: %s "
+				  "(a path to deny must exist: it is masked where it is)",
+				  given, strerror(errno));
+			goto out;
+		}
+		struct stat st;
+		if (lstat(real, &st) < 0) {
+			r = fault(f, "deny_path_unresolvable", given,
+				  "filesystem.deny '%.200s': %s", given, strerror(errno));
+			free(real);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			r = fault(f, "deny_path_type", given,
+				  "filesystem.deny '%.200s' (%.200s) is neither a directory nor a "
+				  "regular file",
+				  given, real);
+			free(real);
+			goto out;
+		}
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+			r = fault(f, "deny_hardlinked", given,
+				  "filesystem.deny '%.200s' (%.200s) has %lu hard links: another "
+				  "name would reach the same file unmasked; remove the other links",
+				  given, real, (unsigned long)st.st_nlink);
+			free(real);
+			goto out;
+		}
+		bool added;
+		size_t before = n;
+		r = mask_add(&d, &n, real, S_ISDIR(st.st_mode), &added);
+		free(real);
+		if (r < 0)
+			goto out;
+		if (added && before < ARRAY_SIZE(given_of))
+			given_of[before] = k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i >= ARRAY_SIZE(given_of)) {
+			r = fault(f, "deny_too_many", p->deny_paths[0],
+				  "filesystem.deny: more than %zu paths with their aliases",
+				  ARRAY_SIZE(given_of));
+			goto out;
+		}
+		size_t before = n;
+		const char *given = p->deny_paths[given_of[i]];
+		if ((r = check_one(p, in, pv, np, &d, &n, i, given, f)) != 0)
+			goto out;
+		for (size_t j = before; j < n && j < ARRAY_SIZE(given_of); j++)
+			given_of[j] = given_of[i];
+	}
+	/* a path beneath a masked directory is hidden by that mask already (and no mount
+	 * point could be made in it); so is a pin there, and a pin that is itself masked
+	 * is masked, not pinned (its parent is pinned) */
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool inside = false;
+		for (size_t j = 0; j < n; j++)
+			if (j != i && d.isdir[j] && strictly_under(d.paths[i], d.paths[j]))
+				inside = true;
+		if (inside) {
+			free(d.paths[i]);
+			continue;
+		}
+		d.isdir[w] = d.isdir[i];
+		d.paths[w++] = d.paths[i];
+	}
+	d.paths[w] = NULL;
+	n = w;
+	w = 0;
+	for (size_t i = 0; d.pins[i]; i++) {
+		bool masked = false;
+		for (size_t j = 0; j < n; j++)
+			if (govex__path_under(d.pins[i], d.paths[j]))
+				masked = true;
+		if (masked) {
+			free(d.pins[i]);
+			continue;
+		}
+		d.pins[w++] = d.pins[i];
+	}
+	d.pins[w] = NULL;
+	govex__strv_sort_uniq(d.pins);
+	*ret = d;
+	d = (struct govex__deny){0};
+	r = 0;
+out:
+	govex__deny_free(&d);
+	for (size_t i = 0; i < np; i++)
+		free(pv[i].real);
+	free(pv);
+	return r;
+}
