@@ -188,13 +188,6 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 		if (strictly_under(real, pv[i].real))
 			under = true;
 	}
-	if (!under)
-		return fault(
-		    f, "deny_outside_roots", given,
-		    "filesystem.deny '%.200s' (%.200s) lies under no filesystem.read or "
-		    "write root nor the interpreter's files: no run sees it, so denying it "
-		    "means nothing",
-		    given, real);
 	char buf[PATH_MAX];
 	const char *need = covers_interpreter(in, real, buf);
 	if (need)
@@ -202,6 +195,13 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 			     "filesystem.deny '%.200s' (%.200s) covers '%.200s', which the "
 			     "interpreter needs to start: no run could start",
 			     given, real, need);
+	if (!under)
+		return fault(
+		    f, "deny_outside_roots", given,
+		    "filesystem.deny '%.200s' (%.200s) lies under no filesystem.read or "
+		    "write root nor the interpreter's files: no run sees it, so denying it "
+		    "means nothing",
+		    given, real);
 
 	/* aliases: a place that is one of real's ancestors (or real) under another name */
 	char anc[PATH_MAX];
