@@ -132,7 +132,8 @@ def tree(t, base=None):
     directory two levels down; every directory writable by the run's ids."""
     base = base or t.tmp
     r, w = os.path.join(base, "r"), os.path.join(base, "w")
-    _mkdirs(r + "/a/b/sdir", r + "/pub", w + "/a/b/sdir", w + "/pub")
+    for root in (r, w):
+        _mkdirs(root, root + "/a", root + "/a/b", root + "/a/b/sdir", root + "/pub")
     for root in (r, w):
         for f in ("a/b/secret", "a/b/sdir/inner"):
             with open(os.path.join(root, f), "w") as fh:
