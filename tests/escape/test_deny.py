@@ -453,21 +453,39 @@ def test_controlled_refused(t):
 
 
 def test_host_replaces_denied_file_warm(t):
-    """A warm template masked the denied file; the host then replaces it (a new inode
-    at that path): the next warm run still sees no content."""
+    """One long-lived warm runtime (as `govex mcp` has): its template masked the denied
+    file; the host then replaces it (renamed away, a new file at that path) or removes
+    and recreates it: the next warm run still sees no content (the template, whose mask
+    stayed on the old file, is retired)."""
     e.need_restricted("fs_deny")
-    r, w, deny = tree(t)
-    pol = deny_policy(t, r, w, [r + "/a/b/secret"])
-    ops = [["read", r + "/a/b/secret", {"as": "f"}]]
-    env = {"GOVEX_WARM": "1"}
-    _, _, res = e.run_proven(t, ops, pol=pol, prelude=PRELUDE, extra_env=env)
-    failed(res, "f")
-    os.rename(r + "/a/b/secret", r + "/a/b/old")
-    with open(r + "/a/b/secret", "w") as f:
-        f.write(SECRET + "-new")
-    _, _, res = e.run_proven(t, ops, pol=pol, prelude=PRELUDE, extra_env=env)
-    never_read(res, "f")
-    failed(res, "f")
+    import test_redteam_warm as rtw
+    r, w, _ = tree(t)
+    f = r + "/a/b/secret"
+    doc = rtw.strict_doc(filesystem={"read": [r], "write": [], "deny": [f]})
+    rt = rtw.with_runtime(t, doc)
+    code = e.proven_code([["read", f, {"as": "f"}]], PRELUDE)
+
+    def once(what):
+        before = rtw.warm_runs(rt)
+        d = rt.run(code)
+        res = e.probe_lines(d.get("stdout"))
+        if res is None:
+            raise g.Failure("%s: no probe output: %r" % (what, d))
+        e.proven(res)
+        rtw.expect_warm(rt, before, 1, what)
+        never_read({what: res["f"]}, what)
+        failed({what: res["f"]}, what)
+
+    once("first")
+    once("second")
+    os.rename(f, r + "/a/b/old")
+    with open(f, "w") as fh:
+        fh.write(SECRET + "-renamed")
+    once("after the host renamed it away and made a new one")
+    os.unlink(f)
+    with open(f, "w") as fh:
+        fh.write(SECRET + "-recreated")
+    once("after the host removed and recreated it")
 
 
 def test_masked_as_nobody(t):
