@@ -143,11 +143,17 @@ static bool roots_changed(struct rwarm *w, const struct rstate *st, bool snapsho
 			continue;
 		struct stat sb;
 		bool ok = fstatat(AT_FDCWD, pl->m[i].path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+		/* a mask's path: its change time too (a new file there may reuse the
+		 * removed one's inode; the mask stayed on the old) */
+		bool mask = pl->m[i].kind == RM_DENY_DIR || pl->m[i].kind == RM_DENY_FILE;
+		struct timespec ct = ok && mask ? sb.st_ctim : (struct timespec){0};
 		if (snapshot) {
 			w->roots[k].dev = ok ? sb.st_dev : 0;
 			w->roots[k].ino = ok ? sb.st_ino : 0;
+			w->roots[k].ctime = ct;
 		} else if (k >= w->n_roots || !ok || w->roots[k].dev != sb.st_dev ||
-			   w->roots[k].ino != sb.st_ino) {
+			   w->roots[k].ino != sb.st_ino || w->roots[k].ctime.tv_sec != ct.tv_sec ||
+			   w->roots[k].ctime.tv_nsec != ct.tv_nsec) {
 			return true;
 		}
 		k++;
