@@ -156,6 +156,8 @@ DIAG_CALLEES = {
           "cli_emit_refusal": 2, "refusal_doc": 1, "govex__tool_refusal": 1,
           "govex__exception_diag": 1, "REFUSE": None, "refuse": None},
     "src/lib/files.c": {"diag": 1, "diag_msg": 1},
+    # filesystem.deny's refusals, made once per runtime and given by planning.c
+    "src/lib/deny.c": {"fault": 1},
     # the CLI session's refusal codes; out_of_memory is said on stderr, never in a result
     "src/cli/session.c": {"fail": 1},
 }
