@@ -23,12 +23,15 @@
  * recreate the denied name elsewhere in its place.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -60,7 +63,8 @@ struct place {
 	dev_t dev;
 	ino_t ino;
 	bool write; /* a write root */
-	bool root;  /* a read or write root (else a platform directory) */
+	bool root;  /* a read or write root (else a platform directory, or a mount point
+		     * beneath a place) */
 };
 
 static int place_add(struct place **v, size_t *n, const char *path, bool write, bool root)
@@ -69,9 +73,9 @@ static int place_add(struct place **v, size_t *n, const char *path, bool write, 
 	char *real = realpath(path, NULL);
 	if (!real)
 		return 0; /* not there: the sandbox shows nothing of it either */
-	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (stat(real, &st) < 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
 		free(real);
-		return 0; /* a file: no alias of a directory, nothing beneath it */
+		return 0;
 	}
 	struct place *nv = realloc(*v, (*n + 1) * sizeof(**v));
 	if (!nv) {
@@ -101,6 +105,59 @@ static bool system_tree(const char *p)
 	return false;
 }
 
+/* Decodes mountinfo's octal escapes (\040) in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *c = s; *c; c++) {
+		if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] >= '0' && c[2] <= '7' &&
+		    c[3] >= '0' && c[3] <= '7') {
+			*w++ = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+			c += 3;
+		} else {
+			*w++ = *c;
+		}
+	}
+	*w = '\0';
+}
+
+/* Every mount point of the host's (govex's) mount table strictly beneath a place: the
+ * sandbox shows it (binds are recursive), and it may be another name of a denied path
+ * or of one of its ancestors. */
+static int mounts_beneath(struct place **v, size_t *n)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	if (!fp)
+		return 0; /* no /proc: the roots alone are compared */
+	size_t nplaces = *n;
+	char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	for (size_t lines = 0; r == 0 && lines < 65536 && getline(&line, &cap, fp) > 0; lines++) {
+		/* id parent major:minor root mountpoint ... */
+		char *fld = line;
+		for (int k = 0; k < 4 && fld; k++) {
+			fld = strchr(fld, ' ');
+			if (fld)
+				fld++;
+		}
+		char *end = fld ? strchr(fld, ' ') : NULL;
+		if (!end)
+			continue;
+		*end = '\0';
+		unescape(fld);
+		bool beneath = false;
+		for (size_t i = 0; i < nplaces; i++)
+			if (strictly_under(fld, (*v)[i].real))
+				beneath = true;
+		if (beneath)
+			r = place_add(v, n, fld, false, false);
+	}
+	free(line);
+	fclose(fp);
+	return r;
+}
+
 static int places_of(const govex_policy *p, const struct govex__interp *in, struct place **ret,
 		     size_t *ret_n)
 {
@@ -121,6 +178,8 @@ static int places_of(const govex_policy *p, const struct govex__interp *in, stru
 			if (prefixes[i] && prefixes[i][0] == '/' && !system_tree(prefixes[i]))
 				r = place_add(&v, &n, prefixes[i], false, false);
 	}
+	if (r == 0)
+		r = mounts_beneath(&v, &n);
 	if (r < 0) {
 		for (size_t i = 0; i < n; i++)
 			free(v[i].real);
@@ -148,6 +207,104 @@ static const char *covers_interpreter(const struct govex__interp *in, const char
 			if (realpath(lists[k][i], buf) && govex__path_under(buf, real))
 				return lists[k][i];
 	return NULL;
+}
+
+/* The identities of a denied path and of everything beneath it (a bounded walk, symlinks
+ * not followed), sorted; a regular file with another link refuses the path. */
+struct ident {
+	dev_t dev;
+	ino_t ino;
+};
+#define WALK_MAX 100000
+
+static int ident_cmp(const void *a, const void *b)
+{
+	const struct ident *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+struct walk {
+	struct ident *v;
+	size_t n;
+	const char *given;
+	struct govex__deny_fault *f;
+};
+
+static int walk_add(struct walk *w, const struct stat *st)
+{
+	if (w->n >= WALK_MAX)
+		return fault(w->f, "deny_too_large", w->given,
+			     "filesystem.deny '%.200s' holds more than %d files and directories: "
+			     "too many to check for other names; deny smaller parts",
+			     w->given, WALK_MAX);
+	if (!(w->n & (w->n - 1)) || !w->v) {
+		struct ident *nv = realloc(w->v, (w->n ? 2 * w->n : 64) * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		w->v = nv;
+	}
+	w->v[w->n++] = (struct ident){st->st_dev, st->st_ino};
+	return 0;
+}
+
+static int walk_dir(struct walk *w, int dfd, char *path, size_t plen, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		size_t nl = strlen(de->d_name);
+		if (plen + 1 + nl + 1 > PATH_MAX)
+			continue;
+		path[plen] = '/';
+		memcpy(path + plen + 1, de->d_name, nl + 1);
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+			r = fault(w->f, "deny_hardlinked", w->given,
+				  "filesystem.deny '%.200s': '%.300s' has %lu hard links: another "
+				  "name would reach the same file unmasked; remove the other links",
+				  w->given, path, (unsigned long)st.st_nlink);
+		if (r == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+			r = walk_add(w, &st);
+		if (r == 0 && S_ISDIR(st.st_mode) && depth < 64) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				r = walk_dir(w, sub, path, plen + 1 + nl, depth + 1);
+		}
+		path[plen] = '\0';
+	}
+	closedir(d);
+	return r;
+}
+
+static int idents_of(const char *real, struct walk *w)
+{
+	struct stat st;
+	if (lstat(real, &st) < 0)
+		return -errno;
+	int r = walk_add(w, &st);
+	if (r == 0 && S_ISDIR(st.st_mode)) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s", real);
+		int dfd = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			return -errno;
+		r = walk_dir(w, dfd, path, strlen(path), 0);
+	}
+	if (r == 0)
+		qsort(w->v, w->n, sizeof(*w->v), ident_cmp);
+	return r;
 }
 
 /* Adds real (a masked path) once; *added: it was new. */
@@ -214,12 +371,7 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 				    strcmp(pv[i].real, anc) == 0)
 					continue;
 				if (strcmp(anc, real) == 0)
-					return fault(
-					    f, "deny_covers_root", given,
-					    "filesystem.deny '%.200s' (%.200s) is the same "
-					    "directory as '%.200s' (a bind alias): leave that "
-					    "root out of the policy instead",
-					    given, real, pv[i].real);
+					continue; /* the path itself: below */
 				char alias[PATH_MAX];
 				const char *rest = real + strlen(anc) + (strcmp(anc, "/") != 0);
 				if ((size_t)snprintf(alias, sizeof(alias), "%s/%s", pv[i].real,
@@ -253,6 +405,34 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 		else
 			*slash = '\0';
 	}
+
+	/* a place, or a mount point beneath one, that is the path or something inside it
+	 * under another name (a bind mount): a root is refused, a mount point masked too */
+	struct walk w = {.given = given, .f = f};
+	int wr = idents_of(real, &w);
+	for (size_t i = 0; wr == 0 && i < np; i++) {
+		struct ident key = {pv[i].dev, pv[i].ino};
+		if (govex__path_under(pv[i].real, real) ||
+		    !bsearch(&key, w.v, w.n, sizeof(*w.v), ident_cmp))
+			continue;
+		if (pv[i].root) {
+			wr = fault(f, "deny_covers_root", given,
+				   "filesystem.deny '%.200s' (%.200s): the root '%.200s' is "
+				   "another name (a bind alias) of it or of something inside it: "
+				   "leave that root out of the policy instead",
+				   given, real, pv[i].real);
+			break;
+		}
+		struct stat ps;
+		bool added;
+		if (stat(pv[i].real, &ps) < 0)
+			wr = -errno;
+		else
+			wr = mask_add(d, n, pv[i].real, S_ISDIR(ps.st_mode), &added);
+	}
+	free(w.v);
+	if (wr != 0)
+		return wr;
 
 	/* pins: real's ancestors strictly beneath a write root */
 	snprintf(anc, sizeof(anc), "%s", real);

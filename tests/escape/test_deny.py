@@ -347,6 +347,7 @@ def test_refused_at_planning(t):
     e.need_restricted("fs_deny")
     r, w, _ = tree(t)
     os.link(r + "/a/b/secret", r + "/pub/second-name")
+    os.link(w + "/a/b/sdir/inner", w + "/pub/inner-name")
     os.mkfifo(r + "/pub/fifo")
     _mkdirs(w + "/wd")
     with open(w + "/wd/x", "w") as f:
@@ -354,6 +355,7 @@ def test_refused_at_planning(t):
     other = t.path("elsewhere")
     _mkdirs(other)
     cases = [("hardlink", [r + "/a/b/secret"], {}, "deny_hardlinked", "hard link"),
+             ("hardlink_inside", [w + "/a/b/sdir"], {}, "deny_hardlinked", "inner"),
              ("outside", [other], {}, "deny_outside_roots", other),
              ("missing", [r + "/a/nothing"], {}, "deny_path_unresolvable", "nothing"),
              ("root", [r], {}, "deny_covers_root", r),
@@ -438,6 +440,44 @@ def test_bind_alias(t):
     # an alias that is the denied directory itself is refused like a root
     pol = deny_policy(t, r, w, [r + "/a"], fs={"read": [r, alias]}, name="same.json")
     e.refused(t.run(["run", "--policy", pol, "--json", "-c", "pass"]), "deny_covers_root")
+    # a root that is a bind of a directory inside the denied one: refused
+    inner = t.path("inner-alias")
+    _bind(t, r + "/a/b", inner)
+    pol = deny_policy(t, r, w, [r + "/a"], fs={"read": [r, inner]}, name="inner.json")
+    e.refused(t.run(["run", "--policy", pol, "--json", "-c", "pass"]), "deny_covers_root",
+              inner)
+
+
+def test_mounts_beneath_roots(t):
+    """Mount points inside a root that are other names of a denied directory, of
+    something inside it, or of one of its ancestors: each is masked too."""
+    e.need_restricted("fs_deny")
+    if os.geteuid() != 0:
+        e.skip("root", "a bind mount on the host needs root")
+    r, w, _ = tree(t)
+    _bind(t, r + "/a/b/sdir", r + "/pub/m-dir")       # the denied directory itself
+    _bind(t, r + "/a/b", w + "/pub/m-inside")          # its parent, under the write root
+    os.makedirs(r + "/pub/m-file-dir", exist_ok=True)
+    _bind(t, r + "/a", r + "/pub/m-file-dir")          # an ancestor of the denied file
+    pol = deny_policy(t, r, w, [r + "/a/b/sdir", r + "/a/b/secret"])
+    p = t.run(["plan", "--policy", pol, "-c", "pass"])
+    p.expect_rc(0)
+    masked = p.json()["filesystem"]["deny"]
+    for want in (r + "/pub/m-dir", w + "/pub/m-inside/sdir", w + "/pub/m-inside/secret",
+                 r + "/pub/m-file-dir/b/secret", r + "/pub/m-file-dir/b/sdir"):
+        g.check(want in masked, "%s not masked: %r" % (want, masked))
+    ops = [["listdir", r + "/pub/m-dir", {"as": "m_dir"}],
+           ["read", r + "/pub/m-dir/inner", {"as": "m_dir_inner"}],
+           ["read", w + "/pub/m-inside/secret", {"as": "m_inside"}],
+           ["read", w + "/pub/m-inside/sdir/inner", {"as": "m_inside_inner"}],
+           ["read", r + "/pub/m-file-dir/b/secret", {"as": "m_anc"}],
+           ["scan", r, SECRET, {"as": "scan_r"}],
+           ["scan", w + "/pub", SECRET, {"as": "scan_w"}]]
+    _, doc, res = e.run_proven(t, ops, pol=pol, prelude=PRELUDE)
+    never_read(res, "m_dir", "m_dir_inner", "m_inside", "m_inside_inner", "m_anc")
+    failed(res, "m_dir", "m_dir_inner", "m_inside", "m_inside_inner", "m_anc")
+    g.eq(e.allowed(res, "scan_r"), [], "the secret found under the read root")
+    g.eq(e.allowed(res, "scan_w"), [], "the secret found under the write root")
 
 
 def test_controlled_refused(t):
@@ -523,6 +563,8 @@ if __name__ == "__main__":
          test_refused_at_planning),
         ("the interpreter's files: refused, or a stdlib file masked", test_interpreter_files),
         ("a bind alias of the denied path's ancestor is masked too", test_bind_alias),
+        ("mount points inside roots that alias a denied path are masked",
+         test_mounts_beneath_roots),
         ("the controlled backend cannot enforce deny", test_controlled_refused),
         ("a warm template never shows a replaced denied file", test_host_replaces_denied_file_warm),
         ("denied paths as nobody (user namespace)", test_masked_as_nobody),
