@@ -528,6 +528,34 @@ def test_host_replaces_denied_file_warm(t):
     once("after the host removed and recreated it")
 
 
+def test_host_links_denied_file_later(t):
+    """One long-lived runtime, cold and warm: after its first run the host gives the
+    denied file a second name inside the root.  No later run reads it by either name
+    (the launch refuses a denied file with another link)."""
+    e.need_restricted("fs_deny")
+    import test_redteam_warm as rtw
+    for warm in (False, True):
+        base = t.path("warm" if warm else "cold")
+        os.mkdir(base)
+        r, w, _ = tree(t, base=base)
+        f = r + "/a/b/secret"
+        doc = rtw.strict_doc(filesystem={"read": [r], "write": [], "deny": [f]})
+        rt = rtw.with_runtime(t, doc, warm=warm)
+        code = e.proven_code([["read", f, {"as": "f"}],
+                              ["read", r + "/pub/second", {"as": "second"}]], PRELUDE)
+        d = rt.run(code)
+        res = e.probe_lines(d.get("stdout"))
+        g.check(res is not None, "first run: no probe output: %r" % d)
+        failed(res, "f")
+        os.link(f, r + "/pub/second")
+        d = rt.run(code)
+        res = e.probe_lines(d.get("stdout")) or {}
+        g.check(SECRET not in (d.get("stdout") or ""),
+                "warm=%s: the denied file read through its new name: %r" % (warm, res))
+        g.check(d.get("status") != "success",
+                "warm=%s: a run with a linked denied file succeeded: %r" % (warm, d.get("status")))
+
+
 def test_masked_as_nobody(t):
     sb = e.need_unprivileged_sandbox(t)
     home = sb[0]
@@ -567,5 +595,6 @@ if __name__ == "__main__":
          test_mounts_beneath_roots),
         ("the controlled backend cannot enforce deny", test_controlled_refused),
         ("a warm template never shows a replaced denied file", test_host_replaces_denied_file_warm),
+        ("a denied file the host links later is never read", test_host_links_denied_file_later),
         ("denied paths as nobody (user namespace)", test_masked_as_nobody),
     ]))

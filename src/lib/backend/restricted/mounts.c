@@ -756,6 +756,8 @@ static int deny_mask(const char *path, bool dir)
 		return -errno;
 	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
 		return -ESTALE; /* not what was planned */
+	if (!dir && st.st_nlink > 1)
+		return -EMLINK; /* linked since planning: another name would reach it */
 	_cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
