@@ -345,6 +345,15 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 		if (strictly_under(real, pv[i].real))
 			under = true;
 	}
+	/* the sandbox's own places: its proc, its /dev, its workdir (a pin there would
+	 * show the host's); /sys: nothing of it is a run's */
+	static const char *const own[] = {"/proc", "/dev", "/sys", "/govex"};
+	for (size_t o = 0; o < ARRAY_SIZE(own); o++)
+		if (govex__path_under(real, own[o]))
+			return fault(f, "deny_path_reserved", given,
+				     "filesystem.deny '%.200s' (%.200s) is under %s, which the "
+				     "sandbox makes its own",
+				     given, real, own[o]);
 	char buf[PATH_MAX];
 	const char *need = covers_interpreter(in, real, buf);
 	if (need)

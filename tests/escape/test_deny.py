@@ -362,6 +362,8 @@ def test_refused_at_planning(t):
              ("above_root", [t.tmp], {}, "deny_covers_root", r),
              ("fifo", [r + "/pub/fifo"], {}, "deny_path_type", "fifo"),
              ("workdir", [w + "/wd/x"], {"workdir": w + "/wd"}, "deny_in_workdir", "wd")]
+    cases.append(("reserved", ["/proc/cpuinfo"], {"fs": {"read": ["/"]}},
+                  "deny_path_reserved", "/proc"))
     for name, deny, extra, code, mention in cases:
         pol = deny_policy(t, r, w, deny, name=name + ".json", **extra)
         p = t.run(["run", "--policy", pol, "--json", "-c", "print('ran')"])
