@@ -540,19 +540,25 @@ int govex__deny_resolve(const govex_policy *p, const struct govex__interp *in,
 	/* a path beneath a masked directory is hidden by that mask already (and no mount
 	 * point could be made in it); so is a pin there, and a pin that is itself masked
 	 * is masked, not pinned (its parent is pinned) */
-	size_t w = 0;
-	for (size_t i = 0; i < n; i++) {
-		bool inside = false;
+	unsigned char *inside = calloc(n ? n : 1, 1);
+	if (!inside) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < n; j++)
 			if (j != i && d.isdir[j] && strictly_under(d.paths[i], d.paths[j]))
-				inside = true;
-		if (inside) {
+				inside[i] = 1;
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (inside[i]) {
 			free(d.paths[i]);
 			continue;
 		}
 		d.isdir[w] = d.isdir[i];
 		d.paths[w++] = d.paths[i];
 	}
+	free(inside);
 	d.paths[w] = NULL;
 	n = w;
 	w = 0;

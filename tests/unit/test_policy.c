@@ -572,6 +572,22 @@ START_TEST(test_deny_resolve)
 		ck_assert_str_eq(f.code, refused[i].code);
 		ck_assert_ptr_null(d.paths);
 	}
+	/* nested: the file inside a denied directory is covered by the directory's mask,
+	 * and nothing inside a mask is pinned */
+	char nd[1024];
+	snprintf(nd, sizeof(nd),
+		 "{" V ",\"filesystem\":{\"write\":[\"%s/w\"],\"deny\":[\"%s/w/a/b/f\","
+		 "\"%s/w/a/b\",\"%s/w/a\"]}}",
+		 dir, dir, dir, dir);
+	govex_policy *np = accept(nd);
+	ck_assert_int_eq(govex__deny_resolve(np, NULL, &d, &f), 0);
+	snprintf(p, sizeof(p), "%s/w/a", dir);
+	ck_assert_str_eq(d.paths[0], p);
+	ck_assert_ptr_null(d.paths[1]);
+	ck_assert(d.isdir[0]);
+	ck_assert_ptr_null(d.pins[0]);
+	govex__deny_free(&d);
+	govex_policy_free(np);
 	/* a deny path above a root */
 	char doc[1024];
 	snprintf(doc, sizeof(doc),
