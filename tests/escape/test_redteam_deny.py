@@ -1,0 +1,574 @@
+#!/usr/bin/env python3
+"""Red team: filesystem.deny (issue 25), attacked from inside the run and through the host
+state a run can change for the next one.
+
+The claim (govex-policy(5), filesystem.deny): a denied path is resolved on the host once
+per runtime, refused at planning when meaningless or unenforceable (missing, under no
+root, a root, the interpreter's, hard-linked, reserved), and masked in the restricted
+backend's mount namespace (an empty mode-0000 read-only tmpfs or file; the directories
+between a write root and it pinned) so that no run reads or writes it by any name.
+
+Every case runs real sandboxed runs (restricted backend) behind the probe's canary.  A
+case passes when the attack fails.  Where an attack reads the secret through a vector,
+the same operations are first run with the same paths under the same roots *without*
+filesystem.deny (the "control" run), and the test checks they reach the secret there:
+the vector works, only the mask stops it.  Vectors that the control shows blocked by
+something else (no capability, seccomp) are named so in the failure messages.
+
+A failing case is a finding; its message says what was read and how.
+"""
+import ctypes
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import escapetest as e  # noqa: E402
+from escapetest import g  # noqa: E402
+
+SECRET = "govex-red-deny-5c1e"
+
+# operations the probe does not have (x86_64 syscall numbers, like the probe's)
+PRELUDE = r'''
+import struct as _st
+
+
+def _buf(s):
+    b = ctypes.create_string_buffer(s.encode() if isinstance(s, str) else s)
+    return b, ctypes.addressof(b)
+
+
+def _rd(fd):
+    try:
+        return os.read(fd, 64).decode("latin-1")
+    finally:
+        os.close(fd)
+
+
+def op_rd(path):
+    return _rd(os.open(path, os.O_RDONLY))
+
+
+def op_proc_roots(path):
+    """PATH read through every /proc/<pid>/root the run can see."""
+    out = {}
+    for p in ["self", "thread-self"] + [n for n in os.listdir("/proc") if n.isdigit()]:
+        try:
+            out[p] = _rd(os.open("/proc/%s/root%s" % (p, path), os.O_RDONLY))
+        except OSError as x:
+            out[p] = _ename(x.errno)
+    return out
+
+
+def op_hunt(targets, tops, paths):
+    """Anything the run reaches that is one of TARGETS ([dev, ino] of the host's denied
+    files and directories): every fd, cwd, root, exe and mapped file of every process it
+    sees, every name under TOPS (not following symlinks); and PATHS (absolute) opened
+    relative to every directory fd and cwd/root found, by each of their suffixes."""
+    want = {tuple(x) for x in targets}
+    hits, dirs = [], []
+
+    def chk(p, follow=True):
+        try:
+            s = os.stat(p) if follow else os.lstat(p)
+        except OSError:
+            return
+        if (s.st_dev, s.st_ino) in want:
+            hits.append(p)
+        if follow and (s.st_mode & 0o170000) == 0o040000:
+            dirs.append(p)
+    for pid in ["self", "thread-self"] + [n for n in os.listdir("/proc") if n.isdigit()]:
+        base = "/proc/" + pid
+        for sub in ("cwd", "root", "exe"):
+            chk(base + "/" + sub)
+        for d in ("fd", "map_files"):
+            try:
+                names = os.listdir(base + "/" + d)
+            except OSError:
+                continue
+            for n in names:
+                chk(base + "/" + d + "/" + n)
+    for top in tops:
+        for d, ds, fs in os.walk(top, onerror=lambda x: None):
+            for n in ds + fs:
+                chk(os.path.join(d, n), False)
+    for dp in dirs:
+        try:
+            dfd = os.open(dp, os.O_PATH | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            for p in paths:
+                parts = p.strip("/").split("/")
+                for k in range(len(parts)):
+                    rel = "/".join(parts[k:])
+                    try:
+                        fd = os.open(rel, os.O_RDONLY, dir_fd=dfd)
+                    except OSError:
+                        continue
+                    try:
+                        s = os.fstat(fd)
+                        if (s.st_dev, s.st_ino) in want:
+                            hits.append(dp + " + " + rel)
+                    finally:
+                        os.close(fd)
+        finally:
+            os.close(dfd)
+    return sorted(set(hits))
+
+
+def op_openat2(dirp, rel, resolve):
+    d = os.open(dirp, os.O_PATH | os.O_DIRECTORY)
+    try:
+        how, ha = _buf(_st.pack("QQQ", os.O_RDONLY, 0, resolve))
+        p, pa = _buf(rel)
+        return _rd(_syscall(437, d, pa, ha, 24))
+    finally:
+        os.close(d)
+
+
+def op_handle(mnt, htype, hexb, write=False):
+    """open_by_handle_at of a handle the host made for the denied file; with WRITE, an
+    mmap of it written."""
+    raw = bytes.fromhex(hexb)
+    h, ha = _buf(_st.pack("Ii", len(raw), htype) + raw)
+    m = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd = _syscall(304, m, ha, os.O_RDWR if write else os.O_RDONLY)
+    finally:
+        os.close(m)
+    if not write:
+        return _rd(fd)
+    import mmap
+    try:
+        mm = mmap.mmap(fd, 0)
+        mm[0:5] = b"PWNED"
+        mm.close()
+    finally:
+        os.close(fd)
+    return "written"
+
+
+def op_open_tree_read(parent, name):
+    """A non-recursive clone of the mount at PARENT (the pin): the mask is not in it."""
+    p, pa = _buf(parent)
+    t = _syscall(428, -100, pa, 1 | 0o2000000)  # OPEN_TREE_CLONE | CLOEXEC
+    try:
+        return _rd(os.open(name, os.O_RDONLY, dir_fd=t))
+    finally:
+        os.close(t)
+
+
+def op_link_empty(path, dst):
+    fd = os.open(path, os.O_PATH)
+    try:
+        e_, ea = _buf("")
+        d, da = _buf(dst)
+        _syscall(265, fd, ea, -100, da, 0x1000)  # linkat(fd, "", AT_FDCWD, dst, EMPTY)
+    finally:
+        os.close(fd)
+    return op_rd(dst)
+
+
+def op_link_procfd(path, dst):
+    fd = os.open(path, os.O_PATH)
+    try:
+        os.link("/proc/self/fd/%d" % fd, dst, follow_symlinks=True)
+    finally:
+        os.close(fd)
+    return op_rd(dst)
+
+
+def op_openat_rel(parent, rel):
+    d = os.open(parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        return _rd(os.open(rel, os.O_RDONLY, dir_fd=d))
+    finally:
+        os.close(d)
+
+
+def op_trunc(path):
+    os.close(os.open(path, os.O_WRONLY | os.O_TRUNC))
+    return "truncated"
+
+
+def op_chmod(path):
+    os.chmod(path, 0o777)
+    return "chmod"
+
+
+def op_umount(path):
+    p, pa = _buf(path)
+    _syscall(166, pa, 2)  # MNT_DETACH
+    return op_rd(path) if os.path.isfile(path) else sorted(os.listdir(path))
+
+
+def op_unshare_umount(path):
+    """A new user and mount namespace (full capabilities in it), then the mask unmounted."""
+    _syscall(272, 0x10000000 | 0x00020000)  # CLONE_NEWUSER | CLONE_NEWNS
+    return op_umount(path)
+
+
+def op_exchange(a, b):
+    """renameat2(RENAME_EXCHANGE): the pinned ancestor A swapped with B."""
+    x, xa = _buf(a)
+    y, ya = _buf(b)
+    _syscall(316, -100, xa, -100, ya, 2)
+    return "exchanged"
+
+
+def op_rename(a, b):
+    os.rename(a, b)
+    return "renamed"
+
+
+def op_mkdirs(*paths):
+    for p in paths:
+        os.makedirs(p)
+    return "made"
+
+
+def op_put(path, data):
+    with open(path, "w") as f:
+        f.write(data)
+    return "put"
+
+
+def op_retarget(link, target, decoy):
+    """The run replaces the symlink LINK (named in a deny path) to point at TARGET, and
+    makes DECOY there: the next runtime resolves the deny path to the decoy."""
+    os.unlink(link)
+    os.symlink(target, link)
+    with open(decoy, "w") as f:
+        f.write("decoy")
+    return "retargeted"
+
+
+def op_grep(top, needle):
+    hits = []
+    for d, ds, fs in os.walk(top, followlinks=True, onerror=lambda x: None):
+        for n in fs:
+            try:
+                with open(os.path.join(d, n), "rb") as f:
+                    if needle.encode() in f.read(1 << 16):
+                        hits.append(os.path.join(d, n))
+            except OSError:
+                pass
+    return hits
+'''
+
+
+# ---------------------------------------------------------------- host side
+
+def _mkdirs(*paths):
+    """Makes each path; every directory made is mode 0777 (the run's ids write there)."""
+    for p in paths:
+        parts = p.split("/")
+        for k in range(2, len(parts) + 1):
+            d = "/".join(parts[:k])
+            if not os.path.isdir(d):
+                os.mkdir(d)
+                os.chmod(d, 0o777)
+
+
+def _put(path, data=SECRET, mode=0o666):
+    with open(path, "w") as f:
+        f.write(data)
+    os.chmod(path, mode)
+
+
+def tree(base):
+    """(Re)makes under BASE a read root r and a write root w, each with a denied file
+    a/b/secret and a denied directory a/b/sdir (holding inner); every directory writable
+    by the run's ids, every file readable and writable by them."""
+    r, w = os.path.join(base, "r"), os.path.join(base, "w")
+    for root in (r, w):
+        if os.path.exists(root):
+            shutil.rmtree(root)
+        _mkdirs(root, root + "/a/b/sdir", root + "/a/b/tmpd", root + "/a/c",
+                root + "/pub", root + "/x")
+        _put(root + "/a/b/secret")
+        _put(root + "/a/b/other", "other")
+        _put(root + "/a/b/sdir/inner")
+    os.chmod(base, 0o755)
+    return r, w
+
+
+def ident(path):
+    s = os.stat(path)
+    return [s.st_dev, s.st_ino]
+
+
+def host_handle(path):
+    """name_to_handle_at(PATH) on the host: (handle type, hex bytes) or None."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(struct.pack("Ii", 128, 0) + b"\0" * 128)
+    mid = ctypes.c_int()
+    if libc.name_to_handle_at(-100, path.encode(), buf, ctypes.byref(mid), 0) < 0:
+        return None
+    n, ht = struct.unpack("Ii", buf.raw[:8])
+    return ht, buf.raw[8:8 + n].hex()
+
+
+def pol_doc(read=(), write=(), deny=None, **kw):
+    doc = g.preset("strict")
+    fs = dict(doc["filesystem"], read=list(read), write=list(write))
+    if deny is not None:
+        fs["deny"] = list(deny)
+    doc["filesystem"] = fs
+    doc["backend"] = "restricted"
+    for k, v in kw.items():
+        doc[k] = dict(doc[k], **v) if isinstance(v, dict) and isinstance(doc.get(k), dict) \
+            else v
+    return doc
+
+
+def pol_file(t, name, **kw):
+    return t.write_json(name, pol_doc(**kw))
+
+
+def run(t, pol, ops, env=None, nobody=None):
+    """The probe's OPS behind the canary under policy file POL: the probe's results."""
+    extra = {"extra_env": env} if env else {}
+    if nobody:
+        return _run_nobody(t, nobody, ops, pol, env)
+    return e.run_proven(t, ops, pol=pol, prelude=PRELUDE, **extra)[2]
+
+
+def _run_nobody(t, sb, ops, pol, env):
+    home, envv, binary = sb
+    e.without_aggregate(pol)
+    rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c",
+                               e.proven_code(ops, PRELUDE)], cwd=home,
+                              env=dict(envv, **(env or {})), preexec=e.nobody_preexec(),
+                              binary=binary)
+    doc = e.result_of(out)
+    res = e.probe_lines(doc.get("stdout"))
+    if res is None:
+        raise g.Failure("no probe output as nobody: rc=%r %r err=%r"
+                        % (rc, {k: doc.get(k) for k in ("status", "stdout", "stderr",
+                                                        "diagnostics")}, err[-400:]))
+    e.proven(res)
+    return res
+
+
+def leaked(res, labels):
+    """The labels whose result carries the secret (or a hit of the identity hunt)."""
+    out = []
+    for lb in labels:
+        got = res.get(lb)
+        if got is None:
+            out.append("%s: no result" % lb)
+            continue
+        v = json.dumps(got.get("value"))
+        if got.get("ok") and (SECRET in v or (lb.endswith("hunt") and got["value"])):
+            out.append("%s: %s" % (lb, v[:300]))
+    return out
+
+
+def failed_ok(res, labels):
+    return ["%s succeeded: %r" % (lb, res.get(lb)) for lb in labels
+            if (res.get(lb) or {}).get("ok")]
+
+
+def host_intact(r, w):
+    bad = []
+    for root in (r, w):
+        for f in ("a/b/secret", "a/b/sdir/inner"):
+            p = os.path.join(root, f)
+            try:
+                with open(p) as fh:
+                    if fh.read() != SECRET:
+                        bad.append("%s changed" % p)
+            except OSError as x:
+                bad.append("%s: %s" % (p, x))
+        try:
+            if sorted(os.listdir(root + "/a/b/sdir")) != ["inner"]:
+                bad.append("%s/a/b/sdir changed: %r" % (root, os.listdir(root + "/a/b/sdir")))
+            if sorted(os.listdir(root + "/a")) != ["b", "c"]:
+                bad.append("%s/a changed: %r" % (root, os.listdir(root + "/a")))
+        except OSError as x:
+            bad.append("%s: %s" % (root, x))
+    return bad
+
+
+# ---------------------------------------------------------------- the inside battery
+
+# reading ops: (label, op); each reads the secret in the control run
+def read_ops(r, w):
+    ops = []
+    for tag, root in (("r", r), ("w", w)):
+        f, d = root + "/a/b/secret", root + "/a/b/sdir"
+        ops += [
+            [tag + ":proc_roots", ["proc_roots", f]],
+            [tag + ":proc_roots_inner", ["proc_roots", d + "/inner"]],
+            [tag + ":openat_parent", ["openat_rel", root + "/a", "b/sdir/../secret"]],
+            [tag + ":dotdot_walk", ["rd", root + "/a/b/sdir/../../b/sdir/inner"]],
+            [tag + ":proc_self_root_dotdot", ["rd", "/proc/self/root/../.." + f]],
+            [tag + ":root_trailing_dot", ["rd", root + "/a/b/./secret"]],
+            [tag + ":dir_dot", ["rd", d + "/./inner"]],
+            [tag + ":double_slash", ["rd", root + "//a//b//secret"]],
+        ]
+    ops += [
+        ["w:run_symlink_dir", ["symlink_read", w + "/a/b", w + "/x/lb"]],
+        ["w:run_symlink_via", ["rd", w + "/x/lb/secret"]],
+        ["w:run_symlink_dir2", ["symlink_read", w + "/a/b/sdir/inner", w + "/x/li"]],
+        ["w:link_empty", ["link_empty", w + "/a/b/secret", w + "/x/hl1"]],
+        ["w:link_plain", ["link", w + "/a/b/sdir/inner", w + "/x/hl3"]],
+        ["w:link_read", ["rd", w + "/x/hl3"]],
+    ]
+    return ops
+
+
+def write_ops(r, w):
+    """Changes the run must not make: each succeeds in the control run."""
+    return [
+        ["w:trunc_file", ["trunc", w + "/a/b/secret"]],
+        ["w:trunc_inner", ["trunc", w + "/a/b/sdir/inner"]],
+        ["w:rename_file_over", ["rename", w + "/a/b/secret", w + "/a/b/other"]],
+        ["w:rename_dir_over", ["rename", w + "/a/b/sdir", w + "/a/b/tmpd"]],
+        ["w:rename_b_over", ["rename", w + "/a/b", w + "/a/c"]],
+    ]
+
+
+# operations blocked by something else than the mask (no capability, seccomp): tried with
+# the mask too, never expected to work; their control result is reported, not required
+def priv_ops(r, w, handles):
+    ops = [["w:open_tree_pin", ["open_tree_read", w + "/a/b", "secret"]],
+           ["w:openat2_beneath", ["openat2", w + "/a", "b/secret", 0x08]],
+           ["r:openat2_in_root", ["openat2", r, "a/b/sdir/inner", 0x10]],
+           ["w:link_procfd", ["link_procfd", w + "/a/b/secret", w + "/x/hl2"]],
+           ["w:chmod_mask", ["chmod", w + "/a/b/sdir"]],
+           ["w:exchange_b", ["exchange", w + "/a/b", w + "/a/c"]],
+           ["w:exchange_file", ["exchange", w + "/a/b/secret", w + "/a/b/other"]],
+           ["w:umount_mask", ["umount", w + "/a/b/secret"]],
+           ["r:umount_mask", ["umount", r + "/a/b/sdir"]]]
+    for tag, root in (("r", r), ("w", w)):
+        h = handles.get(tag)
+        if h:
+            ops.append([tag + ":by_handle", ["handle", root, h[0], h[1]]])
+    if handles.get("w"):
+        ops.append(["w:by_handle_mmap", ["handle", w, handles["w"][0], handles["w"][1],
+                                         True]])
+    ops.append(["w:unshare_umount", ["unshare_umount", w + "/a/b/secret"]])
+    return ops
+
+
+def labelled(pairs):
+    return [op + [{"as": lb}] for lb, op in pairs]
+
+
+def battery(r, w, handles):
+    ro, wo, po = read_ops(r, w), write_ops(r, w), priv_ops(r, w, handles)
+    targets = [ident(p) for root in (r, w) for p in (root + "/a/b/secret",
+                                                     root + "/a/b/sdir",
+                                                     root + "/a/b/sdir/inner")]
+    hunt = [["hunt", ["hunt", targets, [r, w],
+                      [root + s for root in (r, w) for s in ("/a/b/secret",
+                                                             "/a/b/sdir/inner")]]]]
+    grep = [["grep", ["grep", r, SECRET]], ["wgrep", ["grep", w, SECRET]]]
+    return ro, wo, po, hunt, grep
+
+
+def control_and_attack(t, base, nobody=None, env=None, warm_log=None):
+    """The battery without filesystem.deny (the control: each reading and writing vector
+    must work), then on a fresh tree at the same paths with it (each must fail)."""
+    r, w = tree(base)
+    handles = {k: host_handle(p + "/a/b/secret") for k, p in (("r", r), ("w", w))}
+    ro, wo, po, hunt, grep = battery(r, w, handles)
+    # the hunt's targets are the tree's identities: run the control first, then rebuild
+    ops = labelled(ro + grep + wo + po)
+    pol = pol_file(t, "control.json", read=[r], write=[w])
+    ctl = run(t, pol, ops + labelled(hunt), env=env, nobody=nobody)
+    problems = []
+    must_read = [lb for lb, _ in ro if lb not in ("w:run_symlink_dir", "w:link_plain",
+                                                  "w:run_symlink_dir2")]
+    for lb in must_read:
+        if not leaked(ctl, [lb]):
+            problems.append("control: %s did not reach the secret without deny: %r"
+                            % (lb, ctl.get(lb)))
+    for lb, _ in wo:
+        if not (ctl.get(lb) or {}).get("ok"):
+            problems.append("control: %s failed without deny: %r" % (lb, ctl.get(lb)))
+    if not (ctl.get("hunt") or {}).get("value"):
+        problems.append("control: the identity hunt found nothing: %r" % ctl.get("hunt"))
+    if problems:
+        raise g.Failure("the attacks cannot fail (the control run):\n  " +
+                        "\n  ".join(problems))
+    # the attack, on a fresh tree at the same paths
+    r, w = tree(base)
+    handles = {k: host_handle(p + "/a/b/secret") for k, p in (("r", r), ("w", w))}
+    ro, wo, po, hunt, grep = battery(r, w, handles)
+    deny = [r + "/a/b/secret", r + "/a/b/sdir", w + "/a/b/secret", w + "/a/b/sdir"]
+    pol = pol_file(t, "deny.json", read=[r], write=[w], deny=deny)
+    # hunt and grep before and after the changes the run tries
+    res = run(t, pol, labelled(hunt + grep + ro + wo) + labelled(
+        [("hunt_after", hunt[0][1]), ("grep_after", grep[0][1]),
+         ("wgrep_after", grep[1][1])]) + labelled(po), env=env, nobody=nobody)
+    if warm_log:
+        lines = [x for x in open(warm_log).read().split("\n") if x] \
+            if os.path.exists(warm_log) else []
+        g.check(lines and lines[-1].startswith("warm"),
+                "GOVEX_WARM=1 but the run was not warm: %r" % lines)
+    if os.environ.get("RED_DEBUG"):
+        sys.stderr.write("CONTROL %s\nATTACK %s\n" % (json.dumps(ctl, sort_keys=True),
+                                                       json.dumps(res, sort_keys=True)))
+    out = leaked(res, [lb for lb, _ in ro] + ["hunt", "hunt_after"] +
+                 [lb for lb, _ in po])
+    for lb in ("grep", "wgrep", "grep_after", "wgrep_after"):
+        if (res.get(lb) or {}).get("value"):
+            out.append("%s: %r" % (lb, res[lb]["value"]))
+    out += failed_ok(res, [lb for lb, _ in wo] + [lb for lb, _ in po] +
+                     ["w:link_empty", "w:link_procfd", "w:link_plain"])
+    out += ["host: " + x for x in host_intact(r, w)]
+    if out:
+        raise g.Failure("filesystem.deny broken:\n  " + "\n  ".join(out) +
+                        "\n(control results of the privileged vectors: %r)"
+                        % {lb: ctl.get(lb) for lb, _ in po})
+    return res
+
+
+def test_inside_cold(t):
+    """From inside one cold run: /proc/*/root, openat2 (BENEATH, IN_ROOT), '..' walks,
+    symlinks the run makes, every fd/cwd/root/map_files of every process it sees (by
+    identity, and each denied path opened relative to each directory fd), link(2),
+    linkat(AT_EMPTY_PATH), a link through /proc/self/fd, O_TRUNC, chmod, RENAME_EXCHANGE
+    of a pinned ancestor, of the mask and of the denied file, open_by_handle_at (read and
+    mmap-write) of a handle the host made, an open_tree clone of the pin, umount, and
+    unshare(user+mount) then umount."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    control_and_attack(t, t.path("cold"))
+
+
+def test_inside_warm(t):
+    """The same battery in a warm run (GOVEX_WARM=1): the mask comes from the template."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    log = t.path("warm.log")
+    control_and_attack(t, t.path("warm"), env={"GOVEX_WARM": "1", "GOVEX_WARM_LOG": log},
+                       warm_log=log)
+
+
+def test_inside_as_nobody(t):
+    """The same battery with govex run by an unprivileged user (a user namespace)."""
+    e.need_x86_64()
+    sb = e.need_unprivileged_sandbox(t)
+    base = os.path.join(sb[0], "tree")
+    os.mkdir(base)
+    control_and_attack(t, base, nobody=sb)
+
+
+if __name__ == "__main__":
+    TESTS = [
+        ("inside a cold run: fds, /proc, openat2, links, handles, mounts", test_inside_cold),
+        ("inside a warm run: the same battery", test_inside_warm),
+        ("inside a run of an unprivileged govex: the same battery", test_inside_as_nobody),
+    ]
+    only = os.environ.get("RED_ONLY")
+    if only:
+        TESTS = [x for x in TESTS if x[1].__name__ in only.split(",")]
+    sys.exit(g.main(TESTS))
