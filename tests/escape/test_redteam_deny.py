@@ -562,11 +562,360 @@ def test_inside_as_nobody(t):
     control_and_attack(t, base, nobody=sb)
 
 
+# ---------------------------------------------------------------- what a run leaves behind
+
+def _plan_deny(t, pol):
+    p = t.run(["plan", "--policy", pol, "-c", "pass"])
+    if p.returncode != 0:
+        return None
+    return p.json()["filesystem"].get("deny")
+
+
+def _retarget_setup(base):
+    """A write root w with the secret at w/a/b/secret and the host's symlink w/link ->
+    a/b; a read root r with r/a/b/secret and the host's symlink w/rlink -> r/a/b.  The
+    policy denies w/link/secret and w/rlink/secret (a denied path given through a
+    symlink: govex-policy(5) masks the real path)."""
+    r, w = tree(base)
+    os.symlink("a/b", w + "/link")
+    os.symlink(r + "/a/b", w + "/rlink")
+    return r, w
+
+
+def _retarget_ops(w):
+    return labelled([
+        ("retarget", ["retarget", w + "/link", "pub", w + "/pub/secret"]),
+        ("retarget_r", ["retarget", w + "/rlink", "x", w + "/x/secret"])])
+
+
+def _reads(r, w):
+    return labelled([("w_real", ["rd", w + "/a/b/secret"]),
+                     ("r_real", ["rd", r + "/a/b/secret"])])
+
+
+def test_retarget_symlink_cold(t):
+    """Runtime 1 (one `govex run`) replaces a symlink it can write, named in a deny path,
+    and makes a decoy where it now points.  Runtime 2 (the next `govex run`, same
+    policy) resolves the deny path to the decoy: the real secret, which runtime 1
+    masked, must still not be readable.  Control: without deny the reads work."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    base = t.path("rt")
+    os.mkdir(base)
+    r, w = _retarget_setup(base)
+    ctl = run(t, pol_file(t, "ctl.json", read=[r], write=[w]), _reads(r, w))
+    g.check(leaked(ctl, ["w_real", "r_real"]) and len(leaked(ctl, ["w_real", "r_real"])) == 2,
+            "control: the secrets are not readable without deny: %r" % ctl)
+    deny = [w + "/link/secret", w + "/rlink/secret"]
+    pol = pol_file(t, "p.json", read=[r], write=[w], deny=deny)
+    first = _plan_deny(t, pol)
+    g.eq(sorted(first or []), sorted([w + "/a/b/secret", r + "/a/b/secret"]),
+         "runtime 1's plan (the real paths masked)")
+    res1 = run(t, pol, _reads(r, w) + _retarget_ops(w))
+    bad = leaked(res1, ["w_real", "r_real"])
+    g.check(not bad, "runtime 1 read the secret: %r" % bad)
+    e.allowed(res1, "retarget")
+    e.allowed(res1, "retarget_r")
+    second = _plan_deny(t, pol)
+    res2 = run(t, pol, _reads(r, w))
+    bad = leaked(res2, ["w_real", "r_real"])
+    g.check(not bad, "BROKEN: the secret runtime 1 masked is read by runtime 2, after "
+            "runtime 1 retargeted the symlink named in the deny path (runtime 2's plan "
+            "masks %r instead of %r): %r" % (second, first, bad))
+
+
+def test_retarget_symlink_warm(t):
+    """The same in long-lived warm runtimes (as `govex mcp` has): later runs of the
+    runtime that resolved the path keep the mask; a new runtime (a restart) must too."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    import test_redteam_warm as rtw
+    base = t.path("rt")
+    os.mkdir(base)
+    r, w = _retarget_setup(base)
+    doc = pol_doc(read=[r], write=[w], deny=[w + "/link/secret", w + "/rlink/secret"])
+
+    def once(rt, ops, what):
+        before = rtw.warm_runs(rt)
+        d = rt.run(e.proven_code(ops, PRELUDE))
+        res = e.probe_lines(d.get("stdout"))
+        if res is None:
+            raise g.Failure("%s: no probe output: %r" % (what, d))
+        e.proven(res)
+        rtw.expect_warm(rt, before, 1, what)
+        return res
+
+    rt1 = rtw.with_runtime(t, doc)
+    res = once(rt1, _reads(r, w) + _retarget_ops(w), "runtime 1, run 1")
+    g.check(not leaked(res, ["w_real", "r_real"]), "runtime 1 read it: %r" % res)
+    e.allowed(res, "retarget")
+    res = once(rt1, _reads(r, w), "runtime 1, run 2")
+    g.check(not leaked(res, ["w_real", "r_real"]),
+            "runtime 1's next warm run read the secret after the retarget: %r"
+            % leaked(res, ["w_real", "r_real"]))
+    rt2 = rtw.with_runtime(t, doc)
+    res = once(rt2, _reads(r, w), "runtime 2, run 1")
+    bad = leaked(res, ["w_real", "r_real"])
+    g.check(not bad, "BROKEN: a new warm runtime reads the secret the first masked, "
+            "after a run of the first retargeted the symlink in the deny path: %r" % bad)
+
+
+# ---------------------------------------------------------------- the planning walk
+
+def _deep(top, depth, name="d"):
+    """TOP/NAME/NAME/... DEPTH levels (made relative to each level: the whole path may
+    exceed PATH_MAX); returns an open descriptor of the last."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir(name, 0o755, dir_fd=fd)
+        nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def test_deep_hardlink(t):
+    """A denied directory holding a file with a second name in the root is refused
+    (deny_hardlinked, govex-policy(5)).  The file is put deeper than the planning walk
+    goes: 70 levels down, and beneath names so long the path exceeds PATH_MAX.  Either
+    the policy is refused or no run reads the file by its other name.  Control: the same
+    link one level down is refused."""
+    e.need_restricted("fs_deny")
+    base = t.path("dh")
+    os.mkdir(base)
+    r = base + "/r"
+    _mkdirs(r + "/pub", r + "/shallow/x")
+    _put(r + "/shallow/x/s")
+    os.link(r + "/shallow/x/s", r + "/pub/s-other")
+    pol = pol_file(t, "shallow.json", read=[r], deny=[r + "/shallow"])
+    e.refused(t.run(["run", "--policy", pol, "--json", "-c", "pass"]), "deny_hardlinked")
+    problems = []
+    for name, depth, comp in (("deep", 70, "d"), ("long", 20, "L" * 250)):
+        os.mkdir(r + "/" + name)
+        fd = _deep(r + "/" + name, depth, comp)
+        try:  # relative to the leaf: the long path exceeds PATH_MAX
+            f = os.open("secret", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+            os.write(f, SECRET.encode())
+            os.close(f)
+            os.link("secret", r + "/pub/" + name + "-other", src_dir_fd=fd)
+        finally:
+            os.close(fd)
+        pol = pol_file(t, name + ".json", read=[r], deny=[r + "/" + name])
+        p = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code(
+            [["rd", r + "/pub/" + name + "-other", {"as": "other"}]], PRELUDE)])
+        doc = p.result()
+        if doc.get("status") == "policy_refused":
+            continue
+        res = e.probe_lines(doc.get("stdout")) or {}
+        if leaked(res, ["other"]):
+            problems.append("%s: a file %d levels inside the denied %s/%s, with another "
+                            "link at pub/%s-other, was not refused and is read: %r"
+                            % (name, depth, r, name, name, res["other"]))
+    g.check(not problems, "BROKEN: " + "\n  ".join(problems))
+
+
+def test_deep_bind_alias_root(t):
+    """A root that is a bind alias of a directory inside the denied one is refused
+    (deny_covers_root, test_deny's inner-alias case).  Here the aliased directory is 70
+    levels down, past the planning walk's depth: refused, or nothing of it read."""
+    e.need_restricted("fs_deny")
+    if os.geteuid() != 0:
+        e.skip("root", "a bind mount on the host needs root")
+    base = t.path("ba")
+    os.mkdir(base)
+    r = base + "/r"
+    _mkdirs(r + "/pub", r + "/deny")
+    fd = _deep(r + "/deny", 70)
+    leaf = "/proc/self/fd/%d" % fd
+    _put(leaf + "/secret", mode=0o644)
+    alias = base + "/alias"
+    os.mkdir(alias)
+    subprocess.run(["mount", "--bind", leaf, alias], check=True, pass_fds=(fd,))
+    os.close(fd)
+    t.defer(subprocess.run, ["umount", "-l", alias])
+    # control: the same bind one level down is refused
+    _mkdirs(r + "/deny/one")
+    alias1 = base + "/alias1"
+    os.mkdir(alias1)
+    subprocess.run(["mount", "--bind", r + "/deny/one", alias1], check=True)
+    t.defer(subprocess.run, ["umount", "-l", alias1])
+    pol = pol_file(t, "one.json", read=[r, alias1], deny=[r + "/deny"])
+    e.refused(t.run(["run", "--policy", pol, "--json", "-c", "pass"]), "deny_covers_root")
+    pol = pol_file(t, "deep.json", read=[r, alias], deny=[r + "/deny"])
+    p = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code(
+        [["rd", alias + "/secret", {"as": "alias"}]], PRELUDE)])
+    doc = p.result()
+    if doc.get("status") == "policy_refused":
+        return
+    res = e.probe_lines(doc.get("stdout")) or {}
+    g.check(not leaked(res, ["alias"]),
+            "BROKEN: the root %s is a bind of a directory 70 levels inside the denied %s: "
+            "not refused, and its file is read: %r" % (alias, r + "/deny", res.get("alias")))
+
+
+def test_unlistable_subdir_as_nobody(t):
+    """govex run by nobody: the denied directory holds a directory nobody may search
+    but not list (0711, another owner), and in it a readable file with another link in
+    the root.  The walk cannot see it: refused, or the file is not read by its other
+    name.  Control: the same layout with a listable directory is refused."""
+    e.need_x86_64()
+    sb = e.need_unprivileged_sandbox(t)
+    home = sb[0]
+    r = os.path.join(home, "r")
+    _mkdirs(r + "/pub", r + "/deny/open", r + "/deny/hidden")
+    for sub in ("open", "hidden"):
+        _put(r + "/deny/%s/secret" % sub, mode=0o644)
+        os.link(r + "/deny/%s/secret" % sub, r + "/pub/%s-other" % sub)
+    os.chmod(r + "/deny/hidden", 0o711)
+    code = e.proven_code([["rd", r + "/pub/hidden-other", {"as": "other"}]], PRELUDE)
+
+    def go(deny, name):
+        pol = e.without_aggregate(pol_file(t, name, read=[r], deny=deny))
+        rc, out, err, _ = e.spawn(["run", "--policy", pol, "--json", "-c", code], cwd=home,
+                                  env=sb[1], preexec=e.nobody_preexec(), binary=sb[2])
+        return e.result_of(out)
+
+    g.eq(go([r + "/deny/open"], "open.json").get("status"), "policy_refused",
+         "control: a listable directory with a hard-linked file")
+    doc = go([r + "/deny/hidden"], "hidden.json")
+    if doc.get("status") == "policy_refused":
+        return
+    res = e.probe_lines(doc.get("stdout"))
+    if res is None and doc.get("status") != "success":
+        return  # the runtime failed closed (here: filesystem.deny: Permission denied)
+    g.check(res is not None, "as nobody: no probe output: %r" % doc)
+    g.check(not leaked(res, ["other"]),
+            "BROKEN: as nobody, a hard-linked file in an unlistable directory inside the "
+            "denied one was not refused and is read by its other name: %r" % res.get("other"))
+
+
+# ---------------------------------------------------------------- policy edges
+
+def test_policy_edges(t):
+    """Refused at planning: a deny path that is the write root, a path that does not
+    exist yet under a write root (the run could create it), a root given as a symlink
+    to a directory inside the denied one.  Masked: the read root given a second time
+    through a symlink, 256 entries (each read fails; 257 is an invalid policy), a denied
+    file at a path of about 3,900 bytes."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    base = t.path("edge")
+    os.mkdir(base)
+    r, w = tree(base)
+    os.symlink(r, base + "/rlink")
+    os.symlink(r + "/a/b/sdir", base + "/inlink")
+    for name, kw, code in (
+            ("is_write_root", dict(write=[w], deny=[w]), "deny_covers_root"),
+            ("not_yet", dict(write=[w], deny=[w + "/a/new"]), "deny_path_unresolvable"),
+            ("root_link_inside", dict(read=[r, base + "/inlink"], deny=[r + "/a/b/sdir"]),
+             "deny_covers_root"),
+            ("workdir_parent", dict(write=[w], deny=[w + "/a"], workdir=w + "/a/c"),
+             "deny_in_workdir")):
+        p = t.run(["run", "--policy", pol_file(t, name + ".json", **kw), "--json", "-c",
+                   "print('ran')"])
+        e.refused(p, code)
+    # a read root given through a symlink beside its real name
+    pol = pol_file(t, "rlink.json", read=[r, base + "/rlink"], deny=[r + "/a/b/secret"])
+    res = run(t, pol, labelled([("via_link", ["rd", base + "/rlink/a/b/secret"]),
+                                ("real", ["rd", r + "/a/b/secret"])]))
+    g.check(not leaked(res, ["via_link", "real"]),
+            "the secret read through the symlinked root: %r" % res)
+    # 256 entries, every one masked
+    many = base + "/many"
+    _mkdirs(many)
+    paths = []
+    for i in range(256):
+        _put("%s/f%03d" % (many, i))
+        paths.append("%s/f%03d" % (many, i))
+    doc = pol_doc(read=[many], deny=paths)
+    p = t.run(["policy", "check", t.write_json("257.json", pol_doc(
+        read=[many], deny=paths + [many + "/extra"]))])
+    g.check(p.returncode != 0, "257 deny entries accepted")
+    res = run(t, t.write_json("256.json", doc), labelled(
+        [("grep", ["grep", many, SECRET])] +
+        [("f%03d" % i, ["rd", paths[i]]) for i in (0, 1, 127, 254, 255)]))
+    g.eq(e.allowed(res, "grep"), [], "files of 256 denied entries read")
+    g.check(not leaked(res, ["f000", "f001", "f127", "f254", "f255"]), "read: %r" % res)
+    # a long path
+    lp = base + "/long"
+    _mkdirs(lp)
+    d = lp
+    while len(d) < 3800:
+        d = d + "/" + "p" * 120
+        os.mkdir(d)
+        os.chmod(d, 0o777)
+    _put(d + "/secret")
+    pol = pol_file(t, "long.json", read=[lp], deny=[d + "/secret"])
+    p = t.run(["run", "--policy", pol, "--json", "-c", e.proven_code(
+        [["rd", d + "/secret", {"as": "long"}], ["grep", lp, SECRET, {"as": "grep"}]],
+        PRELUDE)])
+    doc = p.result()
+    if doc.get("status") != "policy_refused":
+        res = e.probe_lines(doc.get("stdout"))
+        g.check(res is not None, "a long denied path: no probe output: %r" % doc)
+        g.check(not leaked(res, ["long"]) and not e.allowed(res, "grep"),
+                "a denied file at a %d-byte path read: %r" % (len(d), res))
+
+
+def test_interpreter_package(t):
+    """A stdlib package the interpreter does not need to start (email) denied: the run
+    cannot import it, nor read it through /proc/self/root, nor through another name
+    of its directory (merged /usr: /lib), nor find a cached copy of it."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    p = t.run(["plan", "--policy", pol_file(t, "q.json"), "-c", "pass"])
+    p.expect_rc(0)
+    exe = p.json()["interpreter"]["path"]
+    pkg = subprocess.run([exe, "-I", "-S", "-c", "import email, os; "
+                          "print(os.path.dirname(os.path.realpath(email.__file__)))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    init = pkg + "/__init__.py"
+    links = [x for x in (os.path.join(dp, n) for dp, _, ns in os.walk(pkg) for n in ns)
+             if os.stat(x).st_nlink > 1]
+    if links:
+        e.skip("nlink", "%s holds hard-linked files: %r" % (pkg, links[:3]))
+    alt = ["/lib" + pkg[len("/usr/lib"):]] if pkg.startswith("/usr/lib/") and \
+        os.path.realpath("/lib") == "/usr/lib" else []
+    prelude = PRELUDE + "\ntry:\n    import email.message\n    print('IMPORTED', email.__file__)\n" \
+        "except BaseException as x:\n    print('IMPORT-FAILED', type(x).__name__)\n"
+    ops = [["rd", init, {"as": "init"}], ["proc_roots", init, {"as": "proc"}],
+           ["grep", pkg, "email", {"as": "grep"}]]
+    ops += [["rd", a + "/__init__.py", {"as": "alt%d" % i}] for i, a in enumerate(alt)]
+    # control: readable and importable without deny
+    r = t.run(["run", "--policy", pol_file(t, "c.json"), "--json", "-c",
+               e.proven_code(ops, prelude)])
+    d = r.result()
+    g.check("IMPORTED" in (d.get("stdout") or ""), "control: no import: %r" % d.get("stdout"))
+    res = e.probe_lines(d["stdout"])
+    g.check(e.allowed(res, "grep"), "control: nothing of email found")
+    r = t.run(["run", "--policy", pol_file(t, "p.json", deny=[pkg]), "--json", "-c",
+               e.proven_code(ops, prelude)])
+    d = r.result()
+    out = d.get("stdout") or ""
+    g.check("IMPORTED" not in out, "a denied stdlib package imported: %r" % out[-300:])
+    res = e.probe_lines(out)
+    g.check(res is not None, "no probe output: %r" % d)
+    bad = [lb for lb in ["init", "alt0"] if (res.get(lb) or {}).get("ok")]
+    bad += ["proc: %r" % res["proc"]["value"]] if any(
+        not str(v).startswith("E") for v in (res["proc"].get("value") or {}).values()) else []
+    bad += ["grep: %r" % res["grep"]["value"]] if res["grep"].get("value") else []
+    g.check(not bad, "the denied package read: %r" % bad)
+
+
 if __name__ == "__main__":
     TESTS = [
         ("inside a cold run: fds, /proc, openat2, links, handles, mounts", test_inside_cold),
         ("inside a warm run: the same battery", test_inside_warm),
         ("inside a run of an unprivileged govex: the same battery", test_inside_as_nobody),
+        ("a run retargets a symlink named in a deny path (cold)", test_retarget_symlink_cold),
+        ("a run retargets a symlink named in a deny path (warm)", test_retarget_symlink_warm),
+        ("a hard-linked file deeper than the planning walk", test_deep_hardlink),
+        ("a root that binds a directory deeper than the walk", test_deep_bind_alias_root),
+        ("as nobody: a hard-linked file in an unlistable directory",
+         test_unlistable_subdir_as_nobody),
+        ("policy edges: roots, missing paths, symlinked roots, 256 entries, long paths",
+         test_policy_edges),
+        ("a denied stdlib package", test_interpreter_package),
     ]
     only = os.environ.get("RED_ONLY")
     if only:
