@@ -789,6 +789,80 @@ def test_unlistable_subdir_as_nobody(t):
             "denied one was not refused and is read by its other name: %r" % res.get("other"))
 
 
+def test_warm_runtime_runs(t):
+    """One long-lived warm runtime: a run tries every change of the battery (renames,
+    links, truncation, the privileged vectors); the next run and four runs at once each
+    find the masks in place, the secret nowhere, the host's files unchanged."""
+    e.need_restricted("fs_deny")
+    e.need_x86_64()
+    import test_redteam_warm as rtw
+    base = t.path("wr")
+    os.mkdir(base)
+    r, w = tree(base)
+    handles = {k: host_handle(p + "/a/b/secret") for k, p in (("r", r), ("w", w))}
+    ro, wo, po, hunt, grep = battery(r, w, handles)
+    deny = [r + "/a/b/secret", r + "/a/b/sdir", w + "/a/b/secret", w + "/a/b/sdir"]
+    rt = rtw.with_runtime(t, pol_doc(read=[r], write=[w], deny=deny))
+
+    def once(ops, what):
+        before = rtw.warm_runs(rt)
+        d = rt.run(e.proven_code(ops, PRELUDE))
+        res = e.probe_lines(d.get("stdout"))
+        if res is None:
+            raise g.Failure("%s: no probe output: %r" % (what, d))
+        e.proven(res)
+        rtw.expect_warm(rt, before, 1, what)
+        return res
+
+    res = once(labelled(ro + wo + po), "the attacking run")
+    bad = leaked(res, [lb for lb, _ in ro + po]) + failed_ok(res, [lb for lb, _ in wo + po])
+    checks = labelled(hunt + grep + [("w_file", ["rd", w + "/a/b/secret"]),
+                                     ("w_inner", ["rd", w + "/a/b/sdir/inner"]),
+                                     ("r_inner", ["rd", r + "/a/b/sdir/inner"])])
+    outs = [once(checks, "the next run")]
+    outs += rtw.parallel([lambda i=i: once(checks, "parallel run %d" % i) for i in range(4)])
+    for i, o in enumerate(outs):
+        bad += ["run %d: %s" % (i, x) for x in leaked(o, ["hunt", "w_file", "w_inner",
+                                                          "r_inner"])]
+        bad += ["run %d: grep %r" % (i, o[lb]["value"]) for lb in ("grep", "wgrep")
+                if (o.get(lb) or {}).get("value")]
+        bad += ["run %d: %s is readable (no mask)" % (i, lb) for lb in
+                ("w_file", "w_inner", "r_inner") if (o.get(lb) or {}).get("ok")]
+    bad += ["host: " + x for x in host_intact(r, w)]
+    g.check(not bad, "warm runtime: " + "\n  ".join(bad))
+
+
+def test_exec_denied(t):
+    """govex exec: a program reading a denied file, a denied program, and a script whose
+    interpreter (#!) is the denied program: none runs it or reads it."""
+    e.need_restricted("fs_deny")
+    base = t.path("ex")
+    os.mkdir(base)
+    r = base + "/r"
+    _mkdirs(r + "/bin", r + "/a/b")
+    _put(r + "/a/b/secret", mode=0o644)
+    shutil.copy("/bin/cat", r + "/bin/tool")
+    os.chmod(r + "/bin/tool", 0o755)
+    with open(r + "/bin/script", "w") as f:
+        f.write("#!%s/bin/tool\n%s\n" % (r, SECRET))
+    os.chmod(r + "/bin/script", 0o755)
+    cases = [("cat", ["/bin/cat", r + "/a/b/secret"]),
+             ("tool", [r + "/bin/tool", r + "/a/b/secret"]),
+             ("script", [r + "/bin/script"])]
+    ctl = pol_file(t, "c.json", read=[r], subprocess="allow")
+    pol = pol_file(t, "p.json", read=[r], subprocess="allow",
+                   deny=[r + "/a/b/secret", r + "/bin/tool"])
+    bad = []
+    for name, argv in cases:
+        c = t.run(["exec", "--policy", ctl, "--json", "--"] + argv).result()
+        if SECRET not in (c.get("stdout") or ""):
+            bad.append("control: %s did not print the secret: %r" % (name, c.get("stdout")))
+        d = t.run(["exec", "--policy", pol, "--json", "--"] + argv).result()
+        if SECRET in (d.get("stdout") or "") or d.get("status") == "success":
+            bad.append("%s: %r %r" % (name, d.get("status"), (d.get("stdout") or "")[:200]))
+    g.check(not bad, "exec: " + "\n  ".join(bad))
+
+
 # ---------------------------------------------------------------- policy edges
 
 def test_policy_edges(t):
@@ -820,6 +894,17 @@ def test_policy_edges(t):
                                 ("real", ["rd", r + "/a/b/secret"])]))
     g.check(not leaked(res, ["via_link", "real"]),
             "the secret read through the symlinked root: %r" % res)
+    # the read root given only through a symlink; overlapping and repeated entries
+    pol = pol_file(t, "only_link.json", read=[base + "/rlink"], write=[w],
+                   deny=[r + "/a/b/secret", w + "/a/b", w + "/a/b/sdir", w + "/a/b/secret",
+                         w + "/a/b/sdir/inner"])
+    res = run(t, pol, labelled([("via_link", ["rd", base + "/rlink/a/b/secret"]),
+                                ("real", ["rd", r + "/a/b/secret"]),
+                                ("nested", ["rd", w + "/a/b/sdir/inner"]),
+                                ("nested_file", ["rd", w + "/a/b/secret"]),
+                                ("grep", ["grep", w, SECRET])]))
+    g.check(not leaked(res, ["via_link", "real", "nested", "nested_file"]) and
+            not res["grep"].get("value"), "only a symlinked root, nested entries: %r" % res)
     # 256 entries, every one masked
     many = base + "/many"
     _mkdirs(many)
@@ -916,6 +1001,8 @@ if __name__ == "__main__":
         ("policy edges: roots, missing paths, symlinked roots, 256 entries, long paths",
          test_policy_edges),
         ("a denied stdlib package", test_interpreter_package),
+        ("one warm runtime: an attacking run, then five more", test_warm_runtime_runs),
+        ("govex exec: a denied file, program and #! interpreter", test_exec_denied),
     ]
     only = os.environ.get("RED_ONLY")
     if only:
