@@ -145,6 +145,11 @@ static int mounts_beneath(struct place **v, size_t *n)
 		if (!end)
 			continue;
 		*end = '\0';
+		/* an automount point is not looked at (that would mount it); what it
+		 * mounts is not a bind of the host's paths */
+		const char *sep = strstr(end + 1, " - ");
+		if (sep && strncmp(sep + 3, "autofs ", 7) == 0)
+			continue;
 		unescape(fld);
 		bool beneath = false;
 		for (size_t i = 0; i < nplaces; i++)
