@@ -579,18 +579,21 @@ def _retarget_setup(base):
     r, w = tree(base)
     os.symlink("a/b", w + "/link")
     os.symlink(r + "/a/b", w + "/rlink")
+    os.symlink(r + "/a/b/sdir/inner", w + "/ilink")  # the last component
     return r, w
 
 
 def _retarget_ops(w):
     return labelled([
         ("retarget", ["retarget", w + "/link", "pub", w + "/pub/secret"]),
-        ("retarget_r", ["retarget", w + "/rlink", "x", w + "/x/secret"])])
+        ("retarget_r", ["retarget", w + "/rlink", "x", w + "/x/secret"]),
+        ("retarget_i", ["retarget", w + "/ilink", "x/inner", w + "/x/inner"])])
 
 
 def _reads(r, w):
     return labelled([("w_real", ["rd", w + "/a/b/secret"]),
-                     ("r_real", ["rd", r + "/a/b/secret"])])
+                     ("r_real", ["rd", r + "/a/b/secret"]),
+                     ("i_real", ["rd", r + "/a/b/sdir/inner"])])
 
 
 def test_retarget_symlink_cold(t):
@@ -604,21 +607,22 @@ def test_retarget_symlink_cold(t):
     os.mkdir(base)
     r, w = _retarget_setup(base)
     ctl = run(t, pol_file(t, "ctl.json", read=[r], write=[w]), _reads(r, w))
-    g.check(leaked(ctl, ["w_real", "r_real"]) and len(leaked(ctl, ["w_real", "r_real"])) == 2,
+    g.check(len(leaked(ctl, ["w_real", "r_real", "i_real"])) == 3,
             "control: the secrets are not readable without deny: %r" % ctl)
-    deny = [w + "/link/secret", w + "/rlink/secret"]
+    deny = [w + "/link/secret", w + "/rlink/secret", w + "/ilink"]
     pol = pol_file(t, "p.json", read=[r], write=[w], deny=deny)
     first = _plan_deny(t, pol)
-    g.eq(sorted(first or []), sorted([w + "/a/b/secret", r + "/a/b/secret"]),
+    g.eq(sorted(first or []), sorted([w + "/a/b/secret", r + "/a/b/secret",
+                                      r + "/a/b/sdir/inner"]),
          "runtime 1's plan (the real paths masked)")
     res1 = run(t, pol, _reads(r, w) + _retarget_ops(w))
-    bad = leaked(res1, ["w_real", "r_real"])
+    bad = leaked(res1, ["w_real", "r_real", "i_real"])
     g.check(not bad, "runtime 1 read the secret: %r" % bad)
-    e.allowed(res1, "retarget")
-    e.allowed(res1, "retarget_r")
+    for lb in ("retarget", "retarget_r", "retarget_i"):
+        e.allowed(res1, lb)
     second = _plan_deny(t, pol)
     res2 = run(t, pol, _reads(r, w))
-    bad = leaked(res2, ["w_real", "r_real"])
+    bad = leaked(res2, ["w_real", "r_real", "i_real"])
     g.check(not bad, "BROKEN: the secret runtime 1 masked is read by runtime 2, after "
             "runtime 1 retargeted the symlink named in the deny path (runtime 2's plan "
             "masks %r instead of %r): %r" % (second, first, bad))
@@ -633,7 +637,8 @@ def test_retarget_symlink_warm(t):
     base = t.path("rt")
     os.mkdir(base)
     r, w = _retarget_setup(base)
-    doc = pol_doc(read=[r], write=[w], deny=[w + "/link/secret", w + "/rlink/secret"])
+    doc = pol_doc(read=[r], write=[w],
+                  deny=[w + "/link/secret", w + "/rlink/secret", w + "/ilink"])
 
     def once(rt, ops, what):
         before = rtw.warm_runs(rt)
@@ -646,16 +651,17 @@ def test_retarget_symlink_warm(t):
         return res
 
     rt1 = rtw.with_runtime(t, doc)
+    labels = ["w_real", "r_real", "i_real"]
     res = once(rt1, _reads(r, w) + _retarget_ops(w), "runtime 1, run 1")
-    g.check(not leaked(res, ["w_real", "r_real"]), "runtime 1 read it: %r" % res)
+    g.check(not leaked(res, labels), "runtime 1 read it: %r" % res)
     e.allowed(res, "retarget")
     res = once(rt1, _reads(r, w), "runtime 1, run 2")
-    g.check(not leaked(res, ["w_real", "r_real"]),
+    g.check(not leaked(res, labels),
             "runtime 1's next warm run read the secret after the retarget: %r"
-            % leaked(res, ["w_real", "r_real"]))
+            % leaked(res, labels))
     rt2 = rtw.with_runtime(t, doc)
     res = once(rt2, _reads(r, w), "runtime 2, run 1")
-    bad = leaked(res, ["w_real", "r_real"])
+    bad = leaked(res, labels)
     g.check(not bad, "BROKEN: a new warm runtime reads the secret the first masked, "
             "after a run of the first retargeted the symlink in the deny path: %r" % bad)
 
@@ -863,6 +869,42 @@ def test_exec_denied(t):
     g.check(not bad, "exec: " + "\n  ".join(bad))
 
 
+def test_outputs_symlink(t):
+    """Files out: the run leaves, in $GOVEX_OUTPUT_DIR, symlinks (absolute and relative)
+    to the denied file and tries a hard link; the host copies none of its content out.
+    Control: without deny, a copy of the file left there does carry it."""
+    e.need_restricted("fs_deny")
+    base = t.path("out")
+    os.mkdir(base)
+    r, w = tree(base)
+    f = w + "/a/b/secret"
+    code = ("import os, shutil\nd = os.environ['GOVEX_OUTPUT_DIR']\n"
+            "for n, fn in (('abs', lambda: os.symlink(%r, d + '/abs')),\n"
+            "              ('rel', lambda: os.symlink('../' * 12 + %r, d + '/rel')),\n"
+            "              ('hard', lambda: os.link(%r, d + '/hard')),\n"
+            "              ('copy', lambda: shutil.copy(%r, d + '/copy'))):\n"
+            "    try:\n        fn()\n    except OSError as x:\n        print(n, x)\n"
+            % (f, f.lstrip("/"), f, f))
+    bad = []
+    for name, deny in (("ctl", None), ("deny", [f])):
+        out = base + "/" + name
+        os.mkdir(out)
+        pol = pol_file(t, name + ".json", write=[w], deny=deny)
+        t.run(["run", "--policy", pol, "--json", "--output-dir", out, "-c", code])
+        found = []
+        for n in os.listdir(out):
+            p = os.path.join(out, n)
+            if not os.path.islink(p) and os.path.isfile(p):
+                with open(p) as fh:
+                    if SECRET in fh.read():
+                        found.append(n)
+        if name == "ctl" and "copy" not in found:
+            bad.append("control: no copy of the file came out: %r" % os.listdir(out))
+        if name == "deny" and found:
+            bad.append("the denied file came out as %r" % found)
+    g.check(not bad, "outputs: " + "\n  ".join(bad))
+
+
 # ---------------------------------------------------------------- policy edges
 
 def test_policy_edges(t):
@@ -1003,6 +1045,7 @@ if __name__ == "__main__":
         ("a denied stdlib package", test_interpreter_package),
         ("one warm runtime: an attacking run, then five more", test_warm_runtime_runs),
         ("govex exec: a denied file, program and #! interpreter", test_exec_denied),
+        ("files out: symlinks and links to a denied file", test_outputs_symlink),
     ]
     only = os.environ.get("RED_ONLY")
     if only:
