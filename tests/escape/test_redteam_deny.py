@@ -923,6 +923,67 @@ def test_outputs_symlink(t):
     g.check(not bad, "outputs: " + "\n  ".join(bad))
 
 
+def _stdlib(t):
+    p = t.run(["plan", "--policy", pol_file(t, "q.json"), "-c", "pass"])
+    p.expect_rc(0)
+    exe = p.json()["interpreter"]["path"]
+    return exe, subprocess.run([exe, "-I", "-S", "-c", "import os; print(os.path.dirname("
+                                "os.path.realpath(os.__file__)))"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+
+
+def test_denied_module_cache(t):
+    """A denied stdlib module (this.py, as test_deny denies it): its compiled copies in
+    __pycache__, which the interpreter keeps beside every module, are not denied, and
+    hold the module's code and constants.  govex-policy(5) says a copy is not
+    recognized; this one is the platform's own, there for every module: the run must
+    not get the denied module's text from it.  Control: the .py itself is masked."""
+    need_deny()
+    e.need_x86_64()
+    exe, stdlib = _stdlib(t)
+    src = stdlib + "/this.py"
+    if not os.path.exists(src) or os.stat(src).st_nlink != 1:
+        e.skip("nlink", "no single-link %s" % src)
+    tag = subprocess.run([exe, "-I", "-S", "-c", "import sys; print(sys.implementation."
+                          "cache_tag)"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    caches = [os.path.join(stdlib, "__pycache__", n) for n in
+              os.listdir(os.path.join(stdlib, "__pycache__"))
+              if n.startswith("this." + tag)] if os.path.isdir(stdlib + "/__pycache__") \
+        else []
+    if not caches:
+        e.skip("pycache", "no compiled copy of this.py here")
+    needle = "Gur Mra bs Clguba"  # this.py's first string constant (rot13)
+    code = ("import marshal\nfor f in %r:\n    try:\n        c = marshal.loads(open(f, 'rb')"
+            ".read()[16:])\n        print('CONST', f, [x for x in c.co_consts if "
+            "isinstance(x, str)][0][:40])\n    except Exception as x:\n        print('NO', f, x)\n"
+            "try:\n    open(%r).read()\n    print('SOURCE-READ')\nexcept OSError:\n    pass\n"
+            % (caches, src))
+    d = t.run(["run", "--policy", pol_file(t, "p.json", deny=[src]), "--json", "-c",
+               code]).result()
+    out = d.get("stdout") or ""
+    g.check("SOURCE-READ" not in out, "the denied this.py itself was read: %r" % out)
+    g.check(needle not in out,
+            "BROKEN (documented gap made concrete): the denied %s's text is read from the "
+            "interpreter's compiled copies %r: %r" % (src, caches, out[-400:]))
+
+
+def test_stdlib_part_needed_to_start(t):
+    """Refused at planning when no run could start (govex-policy(5),
+    deny_covers_interpreter): a deny of the stdlib's encodings package, without which
+    the interpreter cannot initialize, is refused, not run to a fatal Python error."""
+    need_deny()
+    _, stdlib = _stdlib(t)
+    enc = stdlib + "/encodings"
+    if not os.path.isdir(enc):
+        e.skip("encodings", "no %s" % enc)
+    p = t.run(["run", "--policy", pol_file(t, "enc.json", deny=[enc]), "--json", "-c",
+               "print('ran')"])
+    d = p.result()
+    g.eq(d.get("status"), "policy_refused",
+         "a deny of %s (stderr %r)" % (enc, (d.get("stderr") or "")[-200:]))
+
+
 # ---------------------------------------------------------------- policy edges
 
 def test_policy_edges(t):
@@ -1064,6 +1125,9 @@ if __name__ == "__main__":
         ("one warm runtime: an attacking run, then five more", test_warm_runtime_runs),
         ("govex exec: a denied file, program and #! interpreter", test_exec_denied),
         ("files out: symlinks and links to a denied file", test_outputs_symlink),
+        ("a denied stdlib module's compiled copies", test_denied_module_cache),
+        ("a deny of a stdlib part the interpreter needs to start",
+         test_stdlib_part_needed_to_start),
     ]
     only = os.environ.get("RED_ONLY")
     if only:
