@@ -682,6 +682,27 @@ def test_retarget_symlink_warm(t):
             "after a run of the first retargeted the symlink in the deny path: %r" % bad)
 
 
+def test_retarget_symlink_as_nobody(t):
+    """The cold retarget with govex run by nobody (a user namespace)."""
+    e.need_x86_64()
+    sb = e.need_unprivileged_sandbox(t)
+    base = os.path.join(sb[0], "rt")
+    os.mkdir(base)
+    r, w = _retarget_setup(base)
+    labels = ["w_real", "r_real", "i_real"]
+    ctl = run(t, pol_file(t, "ctl.json", read=[r], write=[w]), _reads(r, w), nobody=sb)
+    g.check(len(leaked(ctl, labels)) == 3, "control: not readable without deny: %r" % ctl)
+    pol = pol_file(t, "p.json", read=[r], write=[w],
+                   deny=[w + "/link/secret", w + "/rlink/secret", w + "/ilink"])
+    res = run(t, pol, _reads(r, w) + _retarget_ops(w), nobody=sb)
+    g.check(not leaked(res, labels), "runtime 1 read the secret: %r" % leaked(res, labels))
+    e.allowed(res, "retarget")
+    res = run(t, pol, _reads(r, w), nobody=sb)
+    bad = leaked(res, labels)
+    g.check(not bad, "BROKEN (as nobody): the secret runtime 1 masked is read by runtime 2 "
+            "after runtime 1 retargeted the symlink named in the deny path: %r" % bad)
+
+
 # ---------------------------------------------------------------- the planning walk
 
 def _deep(top, depth, name="d"):
@@ -1115,6 +1136,8 @@ if __name__ == "__main__":
         ("inside a run of an unprivileged govex: the same battery", test_inside_as_nobody),
         ("a run retargets a symlink named in a deny path (cold)", test_retarget_symlink_cold),
         ("a run retargets a symlink named in a deny path (warm)", test_retarget_symlink_warm),
+        ("a run retargets a symlink named in a deny path (as nobody)",
+         test_retarget_symlink_as_nobody),
         ("a hard-linked file deeper than the planning walk", test_deep_hardlink),
         ("a root that binds a directory deeper than the walk", test_deep_bind_alias_root),
         ("as nobody: a hard-linked file in an unlistable directory",
