@@ -798,18 +798,19 @@ def test_deep_bind_alias_root(t):
 
 def test_unlistable_subdir_as_nobody(t):
     """govex run by nobody: the denied directory holds a directory nobody may search
-    but not list (0711, another owner), and in it a readable file with another link in
-    the root.  The walk cannot see it: refused, or the file is not read by its other
-    name.  Control: the same layout with a listable directory is refused."""
+    but not list (0711, root's), and in it a readable file with another link in the
+    root.  The planning walk cannot list it: refused, or the file is not read by its
+    other name.  Controls: the same with a listable directory is refused
+    (deny_hardlinked); the unlistable directory denied itself fails closed."""
     e.need_x86_64()
     sb = e.need_unprivileged_sandbox(t)
     home = sb[0]
     r = os.path.join(home, "r")
-    _mkdirs(r + "/pub", r + "/deny/open", r + "/deny/hidden")
-    for sub in ("open", "hidden"):
-        _put(r + "/deny/%s/secret" % sub, mode=0o644)
-        os.link(r + "/deny/%s/secret" % sub, r + "/pub/%s-other" % sub)
-    os.chmod(r + "/deny/hidden", 0o711)
+    _mkdirs(r + "/pub", r + "/d1/open", r + "/d2/hidden")
+    for sub in ("d1/open", "d2/hidden"):
+        _put(r + "/%s/secret" % sub, mode=0o644)
+        os.link(r + "/%s/secret" % sub, r + "/pub/%s-other" % sub.split("/")[1])
+    os.chmod(r + "/d2/hidden", 0o711)
     code = e.proven_code([["rd", r + "/pub/hidden-other", {"as": "other"}]], PRELUDE)
 
     def go(deny, name):
@@ -818,14 +819,16 @@ def test_unlistable_subdir_as_nobody(t):
                                   env=sb[1], preexec=e.nobody_preexec(), binary=sb[2])
         return e.result_of(out)
 
-    g.eq(go([r + "/deny/open"], "open.json").get("status"), "policy_refused",
+    g.eq(go([r + "/d1"], "open.json").get("status"), "policy_refused",
          "control: a listable directory with a hard-linked file")
-    doc = go([r + "/deny/hidden"], "hidden.json")
+    g.check(go([r + "/d2/hidden"], "self.json").get("status") != "success",
+            "control: the unlistable directory denied itself ran")
+    doc = go([r + "/d2"], "hidden.json")
     if doc.get("status") == "policy_refused":
         return
     res = e.probe_lines(doc.get("stdout"))
     if res is None and doc.get("status") != "success":
-        return  # the runtime failed closed (here: filesystem.deny: Permission denied)
+        return  # failed closed
     g.check(res is not None, "as nobody: no probe output: %r" % doc)
     g.check(not leaked(res, ["other"]),
             "BROKEN: as nobody, a hard-linked file in an unlistable directory inside the "
