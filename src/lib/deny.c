@@ -235,6 +235,10 @@ struct walk {
 	size_t n;
 	const char *given;
 	struct govex__deny_fault *f;
+	/* the first step that could not be completed: the walk goes on without it (a root
+	 * found to be an alias is the more useful refusal), then refuses with this */
+	bool unverified;
+	struct govex__deny_fault stuck;
 };
 
 static int walk_add(struct walk *w, const struct stat *st)
@@ -254,26 +258,50 @@ static int walk_add(struct walk *w, const struct stat *st)
 	return 0;
 }
 
+/* A walk step that cannot be completed refuses the path (after the walk: see struct
+ * walk): what it would have looked at (a second name of a file, a bind alias of a
+ * root) is not known.  Returns 0: the walk goes on without that step. */
+#define WALK_DEPTH 64
+static int unverifiable(struct walk *w, const char *path, const char *why)
+{
+	if (!w->unverified)
+		fault(&w->stuck, "deny_unverifiable", w->given,
+		      "filesystem.deny '%.200s': '%.300s' cannot be checked for other names "
+		      "(%s): refused rather than left unchecked",
+		      w->given, path, why);
+	w->unverified = true;
+	return 0;
+}
+
 static int walk_dir(struct walk *w, int dfd, char *path, size_t plen, int depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d) {
+		int e = errno;
 		close(dfd);
-		return -errno;
+		return unverifiable(w, path, strerror(e));
 	}
 	int r = 0;
 	struct dirent *de;
-	while (r == 0 && (de = readdir(d))) {
+	for (;;) {
+		errno = 0;
+		if (r != 0 || !(de = readdir(d)))
+			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
 		size_t nl = strlen(de->d_name);
-		if (plen + 1 + nl + 1 > PATH_MAX)
+		if (plen + 1 + nl + 1 > PATH_MAX) {
+			r = unverifiable(w, path, "a name inside it is longer than PATH_MAX");
 			continue;
+		}
 		path[plen] = '/';
 		memcpy(path + plen + 1, de->d_name, nl + 1);
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = unverifiable(w, path, strerror(errno));
+			path[plen] = '\0';
+			continue;
+		}
 		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
 			r = fault(w->f, "deny_hardlinked", w->given,
 				  "filesystem.deny '%.200s': '%.300s' has %lu hard links: another "
@@ -281,14 +309,22 @@ static int walk_dir(struct walk *w, int dfd, char *path, size_t plen, int depth)
 				  w->given, path, (unsigned long)st.st_nlink);
 		if (r == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
 			r = walk_add(w, &st);
-		if (r == 0 && S_ISDIR(st.st_mode) && depth < 64) {
+		if (r == 0 && S_ISDIR(st.st_mode) && depth + 1 >= WALK_DEPTH) {
+			char why[64];
+			snprintf(why, sizeof(why), "deeper than %d levels", WALK_DEPTH);
+			r = unverifiable(w, path, why);
+		} else if (r == 0 && S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
+			if (sub < 0)
+				r = unverifiable(w, path, strerror(errno));
+			else
 				r = walk_dir(w, sub, path, plen + 1 + nl, depth + 1);
 		}
 		path[plen] = '\0';
 	}
+	if (r == 0 && errno != 0)
+		r = unverifiable(w, path, strerror(errno));
 	closedir(d);
 	return r;
 }
@@ -297,17 +333,18 @@ static int idents_of(const char *real, struct walk *w)
 {
 	struct stat st;
 	if (lstat(real, &st) < 0)
-		return -errno;
+		return unverifiable(w, real, strerror(errno));
 	int r = walk_add(w, &st);
 	if (r == 0 && S_ISDIR(st.st_mode)) {
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s", real);
 		int dfd = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dfd < 0)
-			return -errno;
-		r = walk_dir(w, dfd, path, strlen(path), 0);
+			r = unverifiable(w, real, strerror(errno));
+		else
+			r = walk_dir(w, dfd, path, strlen(path), 0);
 	}
-	if (r == 0)
+	if (r == 0 && w->n)
 		qsort(w->v, w->n, sizeof(*w->v), ident_cmp);
 	return r;
 }
@@ -426,7 +463,7 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 	int wr = idents_of(real, &w);
 	for (size_t i = 0; wr == 0 && i < np; i++) {
 		struct ident key = {pv[i].dev, pv[i].ino};
-		if (govex__path_under(pv[i].real, real) ||
+		if (govex__path_under(pv[i].real, real) || !w.n ||
 		    !bsearch(&key, w.v, w.n, sizeof(*w.v), ident_cmp))
 			continue;
 		if (pv[i].root) {
@@ -445,6 +482,10 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 			wr = mask_add(d, n, pv[i].real, S_ISDIR(ps.st_mode), &added);
 	}
 	free(w.v);
+	if (wr == 0 && w.unverified) {
+		*f = w.stuck;
+		wr = 1;
+	}
 	if (wr != 0)
 		return wr;
 
