@@ -196,6 +196,97 @@ static int places_of(const govex_policy *p, const struct govex__interp *in, stru
 	return 0;
 }
 
+/* dir (real) is, or lies beneath, a write root: by name, or because it or one of its
+ * ancestors is a write root's directory under another name (a bind mount). */
+static bool in_write_root(const char *dir, const struct place *pv, size_t np)
+{
+	char anc[PATH_MAX];
+	snprintf(anc, sizeof(anc), "%s", dir);
+	for (;;) {
+		struct stat st;
+		bool have = stat(anc, &st) == 0;
+		for (size_t i = 0; i < np; i++)
+			if (pv[i].write &&
+			    (strcmp(anc, pv[i].real) == 0 ||
+			     (have && st.st_dev == pv[i].dev && st.st_ino == pv[i].ino)))
+				return true;
+		char *slash = strrchr(anc, '/');
+		if (!slash || strcmp(anc, "/") == 0)
+			return false;
+		if (slash == anc)
+			anc[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+/* Resolves the policy's path given one component at a time, as realpath() does: a
+ * symlink met on the way (in the path, or in a link's target) whose directory is
+ * beneath a write root refuses the path.  A run could replace that symlink, and the
+ * next runtime would resolve the path to what the run chose, leaving the real file,
+ * which this runtime masks, unmasked there. */
+static int writable_link(const char *given, const struct place *pv, size_t np,
+			 struct govex__deny_fault *f)
+{
+	char cur[PATH_MAX] = ""; /* the real path resolved so far; "" is "/" */
+	char rest[PATH_MAX], next[PATH_MAX], cand[PATH_MAX], tgt[PATH_MAX];
+	snprintf(rest, sizeof(rest), "%s", given);
+	const char *p = rest;
+	for (int links = 0;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return 0;
+		const char *e = strchrnul(p, '/');
+		int len = (int)(e - p);
+		if (len == 1 && p[0] == '.') {
+			p = e;
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			char *s = strrchr(cur, '/');
+			if (s)
+				*s = '\0';
+			p = e;
+			continue;
+		}
+		struct stat st;
+		int err =
+		    (size_t)snprintf(cand, sizeof(cand), "%s/%.*s", cur, len, p) >= sizeof(cand)
+			? ENAMETOOLONG
+			: (lstat(cand, &st) < 0 ? errno : 0);
+		if (err)
+			return fault(f, "deny_unverifiable", given,
+				     "filesystem.deny '%.200s': '%.300s' cannot be examined (%s): "
+				     "refused rather than left unchecked",
+				     given, cand, strerror(err));
+		if (!S_ISLNK(st.st_mode)) {
+			memcpy(cur, cand, strlen(cand) + 1);
+			p = e;
+			continue;
+		}
+		if (in_write_root(cur[0] ? cur : "/", pv, np))
+			return fault(
+			    f, "deny_symlink_writable", given,
+			    "filesystem.deny '%.200s' goes through the symlink '%.300s', "
+			    "which lies under a write root: a run could point it elsewhere "
+			    "and the next runtime would mask that instead; give the real "
+			    "path, or keep the symlink out of the write roots",
+			    given, cand);
+		ssize_t n = readlink(cand, tgt, sizeof(tgt) - 1);
+		if (++links > 40 || n < 0 ||
+		    (size_t)snprintf(next, sizeof(next), "%.*s%s", (int)n, tgt, e) >= sizeof(next))
+			return fault(f, "deny_unverifiable", given,
+				     "filesystem.deny '%.200s': the symlink '%.300s' cannot be "
+				     "followed: refused rather than left unchecked",
+				     given, cand);
+		if (n > 0 && tgt[0] == '/')
+			cur[0] = '\0';
+		memcpy(rest, next, strlen(next) + 1);
+		p = rest;
+	}
+}
+
 /* The first file the interpreter needs to start that lies at or beneath real, or NULL. */
 static const char *covers_interpreter(const struct govex__interp *in, const char *real,
 				      char buf[PATH_MAX])
@@ -535,6 +626,10 @@ int govex__deny_resolve(const govex_policy *p, const struct govex__interp *in,
 				  "filesystem.deny '%.200s' cannot be resolved on this host: %s "
 				  "(a path to deny must exist: it is masked where it is)",
 				  given, strerror(errno));
+			goto out;
+		}
+		if ((r = writable_link(given, pv, np, f)) != 0) {
+			free(real);
 			goto out;
 		}
 		struct stat st;

@@ -358,7 +358,15 @@ def test_refused_at_planning(t):
         f.write("x")
     other = t.path("elsewhere")
     _mkdirs(other)
-    cases = [("hardlink", [r + "/a/b/secret"], {}, "deny_hardlinked", "hard link"),
+    os.symlink("a/b", w + "/wlink")            # the run could point it elsewhere
+    os.symlink(w + "/wlink", r + "/chain")     # a read root's link through it
+    deep = r + "/deep" + "/d" * 70             # past the planning walk's 64 levels
+    os.makedirs(deep)
+    cases = [("write_link", [w + "/wlink/secret"], {}, "deny_symlink_writable", "wlink"),
+             ("write_link_last", [w + "/wlink"], {}, "deny_symlink_writable", "wlink"),
+             ("chain", [r + "/chain/secret"], {}, "deny_symlink_writable", "wlink"),
+             ("deep", [r + "/deep"], {}, "deny_unverifiable", "64 levels"),
+             ("hardlink", [r + "/a/b/secret"], {}, "deny_hardlinked", "hard link"),
              ("hardlink_inside", [w + "/a/b/sdir"], {}, "deny_hardlinked", "inner"),
              ("outside", [other], {}, "deny_outside_roots", other),
              ("missing", [r + "/a/nothing"], {}, "deny_path_unresolvable", "nothing"),

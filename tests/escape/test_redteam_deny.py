@@ -610,6 +610,28 @@ def _reads(r, w):
                      ("i_real", ["rd", r + "/a/b/sdir/inner"])])
 
 
+def _links_refused(t, r, w, deny, go):
+    """Each deny path through a symlink the run can rewrite (all of DENY), alone, run by
+    GO(policy file) -> result: True when each is refused at planning, the symlink named
+    (deny_symlink_writable): nothing is masked by a name a run can move, and the attack
+    cannot start.  False when none is (the attack below must then fail)."""
+    refused = []
+    for i, p in enumerate(deny):
+        doc = go(pol_file(t, "link%d.json" % i, read=[r], write=[w], deny=[p]))
+        if doc.get("status") == "policy_refused":
+            d = g.diag(doc, "deny_symlink_writable")
+            g.check(p in json.dumps(d), "the refusal does not name %r: %r" % (p, d))
+            refused.append(p)
+    g.check(len(refused) in (0, len(deny)),
+            "only some deny paths through a writable symlink refused: %r of %r"
+            % (refused, deny))
+    return bool(refused)
+
+
+def _cli_result(t, pol):
+    return t.run(["run", "--policy", pol, "--json", "-c", "print('ran')"]).result()
+
+
 def test_retarget_symlink_cold(t):
     """Runtime 1 (one `govex run`) replaces a symlink it can write, named in a deny path,
     and makes a decoy where it now points.  Runtime 2 (the next `govex run`, same
@@ -626,6 +648,11 @@ def test_retarget_symlink_cold(t):
     if CONTROL_ONLY:
         return
     deny = [w + "/link/secret", w + "/rlink/secret", w + "/ilink"]
+    if _links_refused(t, r, w, deny, lambda pol: _cli_result(t, pol)):
+        e.refused(t.run(["plan", "--policy", pol_file(t, "p.json", read=[r], write=[w],
+                                                        deny=deny), "--json", "-c", "pass"]),
+                  "deny_symlink_writable")
+        return
     pol = pol_file(t, "p.json", read=[r], write=[w], deny=deny)
     first = _plan_deny(t, pol)
     g.eq(sorted(first or []), sorted([w + "/a/b/secret", r + "/a/b/secret",
@@ -666,6 +693,23 @@ def test_retarget_symlink_warm(t):
         rtw.expect_warm(rt, before, 1, what)
         return res
 
+    def warm_refused(pol):
+        """A runtime of the policy: its run's result; its warm start must fail, naming
+        the refusal, when the run is refused."""
+        pdoc = json.load(open(pol))
+        res = rtw.with_runtime(t, pdoc, warm=False).run("print('ran')")
+        if res.get("status") == "policy_refused":
+            try:
+                rtw.with_runtime(t, pdoc)
+            except g.Failure as x:
+                g.check("deny_symlink_writable" in str(x),
+                        "the warm start's failure does not name the refusal: %s" % x)
+            else:
+                raise g.Failure("a warm runtime started for a refused policy")
+        return res
+
+    if _links_refused(t, r, w, doc["filesystem"]["deny"], warm_refused):
+        return
     rt1 = rtw.with_runtime(t, doc)
     labels = ["w_real", "r_real", "i_real"]
     res = once(rt1, _reads(r, w) + _retarget_ops(w), "runtime 1, run 1")
@@ -692,8 +736,17 @@ def test_retarget_symlink_as_nobody(t):
     labels = ["w_real", "r_real", "i_real"]
     ctl = run(t, pol_file(t, "ctl.json", read=[r], write=[w]), _reads(r, w), nobody=sb)
     g.check(len(leaked(ctl, labels)) == 3, "control: not readable without deny: %r" % ctl)
-    pol = pol_file(t, "p.json", read=[r], write=[w],
-                   deny=[w + "/link/secret", w + "/rlink/secret", w + "/ilink"])
+    deny = [w + "/link/secret", w + "/rlink/secret", w + "/ilink"]
+
+    def as_nobody(pol):
+        e.without_aggregate(pol)
+        return e.result_of(e.spawn(["run", "--policy", pol, "--json", "-c", "print('ran')"],
+                                   cwd=sb[0], env=sb[1], preexec=e.nobody_preexec(),
+                                   binary=sb[2])[1])
+
+    if _links_refused(t, r, w, deny, as_nobody):
+        return
+    pol = pol_file(t, "p.json", read=[r], write=[w], deny=deny)
     res = run(t, pol, _reads(r, w) + _retarget_ops(w), nobody=sb)
     g.check(not leaked(res, labels), "runtime 1 read the secret: %r" % leaked(res, labels))
     e.allowed(res, "retarget")
