@@ -598,6 +598,67 @@ static int check_one(const govex_policy *p, const struct govex__interp *in, cons
 	return 0;
 }
 
+/* A denied module NAME.py (real): the interpreter's compiled copies of it beside it,
+ * __pycache__/NAME.*.pyc, hold its code and constants: each (its real path) is masked
+ * too, with the checks of a denied file.  *n grows; given_of[new] = k. */
+static int pycache_add(struct govex__deny *d, size_t *n, const char *real, size_t k,
+		       size_t *given_of, size_t ngiven, const char *given,
+		       struct govex__deny_fault *f)
+{
+	size_t rl = strlen(real);
+	const char *base = strrchr(real, '/');
+	if (rl < 4 || strcmp(real + rl - 3, ".py") != 0 || !base)
+		return 0;
+	base++;
+	size_t bl = (size_t)(real + rl - 3 - base); /* NAME */
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof(dir), "%.*s__pycache__", (int)(base - real), real) >=
+	    sizeof(dir))
+		return 0;
+	DIR *dp = opendir(dir);
+	if (!dp) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return fault(f, "deny_unverifiable", given,
+			     "filesystem.deny '%.200s': its compiled copies in '%.300s' cannot "
+			     "be listed (%s): refused rather than left readable",
+			     given, dir, strerror(errno));
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(dp))) {
+		size_t nl = strlen(de->d_name);
+		if (nl <= bl + 5 || strncmp(de->d_name, base, bl) != 0 || de->d_name[bl] != '.' ||
+		    strcmp(de->d_name + nl - 4, ".pyc") != 0)
+			continue;
+		char path[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue; /* no interpreter opens it either */
+		char *pr = realpath(path, NULL);
+		struct stat st;
+		if (!pr || lstat(pr, &st) < 0 || !S_ISREG(st.st_mode)) {
+			free(pr);
+			continue; /* not a file the interpreter could load */
+		}
+		if (st.st_nlink > 1)
+			r = fault(
+			    f, "deny_hardlinked", given,
+			    "filesystem.deny '%.200s': its compiled copy '%.300s' has %lu hard "
+			    "links: another name would reach it unmasked; remove the other "
+			    "links",
+			    given, pr, (unsigned long)st.st_nlink);
+		bool added = false;
+		size_t before = *n;
+		if (r == 0)
+			r = mask_add(d, n, pr, false, &added);
+		if (added && before < ngiven)
+			given_of[before] = k;
+		free(pr);
+	}
+	closedir(dp);
+	return r;
+}
+
 int govex__deny_resolve(const govex_policy *p, const struct govex__interp *in,
 			struct govex__deny *ret, struct govex__deny_fault *f)
 {
@@ -663,6 +724,10 @@ int govex__deny_resolve(const govex_policy *p, const struct govex__interp *in,
 			goto out;
 		if (added && before < ARRAY_SIZE(given_of))
 			given_of[before] = k;
+		if (added && S_ISREG(st.st_mode) &&
+		    (r = pycache_add(&d, &n, d.paths[before], k, given_of, ARRAY_SIZE(given_of),
+				     given, f)) != 0)
+			goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (i >= ARRAY_SIZE(given_of)) {

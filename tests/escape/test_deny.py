@@ -406,6 +406,16 @@ def test_interpreter_files(t):
     if os.stat(this).st_nlink != 1:
         e.skip("nlink", "%s has several links" % this)
     pol = deny_policy(t, None, None, [os.path.realpath(this)], name="this.json")
+    # its compiled copies beside it are masked too, and listed in the plan
+    real = os.path.realpath(this)
+    cache = os.path.join(os.path.dirname(real), "__pycache__")
+    pycs = sorted(os.path.realpath(os.path.join(cache, n)) for n in
+                  (os.listdir(cache) if os.path.isdir(cache) else [])
+                  if n.startswith("this.") and n.endswith(".pyc"))
+    p = t.run(["plan", "--policy", pol, "--json", "-c", "pass"])
+    p.expect_rc(0)
+    g.eq(sorted(p.json()["filesystem"]["deny"]), sorted([real] + pycs),
+         "the plan masks this.py and its compiled copies")
     _, doc, res = e.run_proven(t, [["read", os.path.realpath(this), {"as": "this"}]],
                                pol=pol, prelude="\ntry:\n    import this\nexcept BaseException as x:\n"
                                        "    print('IMPORT-FAILED', type(x).__name__)\n")
