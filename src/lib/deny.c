@@ -302,6 +302,17 @@ static const char *covers_interpreter(const struct govex__interp *in, const char
 		for (size_t i = 0; lists[k] && lists[k][i]; i++)
 			if (realpath(lists[k][i], buf) && govex__path_under(buf, real))
 				return lists[k][i];
+	/* the stdlib's encodings package, which the interpreter imports to initialize
+	 * (not frozen): the package, or anything in it */
+	for (size_t i = 0; in->paths && in->paths[i]; i++) {
+		char enc[PATH_MAX];
+		struct stat st;
+		if ((size_t)snprintf(enc, sizeof(enc), "%s/encodings", in->paths[i]) <
+			sizeof(enc) &&
+		    realpath(enc, buf) && stat(buf, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    (govex__path_under(buf, real) || govex__path_under(real, buf)))
+			return buf;
+	}
 	return NULL;
 }
 

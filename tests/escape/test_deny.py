@@ -399,7 +399,9 @@ def test_interpreter_files(t):
     library (platform files, under no root) is masked."""
     e.need_restricted("fs_deny")
     exe, stdlib, this = _interp_dirs(t)
-    for n, deny in (("stdlib", stdlib), ("exe", os.path.realpath(exe))):
+    enc = os.path.realpath(os.path.join(stdlib, "encodings"))
+    for n, deny in (("stdlib", stdlib), ("exe", os.path.realpath(exe)),
+                    ("encodings", enc), ("utf_8", enc + "/utf_8.py")):
         pol = deny_policy(t, None, None, [deny], name=n + ".json")
         p = t.run(["run", "--policy", pol, "--json", "-c", "pass"])
         e.refused(p, "deny_covers_interpreter")
