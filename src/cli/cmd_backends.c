@@ -36,6 +36,7 @@ static const struct {
     {"restricted", "network_deny", "network namespace; socket() refused by seccomp"},
     {"restricted", "fs_read_allowlist", "mount namespace (read-only binds), Landlock"},
     {"restricted", "fs_write_allowlist", "mount namespace, Landlock; noexec"},
+    {"restricted", "fs_deny", "mount namespace: an empty mount over each path"},
     {"restricted", "subprocess_deny", "seccomp (no fork); one execve, then none"},
     {"restricted", "memory_aggregate", "a cgroup per run (kernel memory included)"},
     {"restricted", "memory_per_process", "RLIMIT_AS"},

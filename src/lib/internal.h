@@ -178,6 +178,7 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                                  \
 	X(LANDLOCK, "landlock")                                                                    \
 	X(NETWORK_ALLOWLIST, "network_allowlist")
+	X(FS_DENY, "fs_deny")
 
 enum govex__control {
 #define GOVEX__CTLENUM(id, name) GOVEX_CTL_##id,
@@ -276,6 +277,9 @@ struct govex_policy {
 	struct govex__limits limits;
 	char **read_roots; /* normalized absolute paths, sorted, unique */
 	char **write_roots;
+	/* filesystem.deny: normalized absolute paths, sorted, unique, or NULL (none); what
+	 * they are on this host is resolved per runtime (deny.c) */
+	char **deny_paths;
 	bool platform_defaults;
 	bool network; /* true = allow (every destination) */
 	/* network: {"allow": [...]}: the destinations of filtered networking (egress.h), and
@@ -328,8 +332,32 @@ struct govex__interp {
 	 * through symlinks: site directories, libraries as the loader opens them, the
 	 * targets of their symlinks, data files; NULL until resolved */
 	char **env_files;
+	/* filesystem.deny as resolved by the runtime (planning.c, after the probe): what a
+	 * sandbox masks; NULL until resolved (a sandbox refuses to start then) */
+	struct govex__deny *deny;
 };
 void govex__interp_free(struct govex__interp *in);
+
+/* filesystem.deny resolved on this host (deny.c): the real paths a sandbox masks (the
+ * policy's, resolved, and their aliases beneath other roots), whether each is a
+ * directory, and the directories between a write root and a masked path, each made a
+ * mount point of its own so that the run cannot rename or remove them. */
+struct govex__deny {
+	char **paths;
+	unsigned char *isdir;
+	char **pins;
+};
+/* Why a deny path is refused: a diagnostic code, the policy's path, a message. */
+struct govex__deny_fault {
+	const char *code;
+	char path[4096];
+	char message[1024];
+};
+/* 0 (ret filled: empty when the policy denies nothing), 1 (refused: f filled) or
+ * -errno. */
+int govex__deny_resolve(const struct govex_policy *p, const struct govex__interp *in,
+			struct govex__deny *ret, struct govex__deny_fault *f);
+void govex__deny_free(struct govex__deny *d);
 /* How an interpreter may be probed.  SANDBOXED: inside the restricted sandbox (the only
  * way when that backend is available).  HOST: a plain child on the host, only for a run
  * that goes to the controlled backend when the sandbox is unavailable here. */
@@ -585,6 +613,7 @@ struct govex__shim_report {
 	X(MOVE_MOUNT, "move_mount")                                                                \
 	X(TMPFS, "tmpfs")                                                                          \
 	X(PROC_MASK, "proc_mask")                                                                  \
+	X(FS_DENY, "fs_deny")                                                                      \
 	X(SYMLINK, "symlink")                                                                      \
 	X(REMOUNT_RO, "remount_ro")                                                                \
 	X(SIGNALFD, "signalfd")                                                                    \

@@ -78,6 +78,10 @@ void govex__interp_free(struct govex__interp *in)
 	govex__strv_free(in->libs);
 	free(in->exec);
 	govex__strv_free(in->env_files);
+	if (in->deny) {
+		govex__deny_free(in->deny);
+		free(in->deny);
+	}
 	memset(in, 0, sizeof(*in));
 }
 

@@ -219,6 +219,9 @@ json_t *govex__plan_json(const struct govex__plan_fields *f)
 	if (f->packages && f->kind != GOVEX_JOB_EXEC)
 		r |= json_object_set_new(doc, "packages",
 					 govex__packages_json(f->packages, f->preload));
+	if (f->deny && f->deny[0])
+		r |= json_object_set_new(json_object_get(doc, "filesystem"), "deny",
+					 govex__strv_json(f->deny));
 	if (r) {
 		json_decref(doc);
 		return NULL;
@@ -242,7 +245,7 @@ static const char *const pf_backend[] = {"name", "version", NULL};
 static const char *const pf_limits[] = GOVEX__LIMIT_NAMES;
 static const char *const pf_environment[] = {"names", NULL};
 static const char *const pf_workdir[] = {"mode", "path", NULL};
-static const char *const pf_filesystem[] = {"read", "write", "platform_defaults", NULL};
+static const char *const pf_filesystem[] = {"read", "write", "deny", "platform_defaults", NULL};
 static const char *const pf_controls[] = {"required", NULL};
 static const char *const pf_code[] = {"language", "digest", "bytes", "source_path", NULL};
 static const char *const pf_stdin[] = {"digest", "bytes", NULL};

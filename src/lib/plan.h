@@ -66,6 +66,7 @@ struct govex__plan_fields {
 	const char *workdir; /* NULL: "fresh" */
 	char *const *read;
 	char *const *write;
+	char *const *deny; /* filesystem.deny as masked (real paths), or NULL: omitted */
 	bool platform_defaults;
 	bool network;
 	/* the policy whose "network" the plan states (its allowlist, when filtered) */

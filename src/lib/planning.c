@@ -46,6 +46,20 @@ static int probe_interp(govex_runtime *rt, enum govex__probe_mode mode, struct g
 							 "packages: out of memory");
 			rt->pkgs_resolved = rt->probe_r == 0;
 		}
+		/* filesystem.deny: resolved with what it is checked against (the roots, the
+		 * interpreter's files), once, before anything is built from it */
+		if (rt->probe_r == 0 && rt->policy->deny_paths) {
+			struct govex__deny *d = calloc(1, sizeof(*d));
+			int dr =
+			    d ? govex__deny_resolve(rt->policy, &rt->interp, d, &rt->deny_fault)
+			      : -ENOMEM;
+			if (dr == 0)
+				rt->interp.deny = TAKE_PTR(d);
+			free(d);
+			if (dr < 0)
+				rt->probe_r = govex__err(&rt->probe_err, -dr, -dr,
+							 "filesystem.deny: %s", strerror(-dr));
+		}
 	}
 	int r = rt->probe_r;
 	if (r < 0 && err)
@@ -486,6 +500,33 @@ static int plan_interpreter_readable(struct planning *pl)
 	return 0;
 }
 
+/* filesystem.deny: refused when meaningless or unenforceable here (deny.c), and never
+ * at or around the run's workdir (a run's own mount there would cover a mask) */
+static int plan_deny(struct planning *pl)
+{
+	govex_runtime *rt = pl->rt;
+	const struct govex__deny_fault *f = &rt->deny_fault;
+	if (!pl->p->deny_paths)
+		return 0;
+	if (f->code)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, f->code, json_pack("{s:s}", "path", f->path),
+		       "%s", f->message);
+	const struct govex__deny *d = rt->interp.deny;
+	if (!d)
+		REFUSE(GOVEX_STATUS_POLICY_REFUSED, "deny_path_unresolvable", NULL,
+		       "filesystem.deny could not be resolved on this host");
+	_cleanup_free_ char *wd = pl->d.workdir ? realpath(pl->d.workdir, NULL) : NULL;
+	for (size_t i = 0; wd && d->paths[i]; i++)
+		if (govex__path_under(d->paths[i], wd) || govex__path_under(wd, d->paths[i]))
+			REFUSE(GOVEX_STATUS_POLICY_REFUSED, "deny_in_workdir",
+			       json_pack("{s:s, s:s}", "path", d->paths[i], "workdir", wd),
+			       "filesystem.deny '%.200s' and the run's workdir '%.200s' overlap: "
+			       "the workdir is the run's own; deny elsewhere or use another "
+			       "workdir",
+			       d->paths[i], wd);
+	return 0;
+}
+
 /* approval: permissions in policy.approval that this run may use */
 static int plan_approval(struct planning *pl)
 {
@@ -548,6 +589,7 @@ static int plan_fields_common(struct planning *pl, struct govex__plan_fields *f)
 	    .workdir = d->workdir,
 	    .read = p->read_roots,
 	    .write = p->write_roots,
+	    .deny = pl->rt->interp.deny ? pl->rt->interp.deny->paths : NULL,
 	    .platform_defaults = p->platform_defaults,
 	    .network = p->network,
 	    .net_policy = p,
@@ -619,6 +661,7 @@ static int (*const plan_steps[])(struct planning *) = {
     plan_interpreter_on_host,
     plan_packages,
     plan_interpreter_readable,
+    plan_deny,
     plan_approval,
     plan_documents,
 };

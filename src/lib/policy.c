@@ -41,6 +41,7 @@ GOVEX_API govex_policy *govex_policy_free(govex_policy *p)
 	free(p->workdir);
 	govex__strv_free(p->read_roots);
 	govex__strv_free(p->write_roots);
+	govex__strv_free(p->deny_paths);
 	govex__strv_free(p->env_allow);
 	govex__strv_free(p->env_set);
 	govex__strv_free(p->require_known);
@@ -117,6 +118,12 @@ static json_t *policy_json(const govex_policy *p)
 		json_decref(doc);
 		return NULL;
 	}
+	if (doc && p->deny_paths && p->deny_paths[0] &&
+	    json_object_set_new(json_object_get(doc, "filesystem"), "deny",
+				govex__strv_json(p->deny_paths)) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
 	if (doc && p->sanitized &&
 	    json_object_set_new(doc, "results", json_pack("{s:s}", "disclosure", "sanitized")) <
 		0) {
@@ -181,6 +188,8 @@ govex__ctlset govex__policy_required(const struct govex_policy *p)
 		s |= CTL(FS_READ_ALLOWLIST);
 	if (!govex__strv_contains(p->write_roots, "/"))
 		s |= CTL(FS_WRITE_ALLOWLIST);
+	if (p->deny_paths && p->deny_paths[0])
+		s |= CTL(FS_DENY);
 	if (p->limits.cpu_ms)
 		s |= CTL(CPU_TIME_AGGREGATE);
 	if (p->limits.memory_bytes)

@@ -398,7 +398,7 @@ static int roots_not_reserved(const govex_policy *p, struct govex_error *err)
 
 static int parse_filesystem(const json_t *v, govex_policy *p, struct govex_error *err)
 {
-	static const char *const fk[] = {"read", "write", "platform_defaults", NULL};
+	static const char *const fk[] = {"read", "write", "deny", "platform_defaults", NULL};
 	json_t *e;
 	int r;
 	if ((r = want_type(v, JSON_OBJECT, "filesystem", "an object", err)) < 0 ||
@@ -415,6 +415,17 @@ static int parse_filesystem(const json_t *v, govex_policy *p, struct govex_error
 		p->write_roots = NULL;
 		if ((r = get_paths(e, "filesystem.write", &p->write_roots, err)) < 0)
 			return r;
+	}
+	if ((e = json_object_get(v, "deny"))) {
+		p->deny_paths = govex__strv_free(p->deny_paths);
+		if ((r = get_paths(e, "filesystem.deny", &p->deny_paths, err)) < 0)
+			return r;
+		for (size_t i = 0; p->deny_paths[i]; i++)
+			if (strcmp(p->deny_paths[i], "/") == 0)
+				return fail(err, "filesystem.deny",
+					    "'/' would deny everything: name the paths to hide");
+		if (!p->deny_paths[0])
+			p->deny_paths = govex__strv_free(p->deny_paths);
 	}
 	if ((e = json_object_get(v, "platform_defaults"))) {
 		if ((r = want_type(e, JSON_TRUE, "filesystem.platform_defaults", "a boolean",

@@ -170,6 +170,11 @@ static int runtime_warm(govex_runtime *rt, bool start, struct govex_error *err)
 	int r = govex__probe_interp(rt, err);
 	if (r < 0)
 		return r;
+	/* a filesystem.deny planning refuses (deny.c): no template; say why */
+	if (rt->deny_fault.code)
+		return govex__err(err, GOVEX_EPOLICY, 0,
+				  "warm runs: %s: %.900s: the policy's runs are refused",
+				  rt->deny_fault.code, rt->deny_fault.message);
 	/* a policy planning refuses (protected_path: a write root over the cache, govex
 	 * or the interpreter's files, known once probed; as planning.c checks it) gets no
 	 * template either */

@@ -35,6 +35,9 @@ struct govex_runtime {
 	int pkgs_r;
 	struct govex_error pkgs_err;
 	struct govex__packages pkgs;
+	/* filesystem.deny refused on this host (deny.c, resolved with the probe): code NULL
+	 * when not refused; what is masked is rt->interp.deny */
+	struct govex__deny_fault deny_fault;
 	/* python.preload's first module not found (planning.c, plan_preload: once) */
 	bool preload_checked;
 	const char *preload_missing;

@@ -156,6 +156,8 @@ DIAG_CALLEES = {
           "cli_emit_refusal": 2, "refusal_doc": 1, "govex__tool_refusal": 1,
           "govex__exception_diag": 1, "REFUSE": None, "refuse": None},
     "src/lib/files.c": {"diag": 1, "diag_msg": 1},
+    # filesystem.deny's refusals, made once per runtime and given by planning.c
+    "src/lib/deny.c": {"fault": 1},
     # the CLI session's refusal codes; out_of_memory is said on stderr, never in a result
     "src/cli/session.c": {"fail": 1},
 }
@@ -409,6 +411,14 @@ def policy_corpus():
             ("read roots 257", dict(base, filesystem={"read": ["/r%d" % i for i in range(257)]})),
             ("write root not a string", dict(base, filesystem={"write": [1]})),
             ("platform_defaults not boolean", dict(base, filesystem={"platform_defaults": 1})),
+            ("deny ok", dict(base, filesystem={"read": ["/srv"], "deny": ["/srv/x"]})),
+            ("deny empty", dict(base, filesystem={"deny": []})),
+            ("deny /", dict(base, filesystem={"deny": ["/"]})),
+            ("deny relative", dict(base, filesystem={"deny": ["srv"]})),
+            ("deny not normalized", dict(base, filesystem={"deny": ["/srv/../x"]})),
+            ("deny /govex (planning refuses it)", dict(base, filesystem={"deny": ["/govex/x"]})),
+            ("deny 257", dict(base, filesystem={"deny": ["/d%d" % i for i in range(257)]})),
+            ("deny not a string", dict(base, filesystem={"deny": [1]})),
             ("network allow", dict(base, network="allow")),
             ("network maybe", dict(base, network="maybe")),
             ("network boolean", dict(base, network=False)),

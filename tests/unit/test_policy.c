@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -461,6 +462,150 @@ START_TEST(test_paths_sorted_unique)
 }
 END_TEST
 
+/* filesystem.deny: validated like the roots, sorted and unique, digest-bound, and left
+ * out of the canonical bytes when empty (the digest of a policy without it is kept). */
+START_TEST(test_deny_paths)
+{
+	char doc[256], pre[128];
+	for (size_t i = 0; i < ARRAY_SIZE(unnormalized); i++) {
+		snprintf(doc, sizeof(doc), "{" V ",\"filesystem\":{\"deny\":[\"/srv\",\"%s\"]}}",
+			 unnormalized[i]);
+		snprintf(pre, sizeof(pre), "filesystem.deny[1]: '%s' is not normalized",
+			 unnormalized[i]);
+		reject(doc, pre);
+	}
+	reject("{" V ",\"filesystem\":{\"deny\":[\"srv\"]}}",
+	       "filesystem.deny[0]: 'srv' is not an absolute path");
+	reject("{" V ",\"filesystem\":{\"deny\":[\"/\"]}}", "filesystem.deny: '/' would deny");
+	reject("{" V ",\"filesystem\":{\"deny\":\"/srv\"}}", "filesystem.deny: ");
+	reject("{" V ",\"filesystem\":{\"deny\":[3]}}", "filesystem.deny[0]: ");
+	govex_policy *p =
+	    accept("{" V ",\"filesystem\":{\"deny\":[\"/srv/b\",\"/srv/a\",\"/srv/b\"]}}");
+	ck_assert(canon_has(p, "\"deny\":[\"/srv/a\",\"/srv/b\"]"));
+	ck_assert(govex__policy_required(p) & CTL(FS_DENY));
+	govex_policy *none = accept("{" V "}");
+	govex_policy *empty = accept("{" V ",\"filesystem\":{\"deny\":[]}}");
+	ck_assert(!canon_has(none, "\"deny\":[") && !canon_has(empty, "\"deny\":["));
+	ck_assert_str_eq(govex_policy_digest(none), govex_policy_digest(empty));
+	ck_assert_str_ne(govex_policy_digest(none), govex_policy_digest(p));
+	ck_assert(!(govex__policy_required(empty) & CTL(FS_DENY)));
+	govex_policy_free(p);
+	govex_policy_free(none);
+	govex_policy_free(empty);
+}
+END_TEST
+
+/* filesystem.deny resolved against a directory tree (deny.c): what is masked, what is
+ * pinned, and each refusal's code. */
+static int deny_of(const char *dir, const char *read, const char *write, const char *deny,
+		   struct govex__deny *d, struct govex__deny_fault *f)
+{
+	char doc[2048];
+	snprintf(doc, sizeof(doc),
+		 "{" V ",\"filesystem\":{\"read\":[\"%s%s\"],\"write\":[\"%s%s\"],"
+		 "\"deny\":[\"%s%s\"]}}",
+		 dir, read, dir, write, dir, deny);
+	govex_policy *p = accept(doc);
+	int r = govex__deny_resolve(p, NULL, d, f);
+	govex_policy_free(p);
+	return r;
+}
+
+static void touch(const char *dir, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	FILE *fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	fclose(fp);
+}
+
+START_TEST(test_deny_resolve)
+{
+	char dir[] = "/tmp/govex-unit-deny-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char p[512];
+	const char *mk[] = {"/r", "/r/a", "/w", "/w/a", "/w/a/b", "/other"};
+	for (size_t i = 0; i < ARRAY_SIZE(mk); i++) {
+		snprintf(p, sizeof(p), "%s%s", dir, mk[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	touch(dir, "/r/a/f");
+	touch(dir, "/w/a/b/f");
+	touch(dir, "/r/linked");
+	char l1[512], l2[512];
+	snprintf(l1, sizeof(l1), "%s/r/linked", dir);
+	snprintf(l2, sizeof(l2), "%s/r/second", dir);
+	ck_assert_int_eq(link(l1, l2), 0);
+	snprintf(p, sizeof(p), "%s/r/sym", dir);
+	ck_assert_int_eq(symlink("a", p), 0);
+
+	struct govex__deny d;
+	struct govex__deny_fault f;
+	/* under a write root: the file masked, the directories above it pinned */
+	ck_assert_int_eq(deny_of(dir, "/r", "/w", "/w/a/b/f", &d, &f), 0);
+	snprintf(p, sizeof(p), "%s/w/a/b/f", dir);
+	ck_assert_str_eq(d.paths[0], p);
+	ck_assert_ptr_null(d.paths[1]);
+	ck_assert(!d.isdir[0]);
+	snprintf(p, sizeof(p), "%s/w/a", dir);
+	ck_assert_str_eq(d.pins[0], p);
+	snprintf(p, sizeof(p), "%s/w/a/b", dir);
+	ck_assert_str_eq(d.pins[1], p);
+	ck_assert_ptr_null(d.pins[2]);
+	govex__deny_free(&d);
+	/* through a symlink: the real path; under a read root: nothing pinned */
+	ck_assert_int_eq(deny_of(dir, "/r", "/w", "/r/sym/f", &d, &f), 0);
+	snprintf(p, sizeof(p), "%s/r/a/f", dir);
+	ck_assert_str_eq(d.paths[0], p);
+	ck_assert_ptr_null(d.pins[0]);
+	govex__deny_free(&d);
+	static const struct {
+		const char *deny, *code;
+	} refused[] = {
+	    {"/r/linked", "deny_hardlinked"},
+	    {"/other", "deny_outside_roots"},
+	    {"/r", "deny_covers_root"},
+	    {"/r/nothing", "deny_path_unresolvable"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		ck_assert_int_eq(deny_of(dir, "/r", "/w", refused[i].deny, &d, &f), 1);
+		ck_assert_str_eq(f.code, refused[i].code);
+		ck_assert_ptr_null(d.paths);
+	}
+	/* nested: the file inside a denied directory is covered by the directory's mask,
+	 * and nothing inside a mask is pinned */
+	char nd[1024];
+	snprintf(nd, sizeof(nd),
+		 "{" V ",\"filesystem\":{\"write\":[\"%s/w\"],\"deny\":[\"%s/w/a/b/f\","
+		 "\"%s/w/a/b\",\"%s/w/a\"]}}",
+		 dir, dir, dir, dir);
+	govex_policy *np = accept(nd);
+	ck_assert_int_eq(govex__deny_resolve(np, NULL, &d, &f), 0);
+	snprintf(p, sizeof(p), "%s/w/a", dir);
+	ck_assert_str_eq(d.paths[0], p);
+	ck_assert_ptr_null(d.paths[1]);
+	ck_assert(d.isdir[0]);
+	ck_assert_ptr_null(d.pins[0]);
+	govex__deny_free(&d);
+	govex_policy_free(np);
+	/* a deny path above a root */
+	char doc[1024];
+	snprintf(doc, sizeof(doc),
+		 "{" V ",\"filesystem\":{\"read\":[\"%s/r/a\"],\"deny\":[\"%s/r\"]}}", dir, dir);
+	govex_policy *pol = accept(doc);
+	ck_assert_int_eq(govex__deny_resolve(pol, NULL, &d, &f), 1);
+	ck_assert_str_eq(f.code, "deny_covers_root");
+	govex_policy_free(pol);
+	const char *rm[] = {"/r/sym", "/r/second", "/r/linked", "/r/a/f", "/w/a/b/f", "/w/a/b",
+			    "/w/a",   "/w",	   "/r/a",	"/r",	  "/other",   ""};
+	for (size_t i = 0; i < ARRAY_SIZE(rm); i++) {
+		snprintf(p, sizeof(p), "%s%s", dir, rm[i]);
+		ck_assert_msg(remove(p) == 0, "remove %s", p);
+	}
+}
+END_TEST
+
 /* /govex is where the sandbox mounts its fresh workdir.  (A read root beneath the
  * sandbox's private /tmp is refused at planning, for a sandboxed run only.) */
 START_TEST(test_reserved_roots)
@@ -852,6 +997,8 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, test_relative_path);
 	tcase_add_loop_test(tc, test_unnormalized_path, 0, ARRAY_SIZE(unnormalized));
 	tcase_add_test(tc, test_paths_sorted_unique);
+	tcase_add_test(tc, test_deny_paths);
+	tcase_add_test(tc, test_deny_resolve);
 	tcase_add_test(tc, test_workdir_under_write_root);
 	tcase_add_test(tc, test_reserved_roots);
 	suite_add_tcase(s, tc);

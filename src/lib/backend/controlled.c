@@ -71,6 +71,7 @@ static void controlled_probe(const struct govex_runtime_options *opts, struct go
 	    {GOVEX_CTL_SYSCALL_FILTER, "no seccomp filter in this backend"},
 	    {GOVEX_CTL_NO_NEW_PRIVILEGES, "setuid programs keep their privileges"},
 	    {GOVEX_CTL_LANDLOCK, "no Landlock ruleset in this backend"},
+	    {GOVEX_CTL_FS_DENY, "a plain subprocess sees every path the user can"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
 		struct govex__unavailable *u = &r->unavailable[r->n_unavailable++];

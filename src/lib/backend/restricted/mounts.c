@@ -357,6 +357,19 @@ int rplan_build(const struct govex_policy *pol, const struct govex__interp *in, 
 		TRY(add_bind(&pl, RM_BIND_RO, pol->read_roots[i], ro, err));
 	for (size_t i = 0; pol->write_roots && pol->write_roots[i]; i++)
 		TRY(add_bind(&pl, RM_BIND_RW, pol->write_roots[i], LL_WRITABLE, err));
+	/* filesystem.deny, as the runtime resolved it: never a run without its masks */
+	if (pol->deny_paths && pol->deny_paths[0]) {
+		const struct govex__deny *d = in ? in->deny : NULL;
+		if (!d)
+			return govex__err(err, GOVEX_EPOLICY, 0,
+					  "restricted: filesystem.deny is not resolved on this "
+					  "host: no run without its masks");
+		for (size_t i = 0; d->pins[i]; i++)
+			TRYM(plan_add(&pl, RM_PIN, d->pins[i], NULL, 0));
+		for (size_t i = 0; d->paths[i]; i++)
+			TRYM(plan_add(&pl, d->isdir[i] ? RM_DENY_DIR : RM_DENY_FILE, d->paths[i],
+				      NULL, 0));
+	}
 
 	/* A private /tmp, unless the policy names /tmp or a directory above it itself. */
 	bool tmp_named = false;
@@ -411,6 +424,11 @@ static int mount_cmp(const void *a, const void *b)
 static bool is_bind(enum rmount_kind k)
 {
 	return k == RM_BIND_RO || k == RM_BIND_RW;
+}
+
+static bool is_deny(enum rmount_kind k)
+{
+	return k == RM_PIN || k == RM_DENY_DIR || k == RM_DENY_FILE;
 }
 
 int rplan_for_run(const struct rplan *base, const char *workdir, const char *workdir_tmpfs,
@@ -472,7 +490,8 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 			for (size_t j = 0; j < w; j++) {
 				const struct rmount *a = &pl.m[j];
 				if (a->kind == RM_SYMLINK || a->kind == RM_READONLY ||
-				    a->kind == RM_LANDLOCK || a->kind == RM_PROC_MASK)
+				    a->kind == RM_LANDLOCK || a->kind == RM_PROC_MASK ||
+				    is_deny(a->kind))
 					continue;
 				if (!govex__path_under(m->path, a->path))
 					continue;
@@ -499,6 +518,8 @@ int rplan_for_run(const struct rplan *base, const char *workdir, const char *wor
 			drop = true;
 		if (near && m->kind == near->kind && strcmp(m->path, near->path) == 0)
 			drop = true;
+		if (is_deny(m->kind))
+			drop = false; /* never dropped: nothing else provides them */
 		if (drop) {
 			free(m->path);
 			free(m->opts);
@@ -650,6 +671,7 @@ static int capture(const struct rmount *m, int *ret_fd, unsigned char *ret_isdir
 		attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		break;
 	case RM_BIND_RW: /* writable: nothing written there can be executed */
+	case RM_PIN:
 		attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
 		break;
 	default: /* device nodes: open for writing works on a read-only mount */
@@ -703,7 +725,7 @@ static int capture_all(const struct rplan *plan, struct rscratch *s, bool *ret_s
 			s->isdir[i] = 1;
 			continue;
 		}
-		if (!is_bind(m->kind) && m->kind != RM_BIND_DEV)
+		if (!is_bind(m->kind) && m->kind != RM_BIND_DEV && m->kind != RM_PIN)
 			continue;
 		int r = capture(m, &s->fd[i], &s->isdir[i], ret_step);
 		if (r == -ENOENT && m->kind != RM_BIND_DEV && *ret_step == GOVEX_STEP_BIND_OPEN)
@@ -713,6 +735,62 @@ static int capture_all(const struct rplan *plan, struct rscratch *s, bool *ret_s
 	}
 
 	return 0;
+}
+
+/*
+ * A denied path covered in the new root: the path opened without following a symlink
+ * (one swapped in since planning fails the run, it never redirects the mask), checked
+ * to be what was planned, and a detached mount moved onto exactly that: a directory
+ * gets an empty tmpfs, a file an empty file of one, read-only, nosuid, nodev, noexec,
+ * mode 0000 (the run, which has no capability, can neither list nor open them).
+ */
+static int deny_mask(const char *path, bool dir)
+{
+	struct open_how how = {
+	    .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int t = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (t < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(t, &st) < 0)
+		return -errno;
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+		return -ESTALE; /* not what was planned */
+	if (!dir && st.st_nlink > 1)
+		return -EMLINK; /* linked since planning: another name would reach it */
+	_cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", dir ? "1" : "2", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0000", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
+	const unsigned attrs =
+	    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	_cleanup_close_ int mnt = fsmount(fs, FSMOUNT_CLOEXEC, dir ? attrs : 0);
+	if (mnt < 0)
+		return -errno;
+	if (dir)
+		return move_mount(mnt, "", t, "",
+				  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+			   ? -errno
+			   : 0;
+	int f = openat(mnt, "empty", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (f < 0)
+		return -errno;
+	close(f);
+	_cleanup_close_ int tree = open_tree(mnt, "empty", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return -errno;
+	struct mount_attr attr = {.attr_set = attrs};
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+		return -errno;
+	return move_mount(tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+		   ? -errno
+		   : 0;
 }
 
 /* Attaches plan entry i (captured in s) in the new root. */
@@ -726,6 +804,7 @@ static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool p
 	case RM_BIND_RW:
 	case RM_BIND_DEV:
 	case RM_PROC:
+	case RM_PIN:
 		if (s->fd[i] < 0)
 			break;
 		*ret_step = GOVEX_STEP_MOUNTPOINT;
@@ -771,6 +850,10 @@ static int attach(const struct rplan *plan, size_t i, struct rscratch *s, bool p
 		}
 		break;
 	}
+	case RM_DENY_DIR:
+	case RM_DENY_FILE:
+		*ret_step = GOVEX_STEP_FS_DENY;
+		return deny_mask(m->path, m->kind == RM_DENY_DIR);
 	case RM_LANDLOCK:
 		break; /* a Landlock rule only */
 	case RM_FILE: {

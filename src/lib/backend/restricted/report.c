@@ -41,7 +41,7 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 		    GOVEX_CTL_NETWORK_DENY,	  GOVEX_CTL_FS_READ_ALLOWLIST,
 		    GOVEX_CTL_FS_WRITE_ALLOWLIST, GOVEX_CTL_SUBPROCESS_DENY,
 		    GOVEX_CTL_SYSCALL_FILTER,	  GOVEX_CTL_PROCESS_TREE_KILL,
-		    GOVEX_CTL_NETWORK_ALLOWLIST,
+		    GOVEX_CTL_NETWORK_ALLOWLIST,  GOVEX_CTL_FS_DENY,
 		};
 		for (size_t i = 0; i < ARRAY_SIZE(sandbox); i++)
 			unavail(r, sandbox[i], "%s", r->unavailable_reason);
@@ -51,7 +51,7 @@ void rreport_probe(const struct govex_runtime_options *opts, struct govex__repor
 	r->enforced = CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) |
 		      CTL(FRESH_WORKDIR) | CTL(FD_HYGIENE) | CTL(PROCESS_TREE_KILL) |
 		      CTL(NETWORK_DENY) | CTL(FS_READ_ALLOWLIST) | CTL(FS_WRITE_ALLOWLIST) |
-		      CTL(MEMORY_PER_PROCESS) | CTL(CPU_TIME_PER_PROCESS) |
+		      CTL(FS_DENY) | CTL(MEMORY_PER_PROCESS) | CTL(CPU_TIME_PER_PROCESS) |
 		      CTL(OPEN_FILES_PER_PROCESS) | CTL(FILE_SIZE_PER_PROCESS);
 	if (e == 0) {
 		/* network_allowlist: the run's own network namespace with the proxy's listener
@@ -119,8 +119,8 @@ govex__ctlset govex__restricted_max_controls(void)
 {
 	return CTL(WALL_TIME) | CTL(OUTPUT_BOUNDS) | CTL(ENV_ALLOWLIST) | CTL(FRESH_WORKDIR) |
 	       CTL(FD_HYGIENE) | CTL(PROCESS_TREE_KILL) | CTL(NETWORK_DENY) |
-	       CTL(FS_READ_ALLOWLIST) | CTL(FS_WRITE_ALLOWLIST) | CTL(MEMORY_PER_PROCESS) |
-	       CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
+	       CTL(FS_READ_ALLOWLIST) | CTL(FS_WRITE_ALLOWLIST) | CTL(FS_DENY) |
+	       CTL(MEMORY_PER_PROCESS) | CTL(CPU_TIME_PER_PROCESS) | CTL(OPEN_FILES_PER_PROCESS) |
 	       CTL(FILE_SIZE_PER_PROCESS) | CTL(SYSCALL_FILTER) | CTL(SUBPROCESS_DENY) |
 	       CTL(NO_NEW_PRIVILEGES) | CTL(LANDLOCK) | CTL(MEMORY_AGGREGATE) |
 	       CTL(PIDS_AGGREGATE) | CTL(CPU_TIME_AGGREGATE) | CTL(NETWORK_ALLOWLIST);

@@ -67,6 +67,13 @@ enum rmount_kind {
 		       * rights than the bind, e.g. EXECUTE on the interpreter) */
 	RM_PROC_MASK, /* a host-wide file of /proc: hidden when proc has no subset=pid */
 	RM_FILE,      /* a small read-only file written in the new root; opts = its text */
+	/* filesystem.deny (deny.c): after the roots, each directory between a write root
+	 * and a masked path bound onto itself (so the run cannot rename or remove it), and
+	 * each masked path covered by an empty, read-only, mode 0000 tmpfs (a directory) or
+	 * an empty mode 0000 file of one (a file) */
+	RM_PIN,
+	RM_DENY_DIR,
+	RM_DENY_FILE,
 };
 
 struct rmount {

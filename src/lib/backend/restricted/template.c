@@ -117,9 +117,13 @@ static bool mounts_changed(struct rwarm *w)
 	return changed;
 }
 
+/* what the template's root holds from the host's paths: its binds, and filesystem.deny's
+ * masks and pins (a denied path the host replaced or removed since the template masked
+ * it retires the template: its mount would no longer be on that path) */
 static bool is_bind(enum rmount_kind k)
 {
-	return k == RM_BIND_RO || k == RM_BIND_RW || k == RM_BIND_DEV;
+	return k == RM_BIND_RO || k == RM_BIND_RW || k == RM_BIND_DEV || k == RM_PIN ||
+	       k == RM_DENY_DIR || k == RM_DENY_FILE;
 }
 
 /* Records (snapshot) or compares with the record what is at the plan's bind paths now;
@@ -139,11 +143,17 @@ static bool roots_changed(struct rwarm *w, const struct rstate *st, bool snapsho
 			continue;
 		struct stat sb;
 		bool ok = fstatat(AT_FDCWD, pl->m[i].path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+		/* a mask's path: its change time too (a new file there may reuse the
+		 * removed one's inode; the mask stayed on the old) */
+		bool mask = pl->m[i].kind == RM_DENY_DIR || pl->m[i].kind == RM_DENY_FILE;
+		struct timespec ct = ok && mask ? sb.st_ctim : (struct timespec){0};
 		if (snapshot) {
 			w->roots[k].dev = ok ? sb.st_dev : 0;
 			w->roots[k].ino = ok ? sb.st_ino : 0;
+			w->roots[k].ctime = ct;
 		} else if (k >= w->n_roots || !ok || w->roots[k].dev != sb.st_dev ||
-			   w->roots[k].ino != sb.st_ino) {
+			   w->roots[k].ino != sb.st_ino || w->roots[k].ctime.tv_sec != ct.tv_sec ||
+			   w->roots[k].ctime.tv_nsec != ct.tv_nsec) {
 			return true;
 		}
 		k++;

@@ -45,6 +45,8 @@ struct rwarm {
 	struct {
 		dev_t dev;
 		ino_t ino;
+		struct timespec ctime; /* filesystem.deny's masks only: a file removed
+					* and another made may get the same inode */
 	} * roots;
 	size_t n_roots;
 	char why[256];
