@@ -177,7 +177,7 @@ int govex__read_file(const char *path, size_t max, char **ret_data, size_t *ret_
 	X(SYSCALL_FILTER, "syscall_filter")                                                        \
 	X(NO_NEW_PRIVILEGES, "no_new_privileges")                                                  \
 	X(LANDLOCK, "landlock")                                                                    \
-	X(NETWORK_ALLOWLIST, "network_allowlist")
+	X(NETWORK_ALLOWLIST, "network_allowlist")                                                  \
 	X(FS_DENY, "fs_deny")
 
 enum govex__control {
