@@ -208,7 +208,8 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 int rfilters_get(bool deny_net, bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
 		 struct govex_error *err);
 /* Filtered networking's pair (network: {"allow": [...]}): AF_INET and AF_INET6 sockets
- * for the run's loopback, nothing else (seccomp.c); built at run time, never built in. */
+ * for the run's loopback, nothing else, and no send with MSG_FASTOPEN (a connect past
+ * Landlock's rule) (seccomp.c); built at run time, never built in. */
 int rfilters_get_filtered(bool deny_subprocess, struct rfilter *filter, struct rfilter *guard,
 			  struct govex_error *err);
 /* true when the built-in programs are used on this host */

@@ -546,9 +546,13 @@ int rfilter_build(bool deny_net, bool deny_subprocess, bool notified, struct rfi
  * F_SETPIPE_SZ (comparing the command's low 32 bits as the kernel reads them), modes
  * with set-user-ID or set-group-ID bits, and opting into same-page merging; with
  * exec_once it turns execve and execveat into user notifications answered by the shim
- * (execonce.c).
+ * (execonce.c).  With filtered (filtered networking) it also refuses sending with
+ * MSG_FASTOPEN: sendto, sendmsg and sendmmsg with that flag connect a TCP socket without
+ * connect(), past Landlock's connect rule (which hooks connect() only), so the only way
+ * a run's socket reaches a port stays connect(), which Landlock checks.
  */
-int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err)
+static int guard_build(bool exec_once, bool notify_net, bool filtered, struct rfilter *ret,
+		       struct govex_error *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -653,6 +657,19 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 	if (r == 0 && notify_net)
 		r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1,
 				     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	/* the flags' argument of each (the kernel reads an int: bit 29 is in it) */
+	static const struct {
+		const char *name;
+		unsigned flags_arg;
+	} sends[] = {{"sendto", 3}, {"sendmsg", 2}, {"sendmmsg", 3}};
+	for (size_t i = 0; r == 0 && filtered && i < ARRAY_SIZE(sends); i++) {
+		int nr = seccomp_syscall_resolve_name(sends[i].name);
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue;
+		struct scmp_arg_cmp fo = {sends[i].flags_arg, SCMP_CMP_MASKED_EQ, MSG_FASTOPEN,
+					  MSG_FASTOPEN};
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, fo);
+	}
 	if (r == 0)
 		r = rfilter_export(ctx, ret, err);
 	else
@@ -660,6 +677,11 @@ int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct go
 			       strerror(-r));
 	seccomp_release(ctx);
 	return r;
+}
+
+int rguard_build(bool exec_once, bool notify_net, struct rfilter *ret, struct govex_error *err)
+{
+	return guard_build(exec_once, notify_net, false, ret, err);
 }
 
 void rfilter_free(struct rfilter *f)
@@ -738,7 +760,7 @@ int rfilters_get_filtered(bool deny_subprocess, struct rfilter *filter, struct r
 			  struct govex_error *err)
 {
 	int r = filter_build(false, true, deny_subprocess, deny_subprocess, filter, err);
-	if (r >= 0 && (r = rguard_build(deny_subprocess, false, guard, err)) < 0)
+	if (r >= 0 && (r = guard_build(deny_subprocess, false, true, guard, err)) < 0)
 		rfilter_free(filter);
 	return r;
 }
