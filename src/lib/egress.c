@@ -219,14 +219,16 @@ static ssize_t ledger_find(struct govex__egress *e, const char *host, unsigned p
 		    strcmp(l->reason, reason) == 0)
 			return (ssize_t)i;
 	}
-	if (e->nledger == LEDGER_MAX) {
-		/* a run naming thousands of destinations: the rest counted in one entry */
-		if (host || strcmp(reason, "ledger_full") != 0)
-			return ledger_find(e, NULL, 0, "", allowed, "ledger_full");
-		return -1;
-	}
+	bool overflow = !host && strcmp(reason, "ledger_full") == 0;
+	if (e->nledger >= LEDGER_MAX && !overflow)
+		/* a run naming more destinations than the ledger holds: the rest counted
+		 * together, in one entry for the allowed and one for the refused (the two
+		 * slots past LEDGER_MAX, kept for them), so that no byte goes uncounted */
+		return ledger_find(e, NULL, 0, "", allowed, "ledger_full");
+	if (e->nledger >= LEDGER_MAX + 2)
+		return -1; /* not reached: only the two overflow entries come past LEDGER_MAX */
 	if (!e->ledger) {
-		e->ledger = calloc(LEDGER_MAX, sizeof(*e->ledger));
+		e->ledger = calloc(LEDGER_MAX + 2, sizeof(*e->ledger));
 		if (!e->ledger)
 			return -1;
 	}
@@ -245,7 +247,7 @@ static void ledger_refusal(struct govex__egress *e, struct conn *c, const char *
 {
 	const char *host = NULL;
 	unsigned port = 0;
-	if (c && c->req_ok && c->req.state == GOVEX_EGRESS_REQ_READY) {
+	if (c && c->req_ok && (c->req.state == GOVEX_EGRESS_REQ_READY || c->req.named)) {
 		host = c->req.target.host;
 		port = c->req.target.port;
 	}
@@ -458,6 +460,14 @@ static void resolved(struct govex__egress *e, struct conn *c)
 static void request_ready(struct govex__egress *e, struct conn *c)
 {
 	const struct govex__egress_target *t = &c->req.target;
+	/* a budget spent refuses every new request, a CONNECT without early data too */
+	if (e->up >= e->max_up || e->down >= e->max_down) {
+		respond(e, c, 503, "byte_limit",
+			"govex: this run's egress byte limit (%llu bytes up, %llu down) is "
+			"reached",
+			(unsigned long long)e->max_up, (unsigned long long)e->max_down);
+		return;
+	}
 	if (!govex__egress_list_admits(e->allow, t)) {
 		bool v6 = t->is_address && t->addr.ss_family == AF_INET6;
 		respond(e, c, 403, "not_in_allowlist",

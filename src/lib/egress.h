@@ -147,6 +147,10 @@ struct govex__egress_req {
 	char reason[32];   /* REFUSE: a ledger reason ("bad_request", "numeric_form", ...) */
 	char message[320]; /* REFUSE: the response body's text, one line */
 	struct govex__egress_target target; /* READY */
+	/* READY, or REFUSE of a target that is not a host govex accepts: the request named
+	 * a destination, whose text (printable ASCII, as given, cut at 255 bytes) and port
+	 * are in target.host and target.port, so that a refusal can name it */
+	bool named;
 	/* READY, plain request: the head rewritten to origin-form (Host from the URL,
 	 * hop-by-hop headers dropped, "Connection: close"), owned */
 	char *head;

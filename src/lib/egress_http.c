@@ -39,6 +39,7 @@ struct req_priv {
 	size_t nheaders;
 	int last; /* 0 none, 1 field, 2 value: which callback came last */
 	bool too_many;
+	bool folded; /* a header value continued on a line of its own (obs-fold) */
 	bool headers_done;
 	bool body_phase;
 	bool message_done;
@@ -87,9 +88,19 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 	struct req_priv *q = priv_of(p);
 	if (q->body_phase)
 		return 0;
+	if (!q->nheaders)
+		return 0;
+	struct span *v = &q->headers[q->nheaders - 1].value;
+	/* A value's pieces are contiguous in the buffer (which holds the whole head) unless
+	 * the parser skipped a line break between them: obs-fold (RFC 9112 5.2), which a
+	 * span cannot hold without the CRLF that would end the forwarded head early.  A
+	 * proxy may refuse it with 400; this one does. */
+	if (q->last == 2 && v->len != 0 && (size_t)(at - q->base) != v->off + v->len) {
+		q->folded = true;
+		return 1;
+	}
 	q->last = 2;
-	if (q->nheaders)
-		span_add(&q->headers[q->nheaders - 1].value, q->base, at, len);
+	span_add(v, q->base, at, len);
 	return 0;
 }
 
@@ -225,8 +236,19 @@ static void host_header(const struct govex__egress_target *t, char out[300])
 static enum govex__egress_req_state target_from(struct govex__egress_req *r, const char *base,
 						const struct http_parser_url *u, unsigned port)
 {
-	int t = govex__egress_target_parse(base + u->field_data[UF_HOST].off,
-					   u->field_data[UF_HOST].len, port, &r->target);
+	const char *h = base + u->field_data[UF_HOST].off;
+	size_t hl = u->field_data[UF_HOST].len;
+	int t = govex__egress_target_parse(h, hl, port, &r->target);
+	r->named = true;
+	if (t < 0) {
+		/* the text as given, for the refusal (the parser's host has no controls) */
+		memset(&r->target, 0, sizeof(r->target));
+		if (hl >= sizeof(r->target.host))
+			hl = sizeof(r->target.host) - 1;
+		for (size_t i = 0; i < hl; i++)
+			r->target.host[i] = h[i] > ' ' && h[i] < 0x7f ? h[i] : '?';
+		r->target.port = (uint16_t)port;
+	}
 	if (t == -EDOM)
 		return req_refuse(r, 403, "numeric_form",
 				  "govex: the host is a numeric address in a form govex does not "
@@ -303,6 +325,15 @@ static enum govex__egress_req_state decide(struct govex__egress_req *r, const ch
 		const struct hdr *h = &q->headers[i];
 		if (hop_by_hop(base, h->field))
 			continue;
+		/* what is copied is one header line each, whatever the parser let through */
+		if (memchr(base + h->field.off, '\n', h->field.len) ||
+		    memchr(base + h->field.off, '\r', h->field.len) ||
+		    memchr(base + h->value.off, '\n', h->value.len) ||
+		    memchr(base + h->value.off, '\r', h->value.len)) {
+			free(o.p);
+			return req_refuse(r, 400, "bad_request",
+					  "govex: a header holds a line break");
+		}
 		/* an upgrade keeps its Upgrade header and says so in Connection below */
 		out_add(&o, base + h->field.off, h->field.len);
 		out_str(&o, ": ");
@@ -336,6 +367,10 @@ enum govex__egress_req_state govex__egress_req_feed(struct govex__egress_req *r,
 	if (q->too_many)
 		return req_refuse(r, 400, "bad_request", "govex: more than %d header fields",
 				  HEADERS_MAX);
+	if (q->folded)
+		return req_refuse(r, 400, "bad_request",
+				  "govex: a header line folded onto the next (obs-fold) is not "
+				  "accepted");
 	if (e != HPE_OK && e != HPE_PAUSED) {
 		if (e == HPE_INVALID_METHOD)
 			return req_refuse(r, 405, "bad_method",

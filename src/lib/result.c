@@ -199,16 +199,20 @@ static void egress_denials(govex_result *r, struct govex__outcome *o)
 		json_int_t n = json_integer_value(json_object_get(e, "connections"));
 		bool v6 = host && strchr(host, ':');
 		char dest[300];
+		bool merged = strcmp(reason, "ledger_full") == 0;
 		if (host)
 			snprintf(dest, sizeof(dest), "%s%s%s:%lld", v6 ? "[" : "", host,
 				 v6 ? "]" : "", (long long)port);
+		else if (merged)
+			snprintf(dest, sizeof(dest),
+				 "(destinations past the ledger's first "
+				 "512, counted together)");
 		else
 			snprintf(dest, sizeof(dest), "(none named)");
-		bool stopped = strcmp(reason, "ledger_full") == 0;
 		govex__result_diag(r, "denied_by_policy",
 				   json_pack("{s:[s], s:I, s:b, s:s, s:s}", "controls",
 					     "network_allowlist", "attempts", n, "counting_stopped",
-					     stopped, "destination", dest, "reason", reason),
+					     false, "destination", dest, "reason", reason),
 				   "the policy's network allowlist refused %s (%s; %lld attempt%s)",
 				   dest, reason, (long long)n, n == 1 ? "" : "s");
 	}

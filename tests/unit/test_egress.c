@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,14 @@ static const struct {
      "malformed"},
     {"GET http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
      GOVEX_EGRESS_REQ_REFUSE, 400, "malformed"},
+    /* obs-fold: a value continued on the next line would carry its CRLF into the
+     * forwarded head and end it there (what follows smuggled as a second request) */
+    {"GET http://a.example/ HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n", GOVEX_EGRESS_REQ_REFUSE, 400,
+     "obs-fold"},
+    {"GET http://a.example/ HTTP/1.1\r\nX-A: one\r\n\tGET http://a.example/x HTTP/1.1\r\n\r\n",
+     GOVEX_EGRESS_REQ_REFUSE, 400, "obs-fold"},
+    {"CONNECT a.example:443 HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n", GOVEX_EGRESS_REQ_REFUSE, 400,
+     "obs-fold"},
 };
 
 START_TEST(test_request)
@@ -398,6 +407,50 @@ START_TEST(test_request_body_end)
 }
 END_TEST
 
+START_TEST(test_request_whole)
+{
+	/* the head in one feed, as a client that writes it at once sends it */
+	struct govex__egress_req r;
+	ck_assert_int_eq(govex__egress_req_init(&r), 0);
+	const char *s = reqs[_i].req;
+	size_t n = strlen(s);
+	char buf[GOVEX__EGRESS_HEAD_MAX];
+	memcpy(buf, s, n);
+	enum govex__egress_req_state st = govex__egress_req_feed(&r, buf, n, n);
+	ck_assert_msg(st == reqs[_i].state, "%s: state %d (%s)", s, st, r.message);
+	if (st == GOVEX_EGRESS_REQ_REFUSE)
+		ck_assert_int_eq(r.status, reqs[_i].status);
+	else if (st == GOVEX_EGRESS_REQ_READY && !r.connect)
+		ck_assert_str_eq(r.head, reqs[_i].what);
+	govex__egress_req_done(&r);
+}
+END_TEST
+
+START_TEST(test_request_names_refused)
+{
+	/* a numeric form is refused with the destination as given, for the denial */
+	static const struct {
+		const char *req, *host;
+		unsigned port;
+	} cases[] = {
+	    {"CONNECT 2130706433:443 HTTP/1.1\r\n\r\n", "2130706433", 443},
+	    {"GET http://0x7f.1:8080/ HTTP/1.1\r\n\r\n", "0x7f.1", 8080},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct govex__egress_req r;
+		ck_assert_int_eq(govex__egress_req_init(&r), 0);
+		char buf[256];
+		size_t n = strlen(cases[i].req);
+		memcpy(buf, cases[i].req, n);
+		ck_assert_int_eq(govex__egress_req_feed(&r, buf, n, n), GOVEX_EGRESS_REQ_REFUSE);
+		ck_assert(r.named);
+		ck_assert_str_eq(r.target.host, cases[i].host);
+		ck_assert_uint_eq(r.target.port, cases[i].port);
+		govex__egress_req_done(&r);
+	}
+}
+END_TEST
+
 START_TEST(test_request_too_long)
 {
 	struct govex__egress_req r;
@@ -463,6 +516,13 @@ out:
 	return NULL;
 }
 
+static atomic_uint echo_accepts; /* connections the echo servers accepted */
+
+static unsigned echo_accepted(void)
+{
+	return atomic_load(&echo_accepts);
+}
+
 static void *echo_main(void *arg)
 {
 	int lfd = (int)(intptr_t)arg;
@@ -470,6 +530,7 @@ static void *echo_main(void *arg)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			return NULL;
+		atomic_fetch_add(&echo_accepts, 1);
 		pthread_t t;
 		pthread_create(&t, NULL, echo_conn, (void *)(intptr_t)fd);
 		pthread_detach(t);
@@ -824,8 +885,12 @@ START_TEST(test_proxy_numeric_forms)
 	ck_assert_msg(strncmp(head, "HTTP/1.1 403 ", 13) == 0, "%s: %s", t, head);
 	close(fd);
 	json_t *ledger = proxy_stop(&p);
-	json_t *en = ledger_entry(ledger, NULL, false, "numeric_form");
-	ck_assert_int_eq(jint(en, "connections"), ARRAY_SIZE(tricks));
+	/* each refusal names the destination as the request gave it */
+	for (size_t i = 0; i < ARRAY_SIZE(tricks); i++) {
+		json_t *en = ledger_entry(ledger, tricks[i], false, "numeric_form");
+		ck_assert_int_eq(jint(en, "connections"), 1);
+		ck_assert_int_eq(jint(en, "port"), ep);
+	}
 	ledger_entry(ledger, "127.0.0.1", true, NULL);
 	ledger_entry(ledger, "::1", false, "not_in_allowlist");
 	json_decref(ledger);
@@ -964,16 +1029,55 @@ START_TEST(test_proxy_byte_limit)
 	size_t got = read_rest(fd, in, sizeof(in)); /* the tunnel closes: EOF, not the timeout */
 	ck_assert_uint_le(got, 1000);
 	close(fd);
-	/* a new tunnel over the limit already: its bytes close it at once */
+	/* a new request once the budget is spent: refused before any connect, CONNECT
+	 * without early data included */
+	unsigned before = echo_accepted();
 	fd = do_connect(p.port, lit, head, sizeof(head));
-	ck_assert_msg(strncmp(head, "HTTP/1.1 200 ", 13) == 0, "%s", head);
-	send_all(fd, "y", 1);
-	ck_assert_uint_eq(read_rest(fd, in, sizeof(in)), 0);
+	ck_assert_msg(strncmp(head, "HTTP/1.1 503 ", 13) == 0, "%s", head);
+	char body[256];
+	read_rest(fd, body, sizeof(body));
+	ck_assert_msg(strstr(body, "byte limit"), "%s", body);
 	close(fd);
+	ck_assert_uint_eq(echo_accepted(), before);
 	json_t *ledger = proxy_stop(&p);
 	json_t *en = ledger_entry(ledger, "127.0.0.1", true, NULL);
 	ck_assert_int_eq(jint(en, "bytes_up"), 1000);
-	ck_assert_int_eq(jint(en, "closed_byte_limit"), 2);
+	ck_assert_int_eq(jint(en, "closed_byte_limit"), 1);
+	ck_assert_int_eq(jint(en, "connections"), 1);
+	en = ledger_entry(ledger, "127.0.0.1", false, "byte_limit");
+	ck_assert_int_eq(jint(en, "connections"), 1);
+	json_decref(ledger);
+}
+END_TEST
+
+START_TEST(test_proxy_ledger_overflow)
+{
+	/* more destinations than the ledger's 512 entries: the rest are counted together,
+	 * in an entry of their own, so that every connection and byte is still in it */
+	enum { N = 530 };
+	unsigned ep = echo_start();
+	char lit[64], t[64], head[1024];
+	snprintf(lit, sizeof(lit), "127.0.0.1:%u", ep);
+	const char *const a[] = {lit};
+	struct proxy p;
+	struct govex__egress_config cfg = {.max_total = 2000};
+	proxy_start(&p, a, 1, &cfg);
+	/* refused ones: each name a destination of its own */
+	for (size_t i = 0; i < N; i++) {
+		snprintf(t, sizeof(t), "r%zu.example:81", i);
+		int fd = do_connect(p.port, t, head, sizeof(head));
+		ck_assert_msg(strncmp(head, "HTTP/1.1 403 ", 13) == 0, "%s: %s", t, head);
+		close(fd);
+	}
+	json_t *ledger = proxy_stop(&p);
+	ck_assert_uint_le(json_array_size(ledger), 514);
+	json_int_t total = 0;
+	size_t i;
+	json_t *v;
+	json_array_foreach(ledger, i, v) total += jint(v, "connections");
+	ck_assert_int_eq(total, N);
+	json_t *en = ledger_entry(ledger, NULL, false, "ledger_full");
+	ck_assert_int_eq(jint(en, "connections"), N - 512);
 	json_decref(ledger);
 }
 END_TEST
@@ -1198,6 +1302,8 @@ static Suite *egress_suite(void)
 	tc = tcase_create("request");
 	tcase_add_loop_test(tc, test_request, 0, ARRAY_SIZE(reqs));
 	tcase_add_test(tc, test_request_body_end);
+	tcase_add_loop_test(tc, test_request_whole, 0, ARRAY_SIZE(reqs));
+	tcase_add_test(tc, test_request_names_refused);
 	tcase_add_test(tc, test_request_too_long);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("proxy");
@@ -1210,6 +1316,7 @@ static Suite *egress_suite(void)
 	tcase_add_test(tc, test_proxy_bad_requests);
 	tcase_add_test(tc, test_proxy_connection_limits);
 	tcase_add_test(tc, test_proxy_byte_limit);
+	tcase_add_test(tc, test_proxy_ledger_overflow);
 	tcase_add_test(tc, test_proxy_slow_loris);
 	tcase_add_test(tc, test_proxy_idle_tunnel);
 	tcase_add_test(tc, test_proxy_connect_failures);
