@@ -52,6 +52,7 @@ FILES = [
     ("root", "escape/test_syscalls.py"),
     ("root", "escape/test_filesystem.py"),
     ("root", "escape/test_network.py"),
+    ("both", "escape/test_egress.py"),
     ("root", "escape/test_teardown.py"),
     ("root", "escape/test_redteam_identity.py"),
     ("root", "integration/test_strict.py"),
