@@ -512,6 +512,17 @@ static void request_ready(struct govex__egress *e, struct conn *c)
 		connect_next(e, c);
 		return;
 	}
+	/* Resolver threads, abandoned ones included (getaddrinfo cannot be interrupted, so
+	 * a timed-out lookup's thread lives on until it returns), are bounded per proxy:
+	 * names that never answer cannot pile up threads on the host. */
+	pthread_mutex_lock(&e->chan->lock);
+	int resolving = e->chan->refs - 1; /* one reference is the proxy's own */
+	pthread_mutex_unlock(&e->chan->lock);
+	if (resolving >= (int)e->max_concurrent) {
+		respond(e, c, 503, "concurrent_limit",
+			"govex: %d name resolutions of this run are still in progress", resolving);
+		return;
+	}
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		respond(e, c, 503, "internal", "govex: out of memory");

@@ -1186,6 +1186,48 @@ START_TEST(test_proxy_connect_failures)
 }
 END_TEST
 
+START_TEST(test_proxy_abandoned_resolutions)
+{
+	/* lookups that outlive the connect timeout keep their threads until getaddrinfo
+	 * returns: at most max_concurrent of them per proxy, then 503 until they end */
+	unsigned dead;
+	int d = listen_lo(&dead);
+	close(d);
+	char slow[64], head[1024], body[512];
+	snprintf(slow, sizeof(slow), "good.test:%u", dead);
+	const char *const a[] = {slow};
+	struct proxy p;
+	struct govex__egress_config cfg = {.connect_timeout_ms = 200, .max_concurrent = 2};
+	proxy_start(&p, a, ARRAY_SIZE(a), &cfg);
+	resolver_delay_ms = 1500;
+	for (int i = 0; i < 2; i++) {
+		int fd = do_connect(p.port, slow, head, sizeof(head));
+		ck_assert_msg(strncmp(head, "HTTP/1.1 504 ", 13) == 0, "%d: %s", i, head);
+		close(fd);
+	}
+	int fd = do_connect(p.port, slow, head, sizeof(head));
+	ck_assert_msg(strncmp(head, "HTTP/1.1 503 ", 13) == 0, "%s", head);
+	read_rest(fd, body, sizeof(body));
+	ck_assert_msg(strstr(body, "2 name resolutions of this run are still in progress"), "%s",
+		      body);
+	close(fd);
+	/* once they have returned, lookups start again */
+	struct timespec ts = {1, 600000000L};
+	nanosleep(&ts, NULL);
+	fd = do_connect(p.port, slow, head, sizeof(head));
+	ck_assert_msg(strncmp(head, "HTTP/1.1 504 ", 13) == 0, "%s", head);
+	close(fd);
+	json_t *ledger = proxy_stop(&p);
+	ck_assert_int_eq(
+	    jint(ledger_entry(ledger, "good.test", false, "connect_timeout"), "connections"), 3);
+	ck_assert_int_eq(
+	    jint(ledger_entry(ledger, "good.test", false, "concurrent_limit"), "connections"), 1);
+	json_decref(ledger);
+	nanosleep(&ts, NULL); /* the last abandoned lookup ends before the leak check */
+	resolver_delay_ms = 0;
+}
+END_TEST
+
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -1320,6 +1362,7 @@ static Suite *egress_suite(void)
 	tcase_add_test(tc, test_proxy_slow_loris);
 	tcase_add_test(tc, test_proxy_idle_tunnel);
 	tcase_add_test(tc, test_proxy_connect_failures);
+	tcase_add_test(tc, test_proxy_abandoned_resolutions);
 	tcase_add_test(tc, test_proxy_stop_live);
 	tcase_add_test(tc, test_proxy_instances_separate);
 	tcase_add_test(tc, test_proxy_start_errors);
