@@ -460,19 +460,19 @@ static void resolved(struct govex__egress *e, struct conn *c)
 static void request_ready(struct govex__egress *e, struct conn *c)
 {
 	const struct govex__egress_target *t = &c->req.target;
+	if (!govex__egress_list_admits(e->allow, t)) {
+		bool v6 = t->is_address && t->addr.ss_family == AF_INET6;
+		respond(e, c, 403, "not_in_allowlist",
+			"govex: %s%s%s:%u is not in this run's network allowlist", v6 ? "[" : "",
+			t->host, v6 ? "]" : "", t->port);
+		return;
+	}
 	/* a budget spent refuses every new request, a CONNECT without early data too */
 	if (e->up >= e->max_up || e->down >= e->max_down) {
 		respond(e, c, 503, "byte_limit",
 			"govex: this run's egress byte limit (%llu bytes up, %llu down) is "
 			"reached",
 			(unsigned long long)e->max_up, (unsigned long long)e->max_down);
-		return;
-	}
-	if (!govex__egress_list_admits(e->allow, t)) {
-		bool v6 = t->is_address && t->addr.ss_family == AF_INET6;
-		respond(e, c, 403, "not_in_allowlist",
-			"govex: %s%s%s:%u is not in this run's network allowlist", v6 ? "[" : "",
-			t->host, v6 ? "]" : "", t->port);
 		return;
 	}
 	c->c2s = malloc(BUF_SIZE);

@@ -204,9 +204,7 @@ static void egress_denials(govex_result *r, struct govex__outcome *o)
 			snprintf(dest, sizeof(dest), "%s%s%s:%lld", v6 ? "[" : "", host,
 				 v6 ? "]" : "", (long long)port);
 		else if (merged)
-			snprintf(dest, sizeof(dest),
-				 "(destinations past the ledger's first "
-				 "512, counted together)");
+			snprintf(dest, sizeof(dest), "(past the ledger's 512, counted together)");
 		else
 			snprintf(dest, sizeof(dest), "(none named)");
 		govex__result_diag(r, "denied_by_policy",
