@@ -23,7 +23,7 @@ struct govex_result {
 	char *value_text;
 	char *json;
 	size_t json_len;
-	char summary[320];
+	char summary[1088]; /* a status name, ": ", a diagnostic message (< 1024) */
 	/* outputs were requested: the files the run left (files.h) */
 	bool outputs;
 	struct govex__outfiles *outfiles;
@@ -79,7 +79,9 @@ void govex__result_set_status(govex_result *r, enum govex_status status,
 
 void govex__result_diag(govex_result *r, const char *code, json_t *extra, const char *fmt, ...)
 {
-	char msg[400];
+	/* room for the longest message govex writes (a missing-controls refusal naming
+	 * its backend, with the cgroup hint, is some 600 bytes) */
+	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

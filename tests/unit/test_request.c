@@ -840,6 +840,22 @@ START_TEST(test_result_new_refusal)
 	ck_assert_str_eq(json_string_value(json_object_get(doc, "version")), "govex.result/v1");
 	json_decref(doc);
 	govex_result_free(r);
+
+	/* a refusal's whole message, up to 1000 bytes, in the document and the summary
+	 * (a missing-controls refusal that names its backend and gives the cgroup hint
+	 * runs past 500) */
+	char msg[1001];
+	for (size_t i = 0; i < 1000; i++)
+		msg[i] = (char)('a' + i % 26);
+	msg[1000] = '\0';
+	ck_assert_int_eq(govex_result_new_refusal(GOVEX_STATUS_POLICY_REFUSED, "long", msg, &r), 0);
+	js = govex_result_json(r, &len);
+	doc = json_loadb(js, len, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(diag(doc, "long"), "message")), msg);
+	const char *sum = govex_result_summary(r);
+	ck_assert_str_eq(sum + strlen("policy_refused: "), msg);
+	json_decref(doc);
+	govex_result_free(r);
 }
 END_TEST
 
