@@ -111,8 +111,9 @@ static void same_result(json_t *c, json_t *w, const char *what)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		char *a = json_dumps(json_object_get(c, keys[i]), JSON_ENCODE_ANY | JSON_SORT_KEYS);
 		char *b = json_dumps(json_object_get(w, keys[i]), JSON_ENCODE_ANY | JSON_SORT_KEYS);
-		ck_assert_msg(a && b && strcmp(a, b) == 0, "%s: %s differs: cold %s, warm %s", what,
-			      keys[i], a ? a : "?", b ? b : "?");
+		ck_assert_msg(a && b && strcmp(a, b) == 0,
+			      "%s: %s differs: cold %.1500s, warm %.1500s", what, keys[i],
+			      a ? a : "?", b ? b : "?");
 		free(a);
 		free(b);
 	}
@@ -225,7 +226,7 @@ START_TEST(test_nothing_left_for_the_next_run)
 	for (int i = 0; i < 2; i++) {
 		json_t *b = run(rt_warm, look, NULL);
 		ck_assert_msg(strcmp(json_string_value(json_object_get(b, "stdout")), "[]\n") == 0,
-			      "the next run found: %s %s",
+			      "the next run found: %.1500s %.1500s",
 			      json_string_value(json_object_get(b, "stdout")),
 			      json_string_value(json_object_get(b, "stderr")));
 		json_decref(b);
@@ -266,8 +267,8 @@ START_TEST(test_denials_as_cold)
 	same_result(c, w, "denials");
 	char *a = json_dumps(json_object_get(c, "diagnostics"), JSON_SORT_KEYS);
 	char *b = json_dumps(json_object_get(w, "diagnostics"), JSON_SORT_KEYS);
-	ck_assert_msg(strcmp(a, b) == 0, "diagnostics: cold %s, warm %s", a, b);
-	ck_assert_msg(strstr(b, "network_deny") && strstr(b, "subprocess_deny"), "%s", b);
+	ck_assert_msg(strcmp(a, b) == 0, "diagnostics: cold %.1500s, warm %.1500s", a, b);
+	ck_assert_msg(strstr(b, "network_deny") && strstr(b, "subprocess_deny"), "%.3000s", b);
 	free(a);
 	free(b);
 	json_decref(c);
@@ -351,12 +352,13 @@ START_TEST(test_repl_and_files)
 	    "%s", json_string_value(json_object_get(w, "stdout")));
 	a = json_dumps(json_object_get(c, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	b = json_dumps(json_object_get(w, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	ck_assert_msg(strcmp(a, b) == 0 && strstr(b, "out.txt"), "files: cold %s, warm %s", a, b);
+	ck_assert_msg(strcmp(a, b) == 0 && strstr(b, "out.txt"),
+		      "files: cold %.1500s, warm %.1500s", a, b);
 	free(a);
 	free(b);
 	a = json_dumps(json_object_get(c, "diagnostics"), JSON_SORT_KEYS);
 	b = json_dumps(json_object_get(w, "diagnostics"), JSON_SORT_KEYS);
-	ck_assert_msg(strcmp(a, b) == 0, "diagnostics: cold %s, warm %s", a, b);
+	ck_assert_msg(strcmp(a, b) == 0, "diagnostics: cold %.1500s, warm %.1500s", a, b);
 	free(a);
 	free(b);
 	json_decref(c);
@@ -381,7 +383,8 @@ START_TEST(test_repl_and_files)
 		      "%s", json_string_value(json_object_get(w, "stdout")));
 	a = json_dumps(json_object_get(c, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	b = json_dumps(json_object_get(w, "files"), JSON_SORT_KEYS | JSON_ENCODE_ANY);
-	ck_assert_msg(strcmp(a, b) == 0 && strstr(b, "out.txt"), "files: cold %s, warm %s", a, b);
+	ck_assert_msg(strcmp(a, b) == 0 && strstr(b, "out.txt"),
+		      "files: cold %.1500s, warm %.1500s", a, b);
 	free(a);
 	free(b);
 	json_decref(c);
