@@ -188,6 +188,22 @@ def udp_dns():
              b"\x00\x01\x00\x01", ("192.0.2.53", 53))
     return s.recv(512).hex()
 note("udp_dns", udp_dns)
+def fastopen(send):
+    # a port of the run's own loopback other than the proxy's, with a listener there:
+    # sending with MSG_FASTOPEN would connect without connect(), past Landlock's rule
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(1)
+    s = socket.socket()
+    try:
+        send(s, lst.getsockname())
+        return "sent"
+    finally:
+        s.close()
+        lst.close()
+note("fastopen_sendto", lambda: fastopen(lambda s, a: s.sendto(b"x", 0x20000000, a)))
+note("fastopen_sendmsg", lambda: fastopen(
+    lambda s, a: s.sendmsg([b"x"], [], 0x20000000, a)))
 note("af_unix", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).fileno())
 note("af_netlink", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).fileno())
 note("af_packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).fileno())
@@ -287,6 +303,9 @@ def check_outcome(s, doc, res):
         e.denied_any(res, "direct_v6", ("ECONNREFUSED", "EADDRNOTAVAIL", "ENETUNREACH"))
     g.check(not res["dns_lookup"].get("ok"), "a name resolved inside: %r" % (res["dns_lookup"],))
     e.denied_any(res, "udp_dns", ("ENETUNREACH", "EHOSTUNREACH"))
+    # no connect past connect(): sending with MSG_FASTOPEN is refused by seccomp
+    e.denied(res, "fastopen_sendto", "EPERM")
+    e.denied(res, "fastopen_sendmsg", "EPERM")
     e.denied(res, "resolv_conf", "ENOENT")
     for label in ("af_unix", "af_netlink", "af_packet"):
         e.denied(res, label, "EAFNOSUPPORT")
